@@ -1,0 +1,241 @@
+"""Statement nodes: one class per BQL statement, plus SELECT and its FROM items, windows and EMIT.
+
+Node names (source, stream, sink, state) are stored lower-case (identifiers are case-insensitive);
+parameter names lower-case; parameter values are expressions (constants in practice, folded at
+execution time).
+"""
+from __future__ import annotations
+
+from .base import Node, node
+from .expressions import Expr, PathStep, SortKey
+from .patterns import AfterMatchSkip, Interval, Measure, PatternTerm, SubsetDef, VariableDef
+
+
+class Statement(Node):
+    """Marker base of statements."""
+
+    __slots__ = ()
+
+
+@node
+class Param(Node):
+    """``name = value`` in WITH / SET lists."""
+
+    name: str
+    value: Expr
+
+
+# ---------------------------------------------------------------- SELECT parts
+
+
+@node
+class RangeWindow(Node):
+    """``[RANGE n TUPLES|SECONDS|MILLISECONDS [, BUFFER SIZE k] [, WAIT|DROP OLDEST|DROP NEWEST IF FULL]]``.
+
+    ``unit`` is ``tuples``, ``seconds`` or ``milliseconds``; ``drop_mode`` is ``wait``,
+    ``drop_oldest``, ``drop_newest`` or None (default: wait).
+    """
+
+    value: int | float
+    unit: str
+    buffer_size: int | None = None
+    drop_mode: str | None = None
+
+
+class FromItem(Node):
+    """Marker base of FROM-list items. Every item has ``alias`` (None if not given)."""
+
+    __slots__ = ()
+
+
+@node
+class StreamRef(FromItem):
+    """``name [RANGE ...] [AS alias]``; ``window`` None is a bare stream (Timeplus global aggregation)."""
+
+    name: str
+    window: RangeWindow | None = None
+    alias: str | None = None
+
+
+@node
+class UdsfCall(FromItem):
+    """``udsf("stream", arg, ...) [RANGE ...] [AS alias]``; ``name`` lower-case."""
+
+    name: str
+    args: tuple[Expr, ...]
+    window: RangeWindow | None = None
+    alias: str | None = None
+
+
+@node
+class WindowFunction(FromItem):
+    """Timeplus-style ``tumble(s, [time,] size)``, ``hop(s, [time,] slide, size)``,
+    ``session(s, [time,] gap [, max])``. ``kind`` lower-case. ``intervals`` as written."""
+
+    kind: str
+    stream: str
+    time_expr: Expr | None
+    intervals: tuple[Interval, ...]
+    alias: str | None = None
+
+
+@node
+class MatchRecognize(FromItem):
+    """``stream [RANGE ..] MATCH_RECOGNIZE ( ... ) [AS alias]``.
+
+    ``rows_per_match`` is ``one`` or ``all``; ``empty_matches`` (ALL ROWS only) is ``show`` (default),
+    ``omit`` or ``with_unmatched``.
+    """
+
+    input: StreamRef
+    partition_by: tuple[Expr, ...]
+    order_by: tuple[SortKey, ...]
+    measures: tuple[Measure, ...]
+    rows_per_match: str
+    empty_matches: str | None
+    after_match: AfterMatchSkip
+    pattern: PatternTerm
+    within: Interval | None
+    subsets: tuple[SubsetDef, ...]
+    defines: tuple[VariableDef, ...]
+    alias: str | None = None
+
+
+@node
+class AliasPath(Node):
+    """An output label: ``x``, ``x.y[3].z`` (keys and non-negative indexes), or ``*`` (``star``)."""
+
+    steps: tuple[PathStep, ...] = ()
+    star: bool = False
+
+
+@node
+class Projection(Node):
+    """One select-list item: ``expr [AS alias]``."""
+
+    expr: Expr
+    alias: AliasPath | None = None
+
+
+@node
+class EmitClause(Node):
+    """Timeplus EMIT: ``kind`` is ``after_watermark`` (also AFTER WINDOW CLOSE), ``on_update`` or
+    ``periodic``. ``delay`` for the first two, ``period`` and ``repeat`` for periodic."""
+
+    kind: str
+    delay: Interval | None = None
+    period: Interval | None = None
+    repeat: bool = False
+    spelled_window_close: bool = False
+
+
+@node
+class Select(Statement):
+    """``SELECT emitter items FROM ... [WHERE] [GROUP BY] [HAVING] [LIMIT n] [EMIT ...]``.
+
+    ``emitter`` is ``rstream``, ``istream``, ``dstream`` or None (allowed only with Timeplus forms).
+    """
+
+    emitter: str | None
+    projections: tuple[Projection, ...]
+    from_items: tuple[FromItem, ...]
+    where: Expr | None = None
+    group_by: tuple[Expr, ...] = ()
+    having: Expr | None = None
+    limit: int | None = None
+    emit: EmitClause | None = None
+
+
+@node
+class SelectUnion(Statement):
+    """``select UNION ALL select [UNION ALL ...]``."""
+
+    selects: tuple[Select, ...]
+
+
+# ---------------------------------------------------------------- DDL / control statements
+
+
+@node
+class CreateSource(Statement):
+    name: str
+    type_name: str
+    params: tuple[Param, ...] = ()
+    paused: bool = False
+
+
+@node
+class CreateSink(Statement):
+    name: str
+    type_name: str
+    params: tuple[Param, ...] = ()
+
+
+@node
+class CreateState(Statement):
+    name: str
+    type_name: str
+    params: tuple[Param, ...] = ()
+
+
+@node
+class CreateStreamAsSelect(Statement):
+    name: str
+    select: Select | SelectUnion
+
+
+@node
+class UpdateNode(Statement):
+    """``UPDATE SOURCE|SINK|STATE name SET k = v, ...`` (SensorBee has it; kind lower-case)."""
+
+    kind: str
+    name: str
+    params: tuple[Param, ...]
+
+
+@node
+class DropNode(Statement):
+    """``DROP SOURCE|STREAM|SINK|STATE name``; ``kind`` lower-case."""
+
+    kind: str
+    name: str
+
+
+@node
+class InsertInto(Statement):
+    """``INSERT INTO sink FROM stream``."""
+
+    sink: str
+    stream: str
+
+
+@node
+class SourceControl(Statement):
+    """``PAUSE|RESUME|REWIND SOURCE name``; ``action`` lower-case."""
+
+    action: str
+    name: str
+
+
+@node
+class SaveState(Statement):
+    name: str
+    tag: str | None = None
+
+
+@node
+class LoadState(Statement):
+    name: str
+    type_name: str
+    tag: str | None = None
+    set_params: tuple[Param, ...] = ()
+    create_if_not_saved: bool = False
+    create_params: tuple[Param, ...] = ()
+
+
+@node
+class Eval(Statement):
+    """``EVAL expr [ON {map}]``."""
+
+    expr: Expr
+    on: Expr | None = None

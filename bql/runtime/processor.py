@@ -1,0 +1,66 @@
+"""The per-tuple processing contract shared by every query kernel (BQL SELECT, MATCH_RECOGNIZE,
+Timeplus windows) and the runtime that hosts them (in-process for tests, inside a Spark stateful
+operator in a running topology).
+
+A processor is fed one tuple at a time in arrival order and answers with the tuples it emits, in
+emission order. Its whole state can be snapshotted to bytes and restored (Spark keeps the bytes in its
+state store, so a restarted query resumes exactly).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(slots=True)
+class Tuple:
+    """One stream tuple: ``data`` is a BQL map (dict), ``ts`` its timestamp (aware UTC datetime, µs).
+
+    ``seq`` is the arrival sequence number assigned by the runtime (a topology-wide counter) and
+    ``input`` the name of the FROM input it arrived on (set by the runtime before ``process``).
+    """
+
+    data: dict[str, Any]
+    ts: _dt.datetime
+    seq: int = 0
+    input: str = ""
+
+
+@dataclass(slots=True)
+class Dropped:
+    """A tuple whose step failed: reported on ``dropped_tuples`` and counted in node status."""
+
+    tuple: Tuple
+    error: str
+    event_type: str = "other"  # "input" | "output" | "other" (SensorBee's dropped_tuples field)
+
+
+@dataclass(slots=True)
+class StepResult:
+    """What one ``process`` call produced: emitted tuples (in order) and dropped steps."""
+
+    outputs: list[Tuple] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+    done: bool = False  # the query finished (e.g. LIMIT reached): its node stops
+
+
+class Processor(Protocol):
+    """A compiled query over its inputs (FROM aliases/stream names)."""
+
+    inputs: tuple[str, ...]  # the input node names this processor reads, in FROM order
+
+    def process(self, tup: Tuple) -> StepResult:
+        """Handle one arriving tuple (``tup.input`` names the input node)."""
+
+    def finish(self, input_name: str) -> StepResult:
+        """Input ``input_name`` has ended for good (a finite source stopped)."""
+
+    def tick(self, now: _dt.datetime) -> StepResult:
+        """Wall-clock tick (EMIT PERIODIC); processors without timers return an empty result."""
+
+    def snapshot(self) -> bytes:
+        """All state as bytes (pickle of plain values is fine)."""
+
+    def restore(self, data: bytes) -> None:
+        """Replace all state with a snapshot taken by the same compiled query."""
