@@ -7,20 +7,11 @@ node execution on Spark; until then every statement other than EVAL is refused w
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from sbpy.bql import ast
+from sbpy.bql.parsed import ParsedStatement
 from sbpy.bql.errors import BQLExecutionError, UnsupportedFeatureError
-
-
-@dataclass(frozen=True)
-class ParsedStatement:
-    """A statement with the text it came from (``text``) and its offset in the request body."""
-
-    stmt: ast.Statement
-    text: str
-    offset: int = 0
 
 
 class SelectCursor:

@@ -64,3 +64,17 @@ class Processor(Protocol):
 
     def restore(self, data: bytes) -> None:
         """Replace all state with a snapshot taken by the same compiled query."""
+
+
+@dataclass(slots=True)
+class ProcessorContext:
+    """What a processor may need from its topology when it is built.
+
+    ``functions``: the function registry (None = built-ins only); ``udsfs``: the UDSF registry;
+    ``states``: the topology's UDS lookup (``states.get(name)``); ``topology``: its name.
+    """
+
+    functions: Any = None
+    udsfs: Any = None
+    states: Any = None
+    topology: str = ""
