@@ -1,0 +1,305 @@
+"""The topology journal: file layout, the one entry encoder/decoder, HEAD, and a merged reader.
+
+Layout (see docs/architecture.md, "Runtime on Spark")::
+
+    <data_dir>/topologies/<topology>/journal/HEAD            {"seq": <max committed seq>}
+    <data_dir>/topologies/<topology>/journal/<node>/log.jsonl one entry per line
+
+An entry is ``{"seq":N,"ts":<epoch µs>,"data":{...}}`` or an end marker ``{"seq":N,"end":true}``.
+Sequence numbers are topology-wide and strictly increasing, so within one log they are sorted and
+across logs ``seq`` order is arrival order. Readers only read entries with ``seq <= HEAD``; the writer
+flushes the logs before it moves HEAD (``write_head`` is atomic: temp file + ``os.replace``).
+
+``data`` round-trips every BQL type through tagged JSON: a timestamp is ``{"$ts": µs}``, a blob
+``{"$blob": "<base64>"}``, a NaN/±Inf float ``{"$float": "nan"|"inf"|"-inf"}``; a user map key that
+starts with ``$`` is escaped by doubling the ``$`` (``"$x"`` → ``"$$x"``).
+
+This module is pure Python (no pyspark): the driver's journal writer and the Spark workers both use it.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HEAD_FILE = "HEAD"
+LOG_FILE = "log.jsonl"
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_UTC = _dt.timezone.utc
+
+# ---------------------------------------------------------------- paths
+
+
+def topology_dir(data_dir: str | os.PathLike[str], topology: str) -> Path:
+    """``<data_dir>/topologies/<topology>``."""
+    return Path(data_dir) / "topologies" / topology
+
+
+def journal_dir(data_dir: str | os.PathLike[str], topology: str) -> Path:
+    """``<data_dir>/topologies/<topology>/journal``."""
+    return topology_dir(data_dir, topology) / "journal"
+
+
+def checkpoint_dir(data_dir: str | os.PathLike[str], topology: str, consumer: str, version: int = 1) -> Path:
+    """``<data_dir>/topologies/<topology>/checkpoints/<consumer>-v<version>``."""
+    return topology_dir(data_dir, topology) / "checkpoints" / f"{consumer}-v{version}"
+
+
+def node_log_path(journal_dir: str | os.PathLike[str], node: str) -> Path:
+    """``<journal_dir>/<node>/log.jsonl``."""
+    return Path(journal_dir) / node / LOG_FILE
+
+
+# ---------------------------------------------------------------- timestamps
+
+
+def ts_to_us(ts: _dt.datetime) -> int:
+    """Epoch microseconds of an aware datetime (a naive one is taken as UTC)."""
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=_UTC)
+    delta = ts - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def us_to_ts(us: int) -> _dt.datetime:
+    """The aware UTC datetime of epoch microseconds."""
+    return _EPOCH + _dt.timedelta(microseconds=us)
+
+
+# ---------------------------------------------------------------- values
+
+
+def _tag(value: Any) -> Any:
+    """A BQL value as plain JSON-able Python (tagged timestamps, blobs, non-finite floats, $ keys)."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is float:
+        if math.isfinite(value):
+            return value
+        return {"$float": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
+    if t is dict or isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k[:1] == "$":
+                k = "$" + k
+            out[k] = _tag(v)
+        return out
+    if t is list or isinstance(value, (list, tuple)):
+        return [_tag(v) for v in value]
+    if isinstance(value, _dt.datetime):
+        return {"$ts": ts_to_us(value)}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$blob": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _tag(float(value))
+    if isinstance(value, str):
+        return str(value)
+    raise TypeError(f"cannot journal a value of type '{type(value).__name__}'")
+
+
+_FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _untag(value: Any) -> Any:
+    """Inverse of ``_tag``."""
+    t = type(value)
+    if t is dict:
+        if len(value) == 1:
+            (k, v), = value.items()
+            if k == "$ts":
+                return us_to_ts(v)
+            if k == "$blob":
+                return base64.b64decode(v)
+            if k == "$float":
+                return _FLOATS[v]
+        out = {}
+        for k, v in value.items():
+            if k[:2] == "$$":
+                k = k[1:]
+            out[k] = _untag(v)
+        return out
+    if t is list:
+        return [_untag(v) for v in value]
+    return value
+
+
+def encode_data(data: Any) -> str:
+    """The tagged JSON text of a BQL value (normally the tuple's map)."""
+    return orjson.dumps(_tag(data)).decode("utf-8")
+
+
+def decode_data(text: str | bytes) -> Any:
+    """Inverse of ``encode_data``."""
+    return _untag(orjson.loads(text))
+
+
+# ---------------------------------------------------------------- entries
+
+
+def encode_entry(seq: int, ts_us: int, data: Any) -> str:
+    """One journal line (no trailing newline) for a tuple: ``{"seq":N,"ts":T,"data":{...}}``."""
+    return f'{{"seq":{int(seq)},"ts":{int(ts_us)},"data":{encode_data(data)}}}'
+
+
+def encode_end(seq: int) -> str:
+    """One journal line (no trailing newline) for an end marker: ``{"seq":N,"end":true}``."""
+    return f'{{"seq":{int(seq)},"end":true}}'
+
+
+def _split_line(line: str) -> tuple[int, int, str | None, bool]:
+    """``(seq, ts_us, data_text, end)`` of a line; ``data_text`` stays tagged JSON text.
+
+    Lines written by ``encode_entry`` take a fast path that does not parse ``data``.
+    """
+    line = line.strip()
+    if line.startswith('{"seq":'):
+        comma = line.find(",", 7)
+        rest = line[comma + 1:] if comma > 0 else ""
+        if rest == '"end":true}':
+            return int(line[7:comma]), 0, None, True
+        if rest.startswith('"ts":'):
+            comma2 = rest.find(",", 5)
+            if comma2 > 0 and rest.startswith('"data":', comma2 + 1) and rest.endswith("}"):
+                return int(line[7:comma]), int(rest[5:comma2]), rest[comma2 + 8:-1], False
+    obj = orjson.loads(line)
+    if obj.get("end"):
+        return int(obj["seq"]), 0, None, True
+    return int(obj["seq"]), int(obj.get("ts", 0)), orjson.dumps(obj.get("data", {})).decode("utf-8"), False
+
+
+def decode_entry(line: str | bytes) -> dict[str, Any]:
+    """A journal line as ``{"seq", "ts", "data", "end"}`` (``data`` decoded; None for an end marker)."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8")
+    seq, ts, text, end = _split_line(line)
+    return {"seq": seq, "ts": ts, "data": None if end else decode_data(text), "end": end}
+
+
+# ---------------------------------------------------------------- HEAD
+
+
+def read_head(journal_dir: str | os.PathLike[str]) -> int:
+    """The max committed seq (0 when nothing was committed yet)."""
+    try:
+        with open(Path(journal_dir) / HEAD_FILE, "rb") as f:
+            return int(orjson.loads(f.read())["seq"])
+    except FileNotFoundError:
+        return 0
+
+
+def write_head(journal_dir: str | os.PathLike[str], seq: int) -> None:
+    """Atomically set HEAD to ``seq`` (write a temp file, fsync-free, then ``os.replace``)."""
+    path = Path(journal_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    tmp = path / f".{HEAD_FILE}.{os.getpid()}.tmp"
+    tmp.write_bytes(orjson.dumps({"seq": int(seq)}))
+    os.replace(tmp, path / HEAD_FILE)
+
+
+# ---------------------------------------------------------------- reading
+
+# Per-process memory of where each log's last read ended: (path, inode) -> (last seq read, byte offset after it).
+# Spark reuses Python workers, so sequential micro-batches seek instead of rescanning the file.
+_OFFSETS: dict[tuple[str, int], tuple[int, int]] = {}
+
+
+def _line_seq(line: bytes) -> int:
+    if line.startswith(b'{"seq":'):
+        end = line.find(b",", 7)
+        if end < 0:
+            end = line.find(b"}", 7)
+        return int(line[7:end])
+    return int(orjson.loads(line)["seq"])
+
+
+def _seek_after(f: Any, size: int, after_seq: int) -> int:
+    """Byte offset of the first complete line whose seq > ``after_seq`` (bisection on line starts)."""
+    lo, hi = 0, size  # invariant: answer in [lo, hi]; lo is a line start
+    while hi - lo > 4096:
+        mid = (lo + hi) // 2
+        f.seek(mid)
+        f.readline()  # skip to the next line start
+        start = f.tell()
+        if start >= hi:
+            break
+        line = f.readline()
+        if not line.endswith(b"\n"):
+            hi = start
+            break
+        if _line_seq(line) > after_seq:
+            hi = start
+        else:
+            lo = f.tell()
+    f.seek(lo)
+    pos = lo
+    while pos < hi:
+        line = f.readline()
+        if not line.endswith(b"\n") or _line_seq(line) > after_seq:
+            return pos
+        pos = f.tell()
+    return pos
+
+
+def read_log(path: str | os.PathLike[str], input_name: str, after_seq: int, upto_seq: int
+             ) -> list[tuple[int, str, int, str | None, bool]]:
+    """Entries of one log with ``after_seq < seq <= upto_seq`` as ``(seq, input, ts_us, data_text, end)``."""
+    out: list[tuple[int, str, int, str | None, bool]] = []
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return out
+    with f:
+        stat = os.fstat(f.fileno())
+        size = stat.st_size
+        key = (str(path), stat.st_ino)
+        known = _OFFSETS.get(key)
+        if known is not None and known[0] <= after_seq and known[1] <= size:
+            f.seek(known[1])
+            pos = known[1]
+            # skip any complete lines still <= after_seq
+            while True:
+                line = f.readline()
+                if not line.endswith(b"\n") or _line_seq(line) > after_seq:
+                    break
+                pos = f.tell()
+            f.seek(pos)
+        else:
+            pos = _seek_after(f, size, after_seq)
+            f.seek(pos)
+        last = (after_seq, pos)
+        for line in f:
+            if not line.endswith(b"\n"):
+                break  # a line being written (beyond HEAD)
+            seq, ts, text, end = _split_line(line.decode("utf-8"))
+            if seq > upto_seq:
+                break
+            if seq > after_seq:
+                out.append((seq, input_name, ts, text, end))
+            pos += len(line)
+            last = (seq, pos)
+        _OFFSETS[key] = last
+    return out
+
+
+def read_entries(journal_dir: str | os.PathLike[str], inputs: list[str] | tuple[str, ...], after_seq: int,
+                 upto_seq: int) -> list[tuple[int, str, int, str | None, bool]]:
+    """Entries of the ``inputs``' logs with ``after_seq < seq <= upto_seq``, merged by seq.
+
+    Each item is ``(seq, input, ts_us, data_text, end)``; ``data_text`` is the tagged JSON text
+    (decode with ``decode_data``) and None for an end marker.
+    """
+    rows: list[tuple[int, str, int, str | None, bool]] = []
+    for name in inputs:
+        rows.extend(read_log(node_log_path(journal_dir, name), name, after_seq, upto_seq))
+    rows.sort(key=lambda r: r[0])
+    return rows

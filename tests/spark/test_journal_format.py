@@ -1,0 +1,95 @@
+"""The journal format: value round trips, entry lines, HEAD, and the merged reader (no Spark)."""
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+
+from sbpy.bql.spark import journal_format as jf
+
+UTC = dt.timezone.utc
+
+
+@pytest.mark.parametrize("value", [
+    None, True, False, 0, -(1 << 63), (1 << 63) - 1, 2.0, -0.5, "", "héllo\n\"q\"", b"", b"\x00\xffab",
+    dt.datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=UTC), dt.datetime(1900, 1, 1, tzinfo=UTC),
+    [], [1, "a", None, [2.5]], {}, {"a": {"b": [1, {"c": b"x"}]}},
+    {"$ts": 5}, {"$blob": "x"}, {"$$x": 1, "$": 2, "plain": {"$float": "nan"}},
+])
+def test_value_round_trip(value):
+    text = jf.encode_data(value)
+    assert "\n" not in text
+    back = jf.decode_data(text)
+    assert back == value and type(back) is type(value)
+
+
+def test_float_stays_float_and_non_finite():
+    assert jf.encode_data({"x": 2.0}) == '{"x":2.0}'
+    back = jf.decode_data(jf.encode_data([math.nan, math.inf, -math.inf]))
+    assert math.isnan(back[0]) and back[1] == math.inf and back[2] == -math.inf
+
+
+def test_timestamp_is_tagged_micros():
+    ts = dt.datetime(1970, 1, 1, 0, 0, 1, 5, tzinfo=UTC)
+    assert jf.encode_data({"t": ts}) == '{"t":{"$ts":1000005}}'
+    assert jf.ts_to_us(ts) == 1_000_005 and jf.us_to_ts(1_000_005) == ts
+
+
+def test_entry_lines():
+    line = jf.encode_entry(7, 123, {"a": 1, "b": b"z"})
+    assert line.startswith('{"seq":7,"ts":123,"data":')
+    assert jf.decode_entry(line) == {"seq": 7, "ts": 123, "data": {"a": 1, "b": b"z"}, "end": False}
+    assert jf.decode_entry(jf.encode_end(9)) == {"seq": 9, "ts": 0, "data": None, "end": True}
+    # a line written by another JSON writer (spaces, other key order) still decodes
+    assert jf.decode_entry('{"data": {"x": 1}, "ts": 5, "seq": 3}')["data"] == {"x": 1}
+    assert jf.decode_entry('{"seq": 4, "end": true}')["end"] is True
+
+
+def test_paths(tmp_path):
+    j = jf.journal_dir(tmp_path, "t1")
+    assert j == tmp_path / "topologies" / "t1" / "journal"
+    assert jf.node_log_path(j, "src") == j / "src" / "log.jsonl"
+    assert jf.checkpoint_dir(tmp_path, "t1", "out").name == "out-v1"
+
+
+def test_head(tmp_path):
+    assert jf.read_head(tmp_path / "none") == 0
+    jf.write_head(tmp_path / "j", 5)
+    jf.write_head(tmp_path / "j", 6)
+    assert jf.read_head(tmp_path / "j") == 6
+    assert [p.name for p in (tmp_path / "j").iterdir()] == ["HEAD"]
+
+
+def _write(journal, node, lines):
+    path = jf.node_log_path(journal, node)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        for line in lines:
+            f.write(line + "\n")
+
+
+def test_read_entries_merges_by_seq(tmp_path):
+    j = tmp_path / "j"
+    _write(j, "a", [jf.encode_entry(1, 10, {"v": 1}), jf.encode_entry(3, 30, {"v": 3}), jf.encode_end(6)])
+    _write(j, "b", [jf.encode_entry(2, 20, {"w": 2}), jf.encode_entry(4, 40, {"w": 4})])
+    rows = jf.read_entries(j, ["a", "b", "missing"], 0, 4)
+    assert [(r[0], r[1]) for r in rows] == [(1, "a"), (2, "b"), (3, "a"), (4, "b")]
+    assert jf.decode_data(rows[1][3]) == {"w": 2} and rows[1][2] == 20
+    rows = jf.read_entries(j, ["a", "b"], 2, 10)
+    assert [(r[0], r[4]) for r in rows] == [(3, False), (4, False), (6, True)]
+    assert rows[-1][3] is None
+
+
+def test_read_ignores_partial_line_and_seeks(tmp_path):
+    j = tmp_path / "j"
+    _write(j, "a", [jf.encode_entry(i, i, {"i": i, "pad": "x" * 50}) for i in range(1, 2001)])
+    path = jf.node_log_path(j, "a")
+    with open(path, "a", encoding="utf-8") as f:
+        f.write('{"seq":2001,"ts":1,"da')  # being written
+    for after in (0, 1, 999, 1500, 1999, 2000):
+        rows = jf.read_entries(j, ["a"], after, 5000)
+        assert [r[0] for r in rows] == list(range(after + 1, 2001))
+    jf._OFFSETS.clear()
+    for after in (1700, 3, 1234):  # bisection path, then cached seeks
+        assert [r[0] for r in jf.read_entries(j, ["a"], after, after + 10)] == list(range(after + 1, after + 11))
