@@ -1,0 +1,77 @@
+"""``create_app(config)``: the FastAPI application of the server.
+
+The lifespan builds the ``ServerContext`` (Spark session management, data dir, registries, UDS
+storage) and the ``TopologyManager``, creates the topologies of the config, and at shutdown stops
+every topology and closes the context. Errors are rendered with SensorBee's envelope
+(``sbpy.server.api.errors``); requests are numbered and, with ``network.auth_token``, authenticated
+(``sbpy.server.auth``).
+
+Example::
+
+    import uvicorn
+    from sbpy.server.app import create_app
+    from sbpy.server.config import load_config
+    config = load_config("sensorbee.yaml")
+    uvicorn.run(create_app(config), host=config.network.host, port=config.network.port)
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from fastapi import FastAPI
+
+import sbpy
+
+from .api import build_router
+from .api.errors import install_error_handlers
+from .auth import RequestContextMiddleware
+from .config import Config
+from .manager import TopologyManager
+
+log = logging.getLogger("sbpy.server")
+
+ContextFactory = Callable[[Config], Any]
+
+
+def default_context(config: Config) -> Any:
+    """``ServerContext.from_config(config)``."""
+    from .context import ServerContext
+
+    return ServerContext.from_config(config)
+
+
+def create_app(config: Config | None = None, context_factory: ContextFactory | None = None) -> FastAPI:
+    """The application for ``config``; ``context_factory`` replaces ``ServerContext.from_config``
+    (tests). ``app.state.manager`` holds the manager while the app runs."""
+    config = config or Config()
+    make_context = context_factory or default_context
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        ctx = await anyio.to_thread.run_sync(make_context, config)
+        manager = TopologyManager(ctx)
+        app.state.context, app.state.manager = ctx, manager
+        try:
+            await anyio.to_thread.run_sync(manager.load_from_config, config)
+            yield
+        finally:
+            await anyio.to_thread.run_sync(manager.stop_all)
+            close = getattr(ctx, "close", None)
+            if close is not None:
+                await anyio.to_thread.run_sync(close)
+
+    app = FastAPI(
+        title="sbpy",
+        version=sbpy.__version__,
+        summary="SensorBee-compatible BQL server on Spark Structured Streaming (REST API v1)",
+        lifespan=lifespan,
+    )
+    app.state.config = config
+    app.include_router(build_router())
+    install_error_handlers(app)
+    app.add_middleware(RequestContextMiddleware, auth_token=config.network.auth_token)
+    return app

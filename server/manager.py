@@ -1,0 +1,260 @@
+"""TopologyManager: the server's named topologies (create / get / list / delete, case-insensitive,
+thread-safe), applying BQL scripts to them, and creating the topologies of the config at startup.
+
+Also the script front end shared by the REST API and startup: ``parse_statements`` (syntax, with
+the unparsed rest for E0006), ``check_statement`` (prepare + analyze) and ``check_query_mix``
+(a SELECT or EVAL must be alone).
+
+Persistence (runtime work) plugs in through ``ManagerHooks``: it is told of every created and
+dropped topology and every statement applied successfully.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sbpy.bql import ast
+from sbpy.bql.errors import BQLError, BQLSyntaxError, format_error
+from sbpy.bql.parsed import ParsedStatement
+
+from .config import Config, name_error
+from .topology import Topology
+
+log = logging.getLogger("sbpy.server.manager")
+
+QUERY_STATEMENTS = (ast.Select, ast.SelectUnion, ast.Eval)
+MIXED_QUERY_MESSAGE = "a SELECT or EVAL statement cannot be issued with other statements"
+
+
+# ---------------------------------------------------------------- errors
+
+
+class ManagerError(Exception):
+    """Base of the manager's own errors; ``str()`` is the user-facing message."""
+
+
+class InvalidNameError(ManagerError):
+    def __init__(self, name: Any, reason: str):
+        super().__init__(f"'{name}' cannot name a topology: {reason}")
+        self.name, self.reason = name, reason
+
+
+class TopologyExistsError(ManagerError):
+    def __init__(self, name: str):
+        super().__init__(f"topology '{name}' already exists")
+        self.name = name
+
+
+class TopologyNotFoundError(ManagerError):
+    def __init__(self, name: str):
+        super().__init__(f"topology '{name}' was not found")
+        self.name = name
+
+
+class ScriptParseError(ManagerError):
+    """A syntax error in a script; ``rest`` is the script from the failing statement on."""
+
+    def __init__(self, error: BQLSyntaxError, script: str, rest: str):
+        super().__init__(error.message)
+        self.error, self.script, self.rest = error, script, rest
+
+
+class StartupError(ManagerError):
+    """A topology of the config could not be created or its ``bql_file`` failed."""
+
+
+# ---------------------------------------------------------------- the script front end
+
+
+def _rest_from(script: str, error_offset: int) -> str:
+    """The script from the start of the statement holding ``error_offset``: the longest prefix
+    ending with ``;`` before the error that parses is made of complete statements."""
+    from sbpy.bql.parser import parse_script
+
+    end = error_offset
+    for _ in range(64):
+        cut = script.rfind(";", 0, end)
+        if cut < 0:
+            break
+        try:
+            parse_script(script[: cut + 1])
+        except BQLError:
+            end = cut
+            continue
+        return script[cut + 1 :].lstrip()
+    return script.lstrip()
+
+
+def parse_statements(script: str) -> list[ParsedStatement]:
+    """Parse a script; a syntax error becomes ``ScriptParseError`` with the unparsed rest."""
+    from sbpy.bql.parser import parse_script
+
+    try:
+        return list(parse_script(script))
+    except BQLSyntaxError as err:
+        offset = err.span.start if err.span is not None else len(script)
+        raise ScriptParseError(err, script, _rest_from(script, offset)) from None
+
+
+def check_statement(parsed: ParsedStatement) -> ParsedStatement:
+    """Prepare and analyze one statement (raises ``BQLAnalysisError``); returns the prepared one."""
+    from sbpy.bql.analyzer import analyze, prepare
+
+    stmt = prepare(parsed.stmt)
+    if stmt is None:
+        stmt = parsed.stmt
+    for warning in analyze(stmt, parsed.text) or ():
+        log.warning("%s", warning)
+    return parsed if stmt is parsed.stmt else replace(parsed, stmt=stmt)
+
+
+def check_query_mix(statements: list[ParsedStatement]) -> ParsedStatement | None:
+    """The offending SELECT/EVAL if one is issued with other statements, else None."""
+    if len(statements) > 1:
+        for parsed in statements:
+            if isinstance(parsed.stmt, QUERY_STATEMENTS):
+                return parsed
+    return None
+
+
+# ---------------------------------------------------------------- the manager
+
+
+@dataclass
+class ManagerHooks:
+    """Callbacks for persistence; each may be None. Exceptions they raise are logged, not raised."""
+
+    topology_created: Callable[[str], None] | None = None
+    topology_dropped: Callable[[str], None] | None = None
+    statement_applied: Callable[[str, ParsedStatement, dict[str, Any]], None] | None = None
+
+
+class TopologyManager:
+    """The named topologies of one server. Names compare case-insensitively and keep their spelling.
+
+    ``topology_factory(name, ctx)`` builds a topology (default ``Topology``); creating or deleting
+    a topology does no Spark work.
+    """
+
+    def __init__(self, ctx: Any = None, topology_factory: Callable[[str, Any], Topology] = Topology):
+        self.ctx = ctx
+        self.hooks = ManagerHooks()
+        self._factory = topology_factory
+        self._topologies: dict[str, Topology] = {}
+        self._lock = threading.RLock()
+
+    # -- registry
+
+    def create(self, name: Any) -> Topology:
+        """Create an empty topology; ``InvalidNameError`` or ``TopologyExistsError`` on failure."""
+        reason = name_error(name)
+        if reason is not None:
+            raise InvalidNameError(name, reason)
+        with self._lock:
+            if name.lower() in self._topologies:
+                raise TopologyExistsError(name)
+            topology = self._factory(name, self.ctx)
+            self._topologies[name.lower()] = topology
+        self._notify(self.hooks.topology_created, name)
+        return topology
+
+    def get(self, name: str) -> Topology:
+        """The topology called ``name`` (any case); ``TopologyNotFoundError`` otherwise."""
+        with self._lock:
+            topology = self._topologies.get(name.lower())
+        if topology is None:
+            raise TopologyNotFoundError(name)
+        return topology
+
+    def list(self) -> list[Topology]:
+        with self._lock:
+            return list(self._topologies.values())
+
+    def delete(self, name: str) -> bool:
+        """Stop and forget ``name``; a missing topology is fine. False if stopping it failed."""
+        with self._lock:
+            topology = self._topologies.pop(name.lower(), None)
+        if topology is None:
+            return True
+        ok = self._stop(topology)
+        self._notify(self.hooks.topology_dropped, topology.name)
+        return ok
+
+    def stop_all(self) -> None:
+        """Stop every topology (server shutdown); they stay listed in persistence."""
+        with self._lock:
+            topologies = list(self._topologies.values())
+            self._topologies.clear()
+        for topology in topologies:
+            self._stop(topology)
+
+    # -- statements
+
+    def apply(self, topology: Topology, parsed: ParsedStatement) -> dict[str, Any]:
+        """Execute one checked non-SELECT statement on ``topology`` and tell the hooks."""
+        result = topology.execute(parsed)
+        self._notify(self.hooks.statement_applied, topology.name, parsed, result)
+        return result
+
+    def run_script(self, topology: Topology, script: str) -> list[dict[str, Any]]:
+        """Parse, check and apply every statement of ``script`` in order (stops at the first error)."""
+        statements = [check_statement(p) for p in parse_statements(script)]
+        return [self.apply(topology, parsed) for parsed in statements]
+
+    def load_from_config(self, config: Config) -> None:
+        """Create the topologies of ``config.topologies`` and run their ``bql_file``; any failure is a
+        ``StartupError`` naming the topology, the file and the failing statement's line."""
+        for name in config.topologies:
+            try:
+                topology = self.create(name)
+            except ManagerError as err:
+                raise StartupError(f"cannot create topology '{name}': {err}") from None
+            path = config.bql_file(name)
+            if path is None:
+                continue
+            try:
+                script = path.read_text(encoding="utf-8")
+            except OSError as err:
+                raise StartupError(f"cannot read '{path}' for topology '{name}': {err.strerror}") from None
+            self._load_script(topology, script, str(path))
+
+    def _load_script(self, topology: Topology, script: str, where: str) -> None:
+        try:
+            statements = parse_statements(script)
+        except ScriptParseError as err:
+            msg = format_error(err.error, script)
+            raise StartupError(f"{where}: topology '{topology.name}': {msg}") from None
+        for parsed in statements:
+            line = script.count("\n", 0, parsed.offset) + 1
+            try:
+                if isinstance(parsed.stmt, QUERY_STATEMENTS):
+                    raise ManagerError("SELECT and EVAL statements cannot be used in a bql_file")
+                self.apply(topology, check_statement(parsed))
+            except (BQLError, ManagerError) as err:
+                detail = format_error(err, script) if isinstance(err, BQLError) else str(err)
+                raise StartupError(
+                    f"{where}: topology '{topology.name}': statement at line {line} failed: {detail}"
+                ) from None
+
+    # -- helpers
+
+    @staticmethod
+    def _stop(topology: Topology) -> bool:
+        try:
+            topology.stop()
+        except Exception:  # noqa: BLE001 - a failing stop is reported, never raised
+            log.exception("topology '%s' was not stopped correctly", topology.name)
+            return False
+        return True
+
+    @staticmethod
+    def _notify(hook: Callable[..., None] | None, *args: Any) -> None:
+        if hook is None:
+            return
+        try:
+            hook(*args)
+        except Exception:  # noqa: BLE001
+            log.exception("manager hook %r failed", hook)
