@@ -1,0 +1,47 @@
+"""Per-tuple query kernels: ``build_processor`` picks the right one for a SELECT.
+
+- a FROM item that is a ``MatchRecognize`` → ``match.MatchRecognizeProcessor``;
+- a Timeplus window function in FROM, a bare stream without RANGE, or an EMIT clause →
+  ``timeplus.WindowProcessor``;
+- otherwise the BQL kernel ``kernel.SelectProcessor``;
+- ``SELECT ... UNION ALL ...`` → ``union.UnionProcessor`` over one processor per branch.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..ast import MatchRecognize, Select, SelectUnion, StreamRef, WindowFunction
+from .processor import Dropped, Processor, ProcessorContext, StepResult, Tuple
+
+__all__ = ["build_processor", "Dropped", "Processor", "ProcessorContext", "StepResult", "Tuple"]
+
+
+def _is_timeplus(select: Select) -> bool:
+    if select.emit is not None:
+        return True
+    for item in select.from_items:
+        if isinstance(item, WindowFunction):
+            return True
+        if isinstance(item, StreamRef) and item.window is None:
+            return True
+    return False
+
+
+def build_processor(stmt: Select | SelectUnion, context: ProcessorContext | None = None) -> Any:
+    """A processor for ``stmt`` (modules of the other kernels are imported only when needed)."""
+    context = context or ProcessorContext()
+    if isinstance(stmt, SelectUnion):
+        from .union import UnionProcessor
+
+        return UnionProcessor([build_processor(s, context) for s in stmt.selects])
+    if any(isinstance(item, MatchRecognize) for item in stmt.from_items):
+        from .match import MatchRecognizeProcessor
+
+        return MatchRecognizeProcessor(stmt, context)
+    if _is_timeplus(stmt):
+        from .timeplus import WindowProcessor
+
+        return WindowProcessor(stmt, context)
+    from .kernel import SelectProcessor
+
+    return SelectProcessor(stmt, context)
