@@ -1,0 +1,114 @@
+"""Expression-level rules that hold anywhere in a statement.
+
+- ``CAST(x AS array|map)`` is an error (SensorBee has no such conversion).
+- Built-in functions are called with a valid number of arguments (unknown functions are fine: a
+  plugin may provide them at run time).
+- MATCH_RECOGNIZE-only forms (navigation, CLASSIFIER, MATCH_NUMBER, RUNNING/FINAL) stay inside it.
+- EVAL without ON cannot read fields; EVAL never aggregates.
+"""
+from __future__ import annotations
+
+from ..ast import (
+    Cast,
+    Classifier,
+    Eval,
+    FieldRef,
+    FunctionCall,
+    MatchNumber,
+    Navigation,
+    PatternFieldRef,
+    RunningFinal,
+    Statement,
+    TimestampRef,
+    Wildcard,
+)
+from .aggregates import field_text
+from .context import BUILTIN_AGGREGATES, Context, fail, select_exprs, selects_of, walk
+
+CAST_TYPES = ("bool", "int", "float", "string", "blob", "timestamp")
+
+
+def check_casts(stmt: Statement, ctx: Context) -> None:
+    for n in walk(stmt):
+        if isinstance(n, Cast):
+            t = n.type_name.lower()
+            if t in ("array", "map"):
+                raise fail(f"cannot cast to {t}: only bool, int, float, string, blob and timestamp are allowed", n)
+            if t not in CAST_TYPES:
+                raise fail(f"unknown type '{n.type_name}' in a cast", n)
+
+
+def _arity(spec, name: str) -> tuple[int, int | None] | None:
+    """(min, max) argument count of a function, or None when unknown."""
+    if spec is not None:
+        arity = getattr(spec, "arity", None)
+        if isinstance(arity, int) and not isinstance(arity, bool):
+            return arity, arity
+        if isinstance(arity, tuple) and len(arity) == 2:
+            return arity[0], arity[1]
+        lo, hi = getattr(spec, "min_args", None), getattr(spec, "max_args", None)
+        if isinstance(lo, int):
+            return lo, hi if isinstance(hi, int) else None
+        return None
+    if name in BUILTIN_AGGREGATES:
+        n = len(BUILTIN_AGGREGATES[name])
+        return n, n
+    return None
+
+
+def _args(n: int) -> str:
+    return f"{n} argument" + ("" if n == 1 else "s")
+
+
+def check_arity(stmt: Statement, ctx: Context) -> None:
+    for n in walk(stmt):
+        if not isinstance(n, FunctionCall):
+            continue
+        arity = _arity(ctx.lookup(n.name), n.name)
+        if arity is None:
+            continue
+        lo, hi = arity
+        got = len(n.args)
+        if got < lo or (hi is not None and got > hi):
+            want = _args(lo) if lo == hi else (f"at least {_args(lo)}" if hi is None else f"{lo} to {_args(hi)}")
+            raise fail(f"function '{n.name}' takes {want}, got {got}", n)
+        if n.order_by and not ctx.is_aggregate(n):
+            raise fail(f"ORDER BY can only be used in an aggregate call, and '{n.name}' is not one", n)
+        if any(isinstance(a, Wildcard) for a in n.args) and not (n.name == "count" and got == 1):
+            if ctx.lookup(n.name) is not None or n.name in BUILTIN_AGGREGATES:
+                raise fail(f"'*' cannot be an argument of '{n.name}'", n)
+
+
+_MATCH_ONLY_NAMES = {
+    Navigation: lambda n: n.kind.upper(),
+    Classifier: lambda n: "CLASSIFIER",
+    MatchNumber: lambda n: "MATCH_NUMBER",
+    RunningFinal: lambda n: n.semantics.upper(),
+    PatternFieldRef: lambda n: f"pattern variable '{n.var}'",
+}
+
+
+def check_match_only_forms(stmt: Statement, ctx: Context) -> None:
+    """Navigation & co. outside a MATCH_RECOGNIZE clause are errors."""
+    for select in selects_of(stmt):
+        for _, expr in select_exprs(select):
+            for n in walk(expr):
+                name = _MATCH_ONLY_NAMES.get(type(n))
+                if name is not None:
+                    raise fail(f"{name(n)} can only be used inside MATCH_RECOGNIZE", n)
+
+
+def check_eval(stmt: Statement, ctx: Context) -> None:
+    if not isinstance(stmt, Eval):
+        return
+    for n in walk(stmt.expr):
+        if isinstance(n, FunctionCall) and ctx.is_aggregate(n):
+            raise fail(f"aggregate function '{n.name}' cannot be used in EVAL", n)
+        if stmt.on is None:
+            if isinstance(n, FieldRef):
+                raise fail(f"EVAL cannot refer to field '{field_text(n)}' without ON", n)
+            if isinstance(n, (Wildcard, TimestampRef)):
+                raise fail("EVAL cannot refer to the input tuple without ON", n)
+        name = _MATCH_ONLY_NAMES.get(type(n))
+        if name is not None:
+            raise fail(f"{name(n)} can only be used inside MATCH_RECOGNIZE", n)
