@@ -1,0 +1,186 @@
+"""The server's process-wide context: the data folder and the one shared SparkSession.
+
+The session is created lazily on first use (``spark()``), so creating and deleting topologies never
+waits for Spark; ``warm_up()`` starts it in a background thread at server start so the first query
+does not pay the 5–9 s startup. ``close()`` stops every streaming query and the session.
+
+Example::
+
+    ctx = ServerContext.from_config(config)   # or ServerContext(data_dir="/tmp/d")
+    ctx.warm_up()
+    spark = ctx.spark()
+    ...
+    ctx.close()
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("sbpy.spark")
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+DEFAULT_CONF: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.scheduler.mode": "FAIR",
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.python.worker.reuse": "true",
+    # stateless micro-batches: skip the no-data batch that follows each data batch
+    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+}
+
+
+def _attr(obj: Any, *names: str, default: Any = None) -> Any:
+    """``obj.a.b...`` or ``default`` when any step is missing (the config model may lack a section)."""
+    for name in names:
+        if obj is None:
+            return default
+        obj = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+    return default if obj is None else obj
+
+
+class ServerContext:
+    """Owns the data folder and the lazily created shared SparkSession. Thread-safe."""
+
+    def __init__(self, data_dir: str | os.PathLike[str] | None = None, master: str = "local[*]",
+                 conf: dict[str, Any] | None = None, app_name: str = "sbpy", log_level: str = "WARN",
+                 config: Any = None):
+        if data_dir is None:
+            data_dir = tempfile.mkdtemp(prefix="sbpy-data-")
+        self._data_dir = Path(data_dir).expanduser().resolve()
+        self.master = master or "local[*]"
+        self.conf = {str(k): v for k, v in (conf or {}).items()}
+        self.app_name = app_name
+        self.log_level = log_level
+        self.config = config
+        self._lock = threading.RLock()
+        self._session: Any = None
+        self._warm_thread: threading.Thread | None = None
+        self._warm_error: BaseException | None = None
+        self._closed = False
+
+    @classmethod
+    def from_config(cls, config: Any) -> ServerContext:
+        """Build from the server's ``Config`` (attributes read defensively)."""
+        data_dir = _attr(config, "data_dir") or _attr(config, "spark", "data_dir")
+        if data_dir is not None and not Path(data_dir).is_absolute() and hasattr(config, "resolve"):
+            data_dir = config.resolve(data_dir)
+        return cls(data_dir=data_dir or Path("data").resolve(), master=_attr(config, "spark", "master"),
+                   conf=dict(_attr(config, "spark", "conf", default={})), config=config)
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def data_dir(self) -> Path:
+        """The folder holding journals, checkpoints and persisted topologies."""
+        return self._data_dir
+
+    @property
+    def started(self) -> bool:
+        """True once the session exists (without creating it)."""
+        return self._session is not None
+
+    # ------------------------------------------------------------ session
+
+    def spark(self) -> Any:
+        """The shared SparkSession, created on first use (or re-created if it was stopped)."""
+        session = self._session
+        if session is not None and self._alive(session):
+            return session
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the server context is closed")
+            if self._session is None or not self._alive(self._session):
+                self._session = self._create()
+            return self._session
+
+    def warm_up(self) -> threading.Thread:
+        """Create the session in a background thread; returns the thread (join it to wait)."""
+        with self._lock:
+            if self._warm_thread is None or not self._warm_thread.is_alive():
+                self._warm_thread = threading.Thread(target=self._warm, name="sbpy-spark-warm-up",
+                                                     daemon=True)
+                self._warm_thread.start()
+            return self._warm_thread
+
+    def _warm(self) -> None:
+        try:
+            spark = self.spark()
+            spark.range(1).collect()  # the first action pays another 2–4 s
+        except BaseException as exc:  # reported when spark() is called again
+            self._warm_error = exc
+            log.warning("Spark warm-up failed: %s", exc)
+
+    def recreate_session(self) -> Any:
+        """Stop the current session (if any) and create a new one."""
+        with self._lock:
+            self._stop_session()
+            self._session = self._create()
+            return self._session
+
+    def close(self) -> None:
+        """Stop every streaming query, then the session. Idempotent."""
+        with self._lock:
+            self._closed = True
+            self._stop_session()
+
+    # ------------------------------------------------------------ internals
+
+    @staticmethod
+    def _alive(session: Any) -> bool:
+        try:
+            jsc = session.sparkContext._jsc
+            return jsc is not None and not jsc.sc().isStopped()
+        except Exception:
+            return False
+
+    def _stop_session(self) -> None:
+        session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            for query in session.streams.active:
+                try:
+                    query.stop()
+                except Exception as exc:  # keep stopping the others
+                    log.warning("stopping query %s failed: %s", query.name, exc)
+            session.stop()
+        except Exception as exc:
+            log.warning("stopping the Spark session failed: %s", exc)
+
+    def session_conf(self) -> dict[str, str]:
+        """The settings the session is created with (defaults overridden by ``spark.conf``)."""
+        conf = dict(DEFAULT_CONF)
+        conf["spark.pyspark.python"] = sys.executable
+        conf["spark.pyspark.driver.python"] = sys.executable
+        conf["spark.sql.streaming.checkpointLocation"] = str(self._data_dir / "checkpoints-default")
+        for key, value in self.conf.items():
+            conf[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        return conf
+
+    def _create(self) -> Any:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        from pyspark.sql import SparkSession
+
+        from sbpy.bql.spark.journal_source import register as register_journal
+
+        self._data_dir.mkdir(parents=True, exist_ok=True)
+        builder = SparkSession.builder.master(self.master).appName(self.app_name)
+        for key, value in self.session_conf().items():
+            builder = builder.config(key, value)
+        log.info("starting Spark (master %s)", self.master)
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel(self.log_level)
+        register_journal(session)
+        self._warm_error = None
+        return session
