@@ -1,0 +1,78 @@
+"""Aggregate calls over a group of rows: ``compile_aggregate(call, scope).evaluate(envs)``.
+
+The aggregation-parameter arguments (``FunctionSpec.agg_params``) are evaluated once per row and
+passed to the aggregate as lists, ordered by the call's ``ORDER BY`` (stable; ASC puts NULLs last,
+DESC first, as PostgreSQL). The other arguments (e.g. ``string_agg``'s separator) are evaluated once,
+on the group's first row (NULL for an empty group). ``count(*)`` receives one ``True`` per row.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..ast import FunctionCall, Wildcard
+from ..errors import BQLAnalysisError, BQLError, BQLEvaluationError
+from ..values import sort_key
+from .compiler import compile_expr
+from .env import Env, Scope
+
+
+def _row_true(env: Env) -> bool:
+    return True
+
+
+class CompiledAggregate:
+    """One compiled aggregate call; ``evaluate(envs)`` gives its value over those rows."""
+
+    __slots__ = ("call", "spec", "_args", "_agg_positions", "_order")
+
+    def __init__(self, call: FunctionCall, spec: Any, args: list, agg_positions: frozenset,
+                 order: list):
+        self.call = call
+        self.spec = spec
+        self._args = args  # compiled argument closures, by position
+        self._agg_positions = agg_positions
+        self._order = order  # [(closure, descending)]
+
+    def evaluate(self, envs: Sequence[Env]) -> Any:
+        rows = envs
+        if self._order and len(envs) > 1:
+            keyed = [[f(env) for f, _ in self._order] for env in envs]
+            idx = list(range(len(envs)))
+            for k in range(len(self._order) - 1, -1, -1):
+                desc = self._order[k][1]
+                idx.sort(key=lambda i: sort_key(keyed[i][k]), reverse=desc)
+            rows = [envs[i] for i in idx]
+        args = []
+        for pos, f in enumerate(self._args):
+            if pos in self._agg_positions:
+                args.append([f(env) for env in rows])
+            else:
+                args.append(f(rows[0]) if rows else None)
+        try:
+            return self.spec.impl(*args)
+        except BQLError:
+            raise
+        except Exception as err:
+            raise BQLEvaluationError(f"aggregate '{self.spec.name}' failed: {err}") from err
+
+
+def compile_aggregate(call: FunctionCall, scope: Scope) -> CompiledAggregate:
+    """Compile an aggregate call; its arguments may not contain aggregates themselves."""
+    spec = scope.registry.get(call.name)
+    if spec is None or not spec.aggregate:
+        raise BQLAnalysisError(f"'{call.name}' is not an aggregate function", call.span)
+    problem = spec.check_arity(len(call.args))
+    if problem:
+        raise BQLAnalysisError(problem, call.span)
+    inner = Scope(scope.aliases, scope.registry, None, scope.stream, getattr(scope, "extensions", None))
+    agg_positions = frozenset(p for p in spec.agg_params if p < len(call.args))
+    args = []
+    for pos, a in enumerate(call.args):
+        if type(a) is Wildcard and a.stream is None:
+            if not (spec.star and pos in agg_positions):
+                raise BQLAnalysisError(f"'*' is not a valid argument of '{call.name}'", a.span)
+            args.append(_row_true)
+        else:
+            args.append(compile_expr(a, inner))
+    order = [(compile_expr(k.expr, inner), k.descending) for k in call.order_by]
+    return CompiledAggregate(call, spec, args, agg_positions, order)

@@ -1,0 +1,232 @@
+"""BQL operators on values: arithmetic, ``||``, comparisons and Kleene logic.
+
+Semantics (SensorBee's): NULL propagates through arithmetic, ``||`` and comparisons; int op int stays
+int (``/`` truncates toward zero, ``%`` takes the dividend's sign as in Go; division or modulo by int
+zero and int64 overflow are errors); int op float is float (IEEE: ``1.0 / 0`` is +Inf, ``%`` is
+``fmod``); bools are not numbers; ``||`` accepts only strings. AND/OR evaluate both operands (no short
+circuit) and accept only bool or NULL.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from ..errors import BQLEvaluationError
+from ..values import INT_MAX, INT_MIN, bql_equal, bql_less, type_name
+
+
+def _type_error(op: str, a: Any, b: Any) -> BQLEvaluationError:
+    return BQLEvaluationError(f"cannot apply '{op}' to '{type_name(a)}' and '{type_name(b)}'")
+
+
+def _overflow(op: str) -> BQLEvaluationError:
+    return BQLEvaluationError(f"integer overflow in '{op}'")
+
+
+def add(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is int and tb is int:
+        r = a + b
+        if INT_MIN <= r <= INT_MAX:
+            return r
+        raise _overflow("+")
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        return float(a) + float(b)
+    if a is None or b is None:
+        return None
+    raise _type_error("+", a, b)
+
+
+def sub(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is int and tb is int:
+        r = a - b
+        if INT_MIN <= r <= INT_MAX:
+            return r
+        raise _overflow("-")
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        return float(a) - float(b)
+    if a is None or b is None:
+        return None
+    raise _type_error("-", a, b)
+
+
+def mul(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is int and tb is int:
+        r = a * b
+        if INT_MIN <= r <= INT_MAX:
+            return r
+        raise _overflow("*")
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        return float(a) * float(b)
+    if a is None or b is None:
+        return None
+    raise _type_error("*", a, b)
+
+
+def int_div(a: int, b: int) -> int:
+    """Go's integer division: truncation toward zero; zero divisor and overflow are errors."""
+    if b == 0:
+        raise BQLEvaluationError("division by zero")
+    q = abs(a) // abs(b)
+    if (a < 0) != (b < 0):
+        q = -q
+    if q > INT_MAX:
+        raise _overflow("/")
+    return q
+
+
+def int_mod(a: int, b: int) -> int:
+    """Go's ``%``: the remainder takes the sign of the dividend; zero divisor is an error."""
+    if b == 0:
+        raise BQLEvaluationError("division by zero")
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
+
+
+def float_div(a: float, b: float) -> float:
+    """IEEE division (Go semantics): x/0 is ±Inf, 0/0 NaN."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0.0:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def div(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is int and tb is int:
+        return int_div(a, b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        return float_div(float(a), float(b))
+    if a is None or b is None:
+        return None
+    raise _type_error("/", a, b)
+
+
+def mod(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is int and tb is int:
+        return int_mod(a, b)
+    if (ta is float or ta is int) and (tb is float or tb is int):
+        try:
+            return math.fmod(float(a), float(b))
+        except ValueError:
+            return math.nan
+    if a is None or b is None:
+        return None
+    raise _type_error("%", a, b)
+
+
+def concat(a: Any, b: Any) -> Any:
+    if type(a) is str and type(b) is str:
+        return a + b
+    if a is None or b is None:
+        if (a is None or type(a) is str) and (b is None or type(b) is str):
+            return None
+        # NULL with a non-string: SensorBee checks NULL first
+        return None
+    raise _type_error("||", a, b)
+
+
+def neg(a: Any) -> Any:
+    t = type(a)
+    if t is int:
+        if a == INT_MIN:
+            raise _overflow("-")
+        return -a
+    if t is float:
+        return -a
+    if a is None:
+        return None
+    raise BQLEvaluationError(f"cannot apply unary '-' to '{type_name(a)}'")
+
+
+def eq(a: Any, b: Any) -> Any:
+    return bql_equal(a, b)
+
+
+def ne(a: Any, b: Any) -> Any:
+    r = bql_equal(a, b)
+    return None if r is None else not r
+
+
+def lt(a: Any, b: Any) -> Any:
+    return bql_less(a, b, "<")
+
+
+def le(a: Any, b: Any) -> Any:
+    return bql_less(a, b, "<=")
+
+
+def gt(a: Any, b: Any) -> Any:
+    return bql_less(a, b, ">")
+
+
+def ge(a: Any, b: Any) -> Any:
+    return bql_less(a, b, ">=")
+
+
+def _logic_error(op: str, v: Any) -> BQLEvaluationError:
+    return BQLEvaluationError(f"'{op}' needs bool operands, got '{type_name(v)}'")
+
+
+def and_(a: Any, b: Any) -> Any:
+    if a is not None and type(a) is not bool:
+        raise _logic_error("and", a)
+    if b is not None and type(b) is not bool:
+        raise _logic_error("and", b)
+    if a is False or b is False:
+        return False
+    if a is None or b is None:
+        return None
+    return True
+
+
+def or_(a: Any, b: Any) -> Any:
+    if a is not None and type(a) is not bool:
+        raise _logic_error("or", a)
+    if b is not None and type(b) is not bool:
+        raise _logic_error("or", b)
+    if a is True or b is True:
+        return True
+    if a is None or b is None:
+        return None
+    return False
+
+
+def not_(a: Any) -> Any:
+    if a is None:
+        return None
+    if type(a) is bool:
+        return not a
+    raise _logic_error("not", a)
+
+
+BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": add,
+    "-": sub,
+    "*": mul,
+    "/": div,
+    "%": mod,
+    "||": concat,
+    "=": eq,
+    "!=": ne,
+    "<>": ne,
+    "<": lt,
+    "<=": le,
+    ">": gt,
+    ">=": ge,
+    "and": and_,
+    "or": or_,
+}
+
+UNARY: dict[str, Callable[[Any], Any]] = {"-": neg, "not": not_, "+": lambda a: _unary_plus(a)}
+
+
+def _unary_plus(a: Any) -> Any:
+    if a is None or type(a) is int or type(a) is float:
+        return a
+    raise BQLEvaluationError(f"cannot apply unary '+' to '{type_name(a)}'")
