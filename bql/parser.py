@@ -1,0 +1,228 @@
+"""BQL text → AST: the cached LALR parser over ``grammar/bql.lark`` and SensorBee-style syntax errors.
+
+Public: ``parse`` (a script → statements), ``parse_one`` (exactly one statement), ``parse_script``
+(statements with their own source text and offset), ``parse_expression`` (one expression).
+Spans are offsets into the text given to these functions (for a script, the whole script).
+
+A syntax error is a ``BQLSyntaxError`` whose message reads like SensorBee's::
+
+    statement has a syntax error near line 1, symbol 16:
+    SELECT RSTREAM FROM src
+                   ^
+    unexpected 'FROM', expected an expression
+    consider to look up the documentation for SELECT
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+
+from .ast import Expr, Statement
+from .errors import BQLSyntaxError, Span, line_col
+from .parsed import ParsedStatement
+from .transform_base import StaticSyntaxError
+from .transformer import BQLTransformer
+
+__all__ = ["parse", "parse_one", "parse_script", "parse_expression", "expected_tokens_hint",
+           "statement_kind"]
+
+GRAMMAR_PATH = Path(__file__).with_name("grammar") / "bql.lark"
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(GRAMMAR_PATH.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
+                propagate_positions=True, maybe_placeholders=True, start=["start", "expr"])
+
+
+# ---------------------------------------------------------------------------- public API
+
+
+def parse(text: str) -> list[Statement]:
+    """Parse a script of ``;``-separated statements."""
+    return _run(text, "start")
+
+
+def parse_one(text: str) -> Statement:
+    """Parse text holding exactly one statement (a trailing ``;`` is allowed)."""
+    stmts = parse(text)
+    if len(stmts) != 1:
+        if not stmts:
+            raise _error(text, len(text), "the text holds no statement")
+        second = stmts[1].span
+        raise _error(text, second.start if second else 0, "expected exactly one statement")
+    return stmts[0]
+
+
+def parse_script(text: str) -> list[ParsedStatement]:
+    """Parse a script; each statement comes with its own text (without ``;``) and start offset."""
+    out = []
+    for stmt in parse(text):
+        span = stmt.span
+        out.append(ParsedStatement(stmt, text[span.start:span.end], span.start))
+    return out
+
+
+def parse_expression(text: str) -> Expr:
+    """Parse a single expression (as it would appear after EVAL)."""
+    return _run(text, "expr")
+
+
+# ---------------------------------------------------------------------------- driver
+
+
+def _run(text: str, start: str):
+    try:
+        tree = _lark().parse(text, start=start)
+    except UnexpectedInput as e:
+        raise _from_lark(text, e) from None
+    try:
+        return BQLTransformer(text).transform(tree)
+    except VisitError as e:
+        orig = e.orig_exc
+        if isinstance(orig, StaticSyntaxError):
+            pos = orig.span.start if orig.span else 0
+            end = orig.span.end if orig.span else pos
+            raise _error(text, pos, orig.reason, end) from None
+        raise orig from None
+
+
+def _from_lark(text: str, e: UnexpectedInput) -> BQLSyntaxError:
+    if isinstance(e, UnexpectedToken):
+        tok = e.token
+        if tok.type == "$END":
+            pos = len(text.rstrip())
+            return _error(text, pos, "unexpected end of statement" + _expected(e.expected), pos)
+        return _error(text, tok.start_pos, f"unexpected {_describe(tok)}" + _expected(e.expected),
+                      tok.end_pos)
+    if isinstance(e, UnexpectedCharacters):
+        ch = text[e.pos_in_stream]
+        reason = f"unexpected character '{ch}'"
+        if ch == "'":
+            reason += " (strings are written in double quotes)"
+        elif ch == "/" and text.startswith("/*", e.pos_in_stream):
+            reason = "unexpected '/*' (only '--' comments are supported)"
+        return _error(text, e.pos_in_stream, reason + _expected(e.allowed), e.pos_in_stream + 1)
+    return _error(text, getattr(e, "pos_in_stream", 0) or 0, str(e))
+
+
+def _error(text: str, pos: int, reason: str | None = None, end: int | None = None) -> BQLSyntaxError:
+    """A BQLSyntaxError at character ``pos`` of ``text`` in SensorBee's layout."""
+    pos = max(0, min(pos, len(text)))
+    line, col = line_col(text, pos)
+    lines = text.split("\n")
+    src = lines[line - 1] if line - 1 < len(lines) else ""
+    msg = f"statement has a syntax error near line {line}, symbol {col}:\n{src}\n{' ' * (col - 1)}^"
+    if reason:
+        msg += "\n" + reason
+    kind = statement_kind(text, pos)
+    if kind:
+        msg += f"\nconsider to look up the documentation for {kind}"
+    return BQLSyntaxError(msg, Span(pos, max(end if end is not None else pos, pos), line, col))
+
+
+# ---------------------------------------------------------------------------- error wording
+
+_TERMINAL_WORDS = {
+    "IDENT": "an identifier", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
+    "$END": "the end of the statement", "RUNNING_FINAL": "RUNNING or FINAL",
+}
+_EXPR_START = {"IDENT", "INT", "FLOAT", "STRING", "LPAR", "LSQB", "LBRACE", "MINUS"}
+
+
+def _describe(tok: Token) -> str:
+    if tok.type == "IDENT":
+        return f"identifier '{tok}'"
+    if tok.type in ("INT", "FLOAT"):
+        return f"number '{tok}'"
+    if tok.type == "STRING":
+        return f"string {tok}"
+    return f"'{tok}'"
+
+
+def _terminal_word(name: str) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    try:
+        pattern = _lark().get_terminal(name).pattern
+    except KeyError:
+        return name
+    value = pattern.value
+    return f"'{value.upper()}'" if value.isalpha() or "_" in value else f"'{value}'"
+
+
+def expected_tokens_hint(expected) -> str:
+    """A readable list of what the parser would have accepted, e.g. ``'FROM' or ','``."""
+    names = set(expected)
+    words = []
+    if _EXPR_START <= names:
+        words.append("an expression")
+        names -= _EXPR_START | {"PLUS", "STAR", "NOT", "TRUE", "FALSE", "NULL", "CASE", "CAST",
+                                "RUNNING_FINAL", "LBRACE"}
+    words += sorted({_terminal_word(n) for n in names})
+    if not words:
+        return ""
+    if len(words) > 8:
+        words = words[:8] + ["..."]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _expected(expected) -> str:
+    hint = expected_tokens_hint(expected or ())
+    return f", expected {hint}" if hint else ""
+
+
+_WORD = re.compile(r"[A-Za-z]+")
+_KINDS = {
+    "SELECT": "SELECT", "INSERT": "INSERT INTO", "LOAD": "LOAD STATE", "SAVE": "SAVE STATE",
+    "EVAL": "EVAL", "PAUSE": "PAUSE SOURCE", "RESUME": "RESUME SOURCE", "REWIND": "REWIND SOURCE",
+}
+
+
+def statement_kind(text: str, pos: int) -> str | None:
+    """The statement kind (``SELECT``, ``CREATE SOURCE`` ...) of the statement holding ``pos``."""
+    start = _statement_start(text, pos)
+    words = [w.upper() for w in _WORD.findall(_strip_comments(text[start:]))[:3]]
+    if not words:
+        return None
+    head = words[0]
+    if head in _KINDS:
+        return _KINDS[head]
+    if head in ("CREATE", "UPDATE", "DROP"):
+        rest = [w for w in words[1:] if w != "PAUSED"]
+        if rest and rest[0] in ("SOURCE", "SINK", "STATE", "STREAM"):
+            return f"{head} {rest[0]}"
+    return None
+
+
+def _strip_comments(text: str) -> str:
+    return re.sub(r"--[^\n]*", " ", text)
+
+
+def _statement_start(text: str, pos: int) -> int:
+    """Offset just after the last top-level ``;`` before ``pos`` (strings and comments skipped)."""
+    start, i, n = 0, 0, min(pos, len(text))
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = text.find('"', i + 1)
+            while j != -1 and text.startswith('""', j):
+                j = text.find('"', j + 2)
+            i = len(text) if j == -1 else j + 1
+            continue
+        if text.startswith("--", i):
+            j = text.find("\n", i)
+            i = len(text) if j == -1 else j + 1
+            continue
+        if c == ";":
+            start = i + 1
+        i += 1
+    return start
+
+
+def _unused(_: Tree) -> None:  # keep Tree imported for type readers
+    return None

@@ -1,0 +1,204 @@
+"""Parse tree → AST for MATCH_RECOGNIZE: the clause, its row pattern algebra, and the rewrite of
+navigation calls (PREV/NEXT/FIRST/LAST, CLASSIFIER, MATCH_NUMBER) inside its expressions.
+"""
+from __future__ import annotations
+
+from .ast import (
+    AfterMatchSkip, Classifier, FieldRef, FunctionCall, KeyStep, Literal, MatchNumber,
+    MatchRecognize, Measure, Navigation, PatternAlt, PatternAnchor, PatternConcat, PatternEmpty,
+    PatternExclusion, PatternPermute, PatternQuantified, PatternVar, StreamRef, SubsetDef,
+    VariableDef,
+)
+from .transform_base import fail, ident, rewrite, span_of
+from .transform_expr import int_value
+
+NAVIGATIONS = frozenset({"prev", "next", "first", "last"})
+
+
+def _var(tok) -> str:
+    return str(tok).upper()
+
+
+def navigation_rewrite(node):
+    """The MATCH_RECOGNIZE form of a call node, or None to keep it (used with ``rewrite``)."""
+    if not isinstance(node, FunctionCall) or node.order_by:
+        return None
+    name, args = node.name, node.args
+    if name in NAVIGATIONS and len(args) in (1, 2):
+        offset = None
+        if len(args) == 2:
+            off = args[1]
+            if not (isinstance(off, Literal) and type(off.value) is int and off.value >= 0):
+                raise fail(f"the offset of '{name.upper()}' must be a non-negative integer constant",
+                           off)
+            offset = off.value
+        return Navigation(name, args[0], offset, span=node.span)
+    if name == "classifier" and len(args) <= 1:
+        var = None
+        if args:
+            a = args[0]
+            if not (isinstance(a, FieldRef) and a.stream is None and len(a.path) == 1
+                    and isinstance(a.path[0], KeyStep) and not a.path[0].bracket):
+                raise fail("the argument of 'CLASSIFIER' must be a pattern variable", a)
+            var = a.path[0].key.upper()
+        return Classifier(var, span=node.span)
+    if name == "match_number" and not args:
+        return MatchNumber(span=node.span)
+    return None
+
+
+class MatchRules:
+    """Transformer rules for section 5 of the grammar (mixed into ``BQLTransformer``)."""
+
+    def match_recognize(self, meta, name, *rest):
+        items = list(rest)
+        window = None
+        alias = None
+        if items and isinstance(items[-1], tuple) and items[-1][0] == "alias":
+            alias = items.pop()[1]
+        body = items.pop()
+        if items:
+            window = items.pop()
+        name_span = span_of(name)
+        if window is not None and window.span is not None and name_span is not None:
+            name_span = type(name_span)(name_span.start, window.span.end, name_span.line,
+                                        name_span.column)
+        source = StreamRef(ident(name), window, None, span=name_span)
+        return MatchRecognize(source, alias=alias, span=span_of(meta), **body)
+
+    def mr_body(self, meta, *parts):
+        body = {
+            "partition_by": (), "order_by": (), "measures": (), "rows_per_match": "one",
+            "empty_matches": None, "after_match": AfterMatchSkip(), "within": None,
+            "subsets": (), "defines": (),
+        }
+        for key, value in parts:
+            if key == "rows":
+                body["rows_per_match"], body["empty_matches"] = value
+            else:
+                body[key] = value
+        for key in ("partition_by", "order_by", "measures", "defines"):
+            body[key] = rewrite(body[key], navigation_rewrite)
+        return body
+
+    def mr_partition(self, meta, *exprs):
+        return ("partition_by", tuple(exprs))
+
+    def mr_order(self, meta, *keys):
+        return ("order_by", tuple(keys))
+
+    def mr_measures(self, meta, *measures):
+        return ("measures", tuple(measures))
+
+    def measure(self, meta, expr, name):
+        return Measure(expr, str(name), span=span_of(meta))
+
+    def rows_one(self, meta):
+        return ("rows", ("one", None))
+
+    def rows_all(self, meta, empty=None):
+        return ("rows", ("all", empty))
+
+    def empty_matches(self, meta, *toks):
+        return {"show": "show", "omit": "omit", "with": "with_unmatched"}[str(toks[0]).lower()]
+
+    def mr_after(self, meta, skip):
+        return ("after_match", skip)
+
+    def skip_past_last_row(self, meta):
+        return AfterMatchSkip("past_last_row", span=span_of(meta))
+
+    def skip_to_next_row(self, meta):
+        return AfterMatchSkip("to_next_row", span=span_of(meta))
+
+    def skip_to_first(self, meta, var):
+        return AfterMatchSkip("to_first", _var(var), span=span_of(meta))
+
+    def skip_to_last(self, meta, var):
+        return AfterMatchSkip("to_last", _var(var), span=span_of(meta))
+
+    def skip_to_var(self, meta, var):
+        return AfterMatchSkip("to", _var(var), span=span_of(meta))
+
+    def mr_pattern(self, meta, pattern):
+        return ("pattern", pattern)
+
+    def mr_within(self, meta, interval):
+        return ("within", interval)
+
+    def mr_subsets(self, meta, *defs):
+        return ("subsets", tuple(defs))
+
+    def subset_def(self, meta, name, *variables):
+        return SubsetDef(_var(name), tuple(_var(v) for v in variables), span=span_of(meta))
+
+    def mr_defines(self, meta, *defs):
+        return ("defines", tuple(defs))
+
+    def var_def(self, meta, name, cond):
+        return VariableDef(_var(name), cond, span=span_of(meta))
+
+    # ------------------------------------------------------------------ row patterns
+
+    def pattern_alt(self, meta, left, right):
+        items = left.items if isinstance(left, PatternAlt) else (left,)
+        right_items = right.items if isinstance(right, PatternAlt) else (right,)
+        return PatternAlt((*items, *right_items), span=span_of(meta))
+
+    def pattern_concat(self, meta, left, right):
+        # Concatenation and alternation are associative: groups are flattened.
+        items = left.items if isinstance(left, PatternConcat) else (left,)
+        right_items = right.items if isinstance(right, PatternConcat) else (right,)
+        return PatternConcat((*items, *right_items), span=span_of(meta))
+
+    def pattern_quantified(self, meta, term, quant):
+        (low, high), reluctant = quant
+        return PatternQuantified(term, low, high, reluctant, span=span_of(meta))
+
+    def pattern_var(self, meta, tok):
+        return PatternVar(_var(tok), span=span_of(meta))
+
+    def pattern_empty(self, meta):
+        return PatternEmpty(span=span_of(meta))
+
+    def pattern_permute(self, meta, *items):
+        return PatternPermute(tuple(items), span=span_of(meta))
+
+    def pattern_exclusion(self, meta, term):
+        return PatternExclusion(term, span=span_of(meta))
+
+    def anchor_start(self, meta):
+        return PatternAnchor("start", span=span_of(meta))
+
+    def anchor_end(self, meta):
+        return PatternAnchor("end", span=span_of(meta))
+
+    def quantifier(self, meta, bounds, reluctant):
+        return bounds, reluctant
+
+    def reluctant(self, meta, *toks):
+        return bool(toks)
+
+    def q_star(self, meta):
+        return (0, None)
+
+    def q_plus(self, meta):
+        return (1, None)
+
+    def q_opt(self, meta):
+        return (0, 1)
+
+    def q_exact(self, meta, n):
+        return (int_value(n), int_value(n))
+
+    def q_min(self, meta, n):
+        return (int_value(n), None)
+
+    def q_max(self, meta, m):
+        return (0, int_value(m))
+
+    def q_range(self, meta, n, m):
+        low, high = int_value(n), int_value(m)
+        if low > high:
+            raise fail(f"quantifier minimum {low} is greater than its maximum {high}", meta)
+        return (low, high)

@@ -1,0 +1,183 @@
+"""Parse tree → AST for SELECT: projections and labels, FROM items (streams, UDSF calls, Timeplus
+window functions), RANGE windows, WHERE / GROUP BY / HAVING, LIMIT and the Timeplus EMIT clause.
+"""
+from __future__ import annotations
+
+from lark import Token
+
+from .ast import (
+    AliasPath, EmitClause, Expr, FieldRef, IndexStep, Interval, KeyStep, Projection, RangeWindow,
+    Select, SelectUnion, StreamRef, UdsfCall, WindowFunction,
+)
+from .transform_base import fail, ident, present, span_of
+from .transform_expr import int_value
+
+WINDOW_FUNCTIONS = frozenset({"tumble", "hop", "session"})
+
+
+class _Tail:
+    """The clauses after FROM, collected by ``select_tail``."""
+
+    __slots__ = ("where", "group_by", "having", "limit", "emit")
+
+    def __init__(self):
+        self.where = None
+        self.group_by = ()
+        self.having = None
+        self.limit = None
+        self.emit = None
+
+
+class SelectRules:
+    """Transformer rules for sections 3, 4 and 6 of the grammar (mixed into ``BQLTransformer``)."""
+
+    # ------------------------------------------------------------------ SELECT
+
+    def select_union(self, meta, *selects):
+        return SelectUnion(tuple(selects), span=span_of(meta))
+
+    def select(self, meta, *children):
+        items = list(children)
+        emitter = items.pop(0) if isinstance(items[0], str) else None
+        tail = items.pop()
+        projections = tuple(c for c in items if isinstance(c, Projection))
+        from_items = tuple(c for c in items if not isinstance(c, Projection))
+        return Select(emitter, projections, from_items, tail.where, tail.group_by, tail.having,
+                      tail.limit, tail.emit, span=span_of(meta))
+
+    def emitter(self, meta, tok):
+        return str(tok).lower()
+
+    def select_tail(self, meta, *clauses):
+        tail = _Tail()
+        for name, value in clauses:
+            setattr(tail, name, value)
+        return tail
+
+    def where(self, meta, expr):
+        return ("where", expr)
+
+    def group_by(self, meta, *exprs):
+        return ("group_by", tuple(exprs))
+
+    def having(self, meta, expr):
+        return ("having", expr)
+
+    def limit(self, meta, tok):
+        return ("limit", int_value(tok))
+
+    def projection(self, meta, expr, alias=None):
+        return Projection(expr, alias, span=span_of(meta))
+
+    def alias_path(self, meta, head, *steps):
+        first = KeyStep(str(head), span=span_of(head))
+        return AliasPath((first, *steps), span=span_of(meta))
+
+    def alias_star(self, meta):
+        return AliasPath((), True, span=span_of(meta))
+
+    # ------------------------------------------------------------------ FROM
+
+    def alias(self, meta, tok):
+        return ("alias", ident(tok))
+
+    def stream_ref(self, meta, name, *opts):
+        window, alias = self._window_alias(opts)
+        return StreamRef(ident(name), window, alias, span=span_of(meta))
+
+    def from_call(self, meta, name, *rest):
+        items = list(rest)
+        tail = []
+        while items and isinstance(items[-1], (RangeWindow, tuple)):
+            tail.insert(0, items.pop())
+        window, alias = self._window_alias(tail)
+        args = present(items)
+        fname = ident(name)
+        if fname in WINDOW_FUNCTIONS:
+            if window is not None:
+                raise fail(f"window function '{fname}' cannot have a RANGE window", window)
+            return self._window_function(meta, fname, name, args, alias)
+        for a in args:
+            if isinstance(a, Interval):
+                raise fail(f"an interval is not a valid argument of '{fname}'", a)
+        return UdsfCall(fname, tuple(args), window, alias, span=span_of(meta))
+
+    def _window_function(self, meta, kind, name_tok, args, alias) -> WindowFunction:
+        if not args or not _is_plain_name(args[0]):
+            at = args[0] if args else name_tok
+            raise fail(f"the first argument of '{kind}' must be a stream name", at)
+        stream = args[0].path[0].key.lower()
+        rest = args[1:]
+        time_expr = None
+        if rest and isinstance(rest[0], Expr):
+            time_expr = rest.pop(0)
+        for a in rest:
+            if not isinstance(a, Interval):
+                raise fail(f"'{kind}' expects an interval such as '5 SECONDS' here", a)
+        if not rest:
+            raise fail(f"'{kind}' needs a window size interval such as '5 SECONDS'", meta)
+        return WindowFunction(kind, stream, time_expr, tuple(rest), alias, span=span_of(meta))
+
+    @staticmethod
+    def _window_alias(opts):
+        window = next((o for o in opts if isinstance(o, RangeWindow)), None)
+        alias = next((o[1] for o in opts if isinstance(o, tuple) and o[0] == "alias"), None)
+        return window, alias
+
+    def range_window(self, meta, value, unit, *opts):
+        buffer_size = next((o[1] for o in opts if o[0] == "buffer"), None)
+        drop = next((o[1] for o in opts if o[0] == "drop"), None)
+        return RangeWindow(_number(value), unit, buffer_size, drop, span=span_of(meta))
+
+    def range_unit(self, meta, tok):
+        return str(tok).lower()
+
+    time_unit = range_unit
+
+    def buffer_size(self, meta, tok):
+        return ("buffer", int_value(tok))
+
+    def wait_if_full(self, meta):
+        return ("drop", "wait")
+
+    def drop_oldest(self, meta):
+        return ("drop", "drop_oldest")
+
+    def drop_newest(self, meta):
+        return ("drop", "drop_newest")
+
+    def interval(self, meta, value, unit):
+        return Interval(_number(value), unit, span=span_of(meta))
+
+    # ------------------------------------------------------------------ EMIT
+
+    def delay(self, meta, interval):
+        return interval
+
+    def repeat(self, meta, *toks):
+        return bool(toks)
+
+    def emit_after_watermark(self, meta, delay=None):
+        return ("emit", EmitClause("after_watermark", delay, span=span_of(meta)))
+
+    def emit_after_window_close(self, meta, delay=None):
+        return ("emit", EmitClause("after_watermark", delay, spelled_window_close=True,
+                                   span=span_of(meta)))
+
+    def emit_on_update(self, meta, delay=None):
+        return ("emit", EmitClause("on_update", delay, span=span_of(meta)))
+
+    def emit_periodic(self, meta, period, repeat):
+        return ("emit", EmitClause("periodic", period=period, repeat=repeat, span=span_of(meta)))
+
+
+def _number(tok: Token) -> int | float:
+    return int_value(tok) if tok.type == "INT" else float(str(tok))
+
+
+def _is_plain_name(expr) -> bool:
+    return (isinstance(expr, FieldRef) and expr.stream is None and len(expr.path) == 1
+            and isinstance(expr.path[0], KeyStep) and not expr.path[0].bracket)
+
+
+__all__ = ["SelectRules", "IndexStep"]

@@ -1,0 +1,41 @@
+"""AST shape and span tests for representative BQL statements."""
+from sbpy.bql.ast import (
+    BinaryOp, CreateSource, Eval, FieldRef, FunctionCall, KeyStep, Literal, Select, StreamRef,
+    Wildcard,
+)
+from sbpy.bql.parser import parse, parse_expression, parse_one, parse_script
+
+
+def test_select_shape():
+    s = parse_one("SELECT RSTREAM a, count(*) AS c FROM src [RANGE 3 TUPLES] WHERE a > -1")
+    assert isinstance(s, Select)
+    assert s.emitter == "rstream"
+    assert s.projections[1].expr == FunctionCall("count", (Wildcard(),))
+    assert s.from_items[0].name == "src" and s.from_items[0].window.value == 3
+    assert s.where == BinaryOp(">", FieldRef((KeyStep("a"),)), Literal(-1))
+
+
+def test_create_source_and_eval():
+    stmts = parse('CREATE PAUSED SOURCE S TYPE File WITH path = "a""b"; EVAL -(-17)')
+    assert stmts[0] == CreateSource("s", "file", stmts[0].params, True)
+    assert stmts[0].params[0].value == Literal('a"b')
+    assert isinstance(stmts[1], Eval)
+
+
+def test_script_texts_and_offsets():
+    text = "INSERT INTO k FROM s;\n  DROP SOURCE s ;"
+    out = parse_script(text)
+    assert [p.text for p in out] == ["INSERT INTO k FROM s", "DROP SOURCE s"]
+    assert out[1].offset == text.index("DROP")
+
+
+def test_expression_spans():
+    e = parse_expression("1 + foo.bar")
+    assert e.span.start == 0 and e.span.end == 11
+    assert e.right.span.start == 4 and e.right.span.column == 5
+
+
+def test_keyword_like_stream_names():
+    s = parse_one("SELECT RSTREAM count FROM count [RANGE 1 TUPLES], input [RANGE 1 TUPLES]")
+    assert [f.name for f in s.from_items] == ["count", "input"]
+    assert isinstance(s.from_items[1], StreamRef)
