@@ -26,7 +26,7 @@ from ..ast import (
     SelectUnion,
     Statement,
 )
-from ..errors import BQLAnalysisError, Span
+from ..errors import BQLAnalysisError, BQLError, Span
 
 # Built-in aggregates and which of their parameters are aggregation parameters (SensorBee's list).
 # Used when no function registry is available; a registry entry always wins.
@@ -73,9 +73,12 @@ class Context:
         """The registry's spec for a function, or None (unknown, or no registry)."""
         if self.registry is None:
             return None
+        get = getattr(self.registry, "get", None)
+        if get is not None:
+            return get(name)
         try:
             return self.registry.lookup(name)
-        except (KeyError, LookupError):
+        except (KeyError, LookupError, BQLError):
             return None
 
     def is_aggregate(self, call: FunctionCall) -> bool:

@@ -56,6 +56,12 @@ def _arity(spec, name: str) -> tuple[int, int | None] | None:
     return None
 
 
+def _accepts_star(spec, name: str) -> bool:
+    if spec is not None:
+        return bool(getattr(spec, "star", True))
+    return name not in BUILTIN_AGGREGATES or name == "count"
+
+
 def _args(n: int) -> str:
     return f"{n} argument" + ("" if n == 1 else "s")
 
@@ -74,9 +80,8 @@ def check_arity(stmt: Statement, ctx: Context) -> None:
             raise fail(f"function '{n.name}' takes {want}, got {got}", n)
         if n.order_by and not ctx.is_aggregate(n):
             raise fail(f"ORDER BY can only be used in an aggregate call, and '{n.name}' is not one", n)
-        if any(isinstance(a, Wildcard) for a in n.args) and not (n.name == "count" and got == 1):
-            if ctx.lookup(n.name) is not None or n.name in BUILTIN_AGGREGATES:
-                raise fail(f"'*' cannot be an argument of '{n.name}'", n)
+        if any(isinstance(a, Wildcard) for a in n.args) and not _accepts_star(ctx.lookup(n.name), n.name):
+            raise fail(f"'*' cannot be an argument of '{n.name}'", n)
 
 
 _MATCH_ONLY_NAMES = {

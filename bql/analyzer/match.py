@@ -202,8 +202,8 @@ def _check_navigation(nav: Navigation, ctx: Context) -> None:
             ik = inner.kind.upper()
             if not (kind in ("PREV", "NEXT") and ik in ("FIRST", "LAST")):
                 raise fail(f"{ik} cannot be nested inside {kind} (only FIRST/LAST inside PREV/NEXT)", inner)
-        if isinstance(inner, (MatchNumber, RunningFinal)):
-            raise fail(f"{type(inner).__name__.upper()} cannot be used inside {kind}", inner)
+        if isinstance(inner, MatchNumber):
+            raise fail(f"MATCH_NUMBER() cannot be used inside {kind}", inner)
 
 
 def _always_true(var: str, mr: MatchRecognize) -> bool:
