@@ -144,28 +144,50 @@ def neg(a: Any) -> Any:
     raise BQLEvaluationError(f"cannot apply unary '-' to '{type_name(a)}'")
 
 
+_SIMPLE = frozenset((int, float, str, bool))
+_ORDERABLE = frozenset((int, float, str))
+
+
 def eq(a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b) and ta in _SIMPLE:
+        return a == b
     return bql_equal(a, b)
 
 
 def ne(a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b) and ta in _SIMPLE:
+        return a != b
     r = bql_equal(a, b)
     return None if r is None else not r
 
 
 def lt(a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b) and ta in _ORDERABLE:
+        return a < b
     return bql_less(a, b, "<")
 
 
 def le(a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b) and ta in _ORDERABLE:
+        return a <= b
     return bql_less(a, b, "<=")
 
 
 def gt(a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b) and ta in _ORDERABLE:
+        return a > b
     return bql_less(a, b, ">")
 
 
 def ge(a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b) and ta in _ORDERABLE:
+        return a >= b
     return bql_less(a, b, ">=")
 
 

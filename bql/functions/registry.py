@@ -127,3 +127,10 @@ def function_registry(specs: list[FunctionSpec] | None = None) -> Registry[Funct
     for spec in specs or ():
         reg.register(spec.name, spec)
     return reg
+
+
+def builtin_registry(copy: bool = False) -> Registry[FunctionSpec]:
+    """The default registry of built-in functions (see ``sbpy.bql.functions.builtin_registry``)."""
+    from . import builtin_registry as _builtin
+
+    return _builtin(copy)
