@@ -68,7 +68,7 @@ class Grouping:
         """The hashable group key of one row (BQL equality of the GROUP BY values)."""
         return tuple(multiset_key(fn(env)) for fn in self.key_fns)
 
-    def evaluate(self, rows: Sequence[tuple[Env, Any]]) -> list[dict[str, Any]]:
+    def evaluate(self, rows: Sequence[tuple[Env, Any]], now: Any = None) -> list[dict[str, Any]]:
         groups: dict[Any, list[Env]] = {}
         for env, key in rows:
             groups.setdefault(key, []).append(env)
@@ -78,7 +78,7 @@ class Grouping:
         for envs in groups.values():
             values = [agg.evaluate(envs) for agg in self.aggregates]
             first = envs[0].tuples if envs else {}
-            genv = Env(first, values)
+            genv = Env(first, values, now)
             if self.having is not None and self.having(genv) is not True:
                 continue
             out.append(self.select_list.evaluate(genv))

@@ -156,8 +156,9 @@ class SelectProcessor:
     # ------------------------------------------------------------ one step
 
     def _step(self, tup: Tuple, targets: list[int], result: StepResult) -> None:
+        now = _dt.datetime.now(_dt.timezone.utc)  # now() is one instant per step
         try:
-            rows = self._fast_rows(tup) if self.fast else self._relation_rows(tup, targets)
+            rows = self._fast_rows(tup, now) if self.fast else self._relation_rows(tup, targets, now)
         except Exception as err:  # per-tuple isolation: only this step is lost
             result.dropped.append(Dropped(tup, _message(err), "other"))
             return
@@ -169,13 +170,13 @@ class SelectProcessor:
         if self.limit is not None and self.emitted >= self.limit:
             self.done = True
 
-    def _fast_rows(self, tup: Tuple) -> list[dict[str, Any]]:
-        env = Env({self.aliases[0]: tup}, None)
+    def _fast_rows(self, tup: Tuple, now: _dt.datetime) -> list[dict[str, Any]]:
+        env = Env({self.aliases[0]: tup}, None, now)
         if self.where is not None and not truth(self.where(env), "WHERE"):
             return []
         return [self.select_list.evaluate(env)]
 
-    def _relation_rows(self, tup: Tuple, targets: list[int]) -> list[dict[str, Any]]:
+    def _relation_rows(self, tup: Tuple, targets: list[int], now: _dt.datetime) -> list[dict[str, Any]]:
         removed: set[int] = set()
         new: dict[int, Entry] = {}
         for k in targets:
@@ -187,7 +188,7 @@ class SelectProcessor:
             removed.update(e.eid for e in slot.window.prune(tup.ts))
         if removed:
             self.rows = [r for r in self.rows if removed.isdisjoint(r.ids)]
-        fresh = self._new_rows(new)
+        fresh = self._new_rows(new, now)
         self.rows.extend(fresh)
         if self.grouping is not None:
             keyed = []
@@ -195,7 +196,7 @@ class SelectProcessor:
                 if not row.has_key:
                     row.key, row.has_key = self.grouping.row_key(row.env), True
                 keyed.append((row.env, row.key))
-            return self.grouping.evaluate(keyed)
+            return self.grouping.evaluate(keyed, now)
         out = []
         for row in self.rows:
             if row.out is None:
@@ -203,7 +204,7 @@ class SelectProcessor:
             out.append(row.out)
         return out
 
-    def _new_rows(self, new: dict[int, Entry]) -> list[Row]:
+    def _new_rows(self, new: dict[int, Entry], now: _dt.datetime) -> list[Row]:
         """The combinations that contain a new entry and pass WHERE (all or nothing on error)."""
         fresh: list[Row] = []
         order = list(new)  # FROM items the tuple entered, in FROM order
@@ -217,7 +218,7 @@ class SelectProcessor:
                     entries = [e for e in entries if e.eid != new[slot.index].eid]
                 choices.append(entries)
             for combo in itertools.product(*choices):
-                env = Env({s.alias: e.tuple for s, e in zip(self.slots, combo)}, None)
+                env = Env({s.alias: e.tuple for s, e in zip(self.slots, combo)}, None, now)
                 if self.where is None or truth(self.where(env), "WHERE"):
                     fresh.append(Row(tuple(e.eid for e in combo), env))
         return fresh

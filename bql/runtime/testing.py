@@ -79,21 +79,16 @@ def _lookup_path(data: Any, path: str) -> Any:
     return cur
 
 
-def parse_select(query: str) -> Any:
-    """Parse (and, when the analyzer is present, prepare/analyze) one SELECT statement."""
+def parse_select(query: str, registry: Any = None) -> Any:
+    """Parse, prepare and analyze one SELECT statement (analysis errors raise ``BQLAnalysisError``)."""
+    from ..analyzer import analyze, prepare
     from ..parser import parse_one
 
-    stmt = parse_one(query.strip().rstrip(";"))
-    try:
-        from .. import analyzer
-    except ImportError:  # pragma: no cover - analyzer not installed
-        return stmt
-    prepare = getattr(analyzer, "prepare", None)
-    if prepare is not None:
-        prepared = prepare(stmt)
-        stmt = prepared if prepared is not None else stmt
-    elif hasattr(analyzer, "analyze"):
-        analyzer.analyze(stmt)
+    text = query.strip().rstrip(";")
+    stmt = parse_one(text)
+    prepared = prepare(stmt)
+    stmt = prepared if prepared is not None else stmt
+    analyze(stmt, text, registry)
     return stmt
 
 
@@ -136,7 +131,8 @@ def run_query_detailed(query: str, inputs: Mapping[str, Sequence[dict]], interle
     """Like ``run_query`` but also returns the dropped steps."""
     from . import build_processor
 
-    processor = build_processor(parse_select(query), context)
+    registry = context.functions if context is not None else None
+    processor = build_processor(parse_select(query, registry), context)
     return run_processor(processor, inputs, interleave, timestamp_field)
 
 

@@ -191,3 +191,26 @@ def test_dispatch_to_other_kernels(monkeypatch):
     sel = parse_select("SELECT RSTREAM a FROM src [RANGE 1 TUPLES]")
     assert build_processor(sel.replace(from_items=(StreamRef("src"),))) == "WindowProcessor"
     assert made == ["WindowProcessor"]
+
+
+def test_emit_clause_dispatches_to_timeplus(monkeypatch):
+    fake = types.ModuleType("sbpy.bql.runtime.timeplus")
+    fake.WindowProcessor = lambda sel, ctx: ("timeplus", sel.emit.kind)
+    monkeypatch.setitem(sys.modules, "sbpy.bql.runtime.timeplus", fake)
+    from sbpy.bql.ast import EmitClause
+
+    sel = parse_select("SELECT RSTREAM a FROM src [RANGE 1 TUPLES]")
+    assert build_processor(sel.replace(emit=EmitClause("on_update"))) == ("timeplus", "on_update")
+
+
+def test_fast_path_matches_general_path():
+    q = "SELECT RSTREAM a * 2 AS d, * FROM src [RANGE 1 TUPLES] WHERE a > 1"
+    rows = [{"a": 1}, {"a": 2}, {"a": "x"}, {"a": 3}]
+    fast = build_processor(parse_select(q))
+    slow = build_processor(parse_select(q))
+    assert fast.fast and not (setattr(slow, "fast", False) or slow.fast)
+    for i, row in enumerate(rows):
+        a = fast.process(Tuple(dict(row), T0, i, "src"))
+        b = slow.process(Tuple(dict(row), T0, i, "src"))
+        assert [t.data for t in a.outputs] == [t.data for t in b.outputs]
+        assert len(a.dropped) == len(b.dropped)
