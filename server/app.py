@@ -30,7 +30,8 @@ from .api import build_router
 from .api.errors import install_error_handlers
 from .auth import RequestContextMiddleware
 from .config import Config
-from .manager import TopologyManager
+from .manager import StartupError, TopologyManager
+from .topology import Topology
 
 log = logging.getLogger("sbpy.server")
 
@@ -44,19 +45,25 @@ def default_context(config: Config) -> Any:
     return ServerContext.from_config(config)
 
 
-def create_app(config: Config | None = None, context_factory: ContextFactory | None = None) -> FastAPI:
-    """The application for ``config``; ``context_factory`` replaces ``ServerContext.from_config``
-    (tests). ``app.state.manager`` holds the manager while the app runs."""
+def create_app(config: Config | None = None, context_factory: ContextFactory | None = None,
+               topology_factory: Callable[[str, Any], Topology] | None = None) -> FastAPI:
+    """The application for ``config``. ``context_factory`` replaces ``ServerContext.from_config``
+    and ``topology_factory`` the ``Topology`` class (tests). ``app.state.manager`` holds the
+    manager while the app runs."""
     config = config or Config()
     make_context = context_factory or default_context
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ctx = await anyio.to_thread.run_sync(make_context, config)
-        manager = TopologyManager(ctx)
+        manager = TopologyManager(ctx, topology_factory or Topology)
         app.state.context, app.state.manager = ctx, manager
         try:
-            await anyio.to_thread.run_sync(manager.load_from_config, config)
+            try:
+                await anyio.to_thread.run_sync(manager.load_from_config, config)
+            except StartupError as err:
+                log.error("startup failed: %s", err)
+                raise
             yield
         finally:
             await anyio.to_thread.run_sync(manager.stop_all)

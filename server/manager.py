@@ -69,6 +69,13 @@ class StartupError(ManagerError):
 # ---------------------------------------------------------------- the script front end
 
 
+def describe(err: BQLError, script: str) -> str:
+    """The error with its position and caret snippet (syntax errors already carry theirs)."""
+    if "\n" in err.message or err.span is None:
+        return format_error(err)
+    return format_error(err, script)
+
+
 def _rest_from(script: str, error_offset: int) -> str:
     """The script from the start of the statement holding ``error_offset``: the longest prefix
     ending with ``;`` before the error that parses is made of complete statements."""
@@ -225,7 +232,7 @@ class TopologyManager:
         try:
             statements = parse_statements(script)
         except ScriptParseError as err:
-            msg = format_error(err.error, script)
+            msg = describe(err.error, script)
             raise StartupError(f"{where}: topology '{topology.name}': {msg}") from None
         for parsed in statements:
             line = script.count("\n", 0, parsed.offset) + 1
@@ -234,7 +241,7 @@ class TopologyManager:
                     raise ManagerError("SELECT and EVAL statements cannot be used in a bql_file")
                 self.apply(topology, check_statement(parsed))
             except (BQLError, ManagerError) as err:
-                detail = format_error(err, script) if isinstance(err, BQLError) else str(err)
+                detail = describe(err, script) if isinstance(err, BQLError) else str(err)
                 raise StartupError(
                     f"{where}: topology '{topology.name}': statement at line {line} failed: {detail}"
                 ) from None

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sbpy.bql.errors import BQLError, format_error
 
+from ..manager import describe
 from .schemas import dumps
 
 log = logging.getLogger("sbpy.server.api")
@@ -66,7 +67,7 @@ def statement_error(err: BQLError | str, statement: str, script: str | None = No
 
 def parse_error(err: BQLError, script: str, rest: str) -> ApiError:
     """400 E0006: ``parse_errors`` are the rendered error's lines, ``statement`` the unparsed rest."""
-    meta = {"parse_errors": format_error(err, script).split("\n"), "statement": rest}
+    meta = {"parse_errors": describe(err, script).split("\n"), "statement": rest}
     return ApiError(400, PARSE, "Cannot parse a BQL statement", meta)
 
 
