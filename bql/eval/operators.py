@@ -123,10 +123,7 @@ def mod(a: Any, b: Any) -> Any:
 def concat(a: Any, b: Any) -> Any:
     if type(a) is str and type(b) is str:
         return a + b
-    if a is None or b is None:
-        if (a is None or type(a) is str) and (b is None or type(b) is str):
-            return None
-        # NULL with a non-string: SensorBee checks NULL first
+    if a is None or b is None:  # NULL is checked first, whatever the other operand is
         return None
     raise _type_error("||", a, b)
 
