@@ -1,0 +1,276 @@
+"""The fused stateful operator: a chain of per-tuple processors hosted in ``applyInPandasWithState``.
+
+A query's pipeline is a list of ``StageSpec(node, bql_text, inputs)`` in topological order; a stage
+reads journal inputs and/or earlier stages. Each journal row (sorted by ``seq``) is delivered to every
+stage reading its input; a stage's outputs are delivered at once, depth first, to the stages reading
+that stage, so per-tuple order is exact across inputs and stages. The last stage's outputs (or, with no
+stages, the journal tuples themselves) are the query's ``out`` rows.
+
+Output rows (``OUTPUT_SCHEMA``), in emission order (``idx``):
+
+- ``out``: a tuple of the final stage (``data`` tagged JSON, ``ts`` µs, ``input`` = producing node);
+- ``dropped``: a failed step (``node`` = stage, ``error``, ``event`` input/output/other, the tuple's data);
+- ``stat``: per active stage, ``data`` = ``{"received": {input: n}, "sent": n, "dropped": n}`` for the batch;
+- ``end``: a stage whose inputs all ended (after ``finish``) or that reported ``done``.
+
+Every exception of a tuple step becomes a ``dropped`` row: a bad tuple never fails the batch. All
+processor snapshots plus the end flags are pickled into one binary state column.
+"""
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sbpy.bql.runtime.processor import StepResult, Tuple
+
+from . import journal_format as jf
+
+OUTPUT_SCHEMA = ("kind string, node string, seq long, idx long, ts long, data string, error string, "
+                 "input string, event string")
+OUTPUT_COLUMNS = ["kind", "node", "seq", "idx", "ts", "data", "error", "input", "event"]
+STATE_SCHEMA = "snap binary"
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """One fused stream: its node name, its SELECT (or CREATE STREAM ... AS SELECT) text, its inputs.
+
+    ``factory`` (optional, picklable) builds the processor from the spec instead of parsing
+    ``bql_text`` (stand-ins in tests, other kernels).
+    """
+
+    node: str
+    bql_text: str
+    inputs: tuple[str, ...]
+    factory: Callable[[StageSpec], Any] | None = field(default=None, compare=False)
+
+    def key(self) -> tuple[str, str, tuple[str, ...], str]:
+        return (self.node, self.bql_text, tuple(self.inputs), repr(self.factory))
+
+
+def build_stage(spec: StageSpec, topology: str = "") -> Any:
+    """The processor of a stage: ``spec.factory(spec)`` or the BQL kernel of ``spec.bql_text``."""
+    if spec.factory is not None:
+        return spec.factory(spec)
+    from sbpy.bql.analyzer import prepare
+    from sbpy.bql.ast import CreateStreamAsSelect
+    from sbpy.bql.parser import parse_one
+    from sbpy.bql.runtime import ProcessorContext, build_processor
+
+    stmt = parse_one(spec.bql_text)
+    if isinstance(stmt, CreateStreamAsSelect):
+        stmt = stmt.select
+    return build_processor(prepare(stmt), ProcessorContext(topology=topology))
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+class _Stat:
+    __slots__ = ("received", "sent", "dropped")
+
+    def __init__(self) -> None:
+        self.received: dict[str, int] = {}
+        self.sent = 0
+        self.dropped = 0
+
+
+class Pipeline:
+    """The fused processors of one query plus their end flags (pure Python; Spark-free)."""
+
+    def __init__(self, stages: Iterable[StageSpec], topology: str = ""):
+        self.stages = list(stages)
+        self.topology = topology
+        self.processors = [build_stage(s, topology) for s in self.stages]
+        self.consumers: dict[str, list[int]] = {}
+        for k, spec in enumerate(self.stages):
+            for name in dict.fromkeys(spec.inputs):
+                self.consumers.setdefault(name, []).append(k)
+        self.output_node = self.stages[-1].node if self.stages else None
+        self.ended_inputs: list[set[str]] = [set() for _ in self.stages]
+        self.ended: set[int] = set()
+        self.ended_sources: set[str] = set()
+        self.saved: bytes | None = None  # the last snapshot saved to / loaded from Spark state
+        self._rows: list[tuple] = []
+        self._stats: dict[int, _Stat] = {}
+        self._seq = 0
+
+    # ------------------------------------------------------------ state
+
+    def snapshot(self) -> bytes:
+        return pickle.dumps({
+            "v": STATE_VERSION,
+            "procs": [p.snapshot() for p in self.processors],
+            "ended_inputs": [sorted(s) for s in self.ended_inputs],
+            "ended": sorted(self.ended),
+            "ended_sources": sorted(self.ended_sources),
+        }, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, data: bytes) -> None:
+        state = pickle.loads(data)
+        if state.get("v") != STATE_VERSION:
+            raise ValueError(f"unsupported operator state version {state.get('v')}")
+        for proc, snap in zip(self.processors, state["procs"], strict=True):
+            proc.restore(snap)
+        self.ended_inputs = [set(s) for s in state["ended_inputs"]]
+        self.ended = set(state["ended"])
+        self.ended_sources = set(state["ended_sources"])
+        self.saved = data
+
+    # ------------------------------------------------------------ running
+
+    def run(self, rows: Iterable[tuple[int, str, int, str | None, bool]]) -> list[tuple]:
+        """Feed journal rows ``(seq, input, ts_us, data_text, end)`` (sorted by seq); return output rows."""
+        self._rows, self._stats = [], {}
+        for seq, name, ts_us, text, end in rows:
+            self._seq = seq
+            if end:
+                self._end_input(name)
+                continue
+            try:
+                tup = Tuple(jf.decode_data(text), jf.us_to_ts(ts_us), seq, name)
+            except Exception as exc:
+                self._emit("dropped", name, ts_us, text, _error_text(exc), name, "input")
+                continue
+            self._deliver(name, tup)
+        for k, stat in self._stats.items():
+            data = {"received": stat.received, "sent": stat.sent, "dropped": stat.dropped}
+            self._emit("stat", self.stages[k].node, 0, jf.encode_data(data), None, None, None)
+        rows_out, self._rows = self._rows, []
+        return rows_out
+
+    def _emit(self, kind: str, node: str, ts: int, data: str | None, error: str | None,
+              input_name: str | None, event: str | None) -> None:
+        self._rows.append((kind, node, self._seq, len(self._rows), ts, data, error, input_name, event))
+
+    def _stat(self, k: int) -> _Stat:
+        stat = self._stats.get(k)
+        if stat is None:
+            stat = self._stats[k] = _Stat()
+        return stat
+
+    def _deliver(self, name: str, tup: Tuple) -> None:
+        if name == self.output_node or (self.output_node is None and name not in self.consumers):
+            self._emit_out(name, tup)
+        for k in self.consumers.get(name, ()):
+            if k in self.ended:
+                continue
+            stat = self._stat(k)
+            stat.received[name] = stat.received.get(name, 0) + 1
+            self._step(k, "process", Tuple(tup.data, tup.ts, tup.seq, name), name)
+
+    def _emit_out(self, node: str, tup: Tuple) -> None:
+        try:
+            text = jf.encode_data(tup.data)
+            ts = jf.ts_to_us(tup.ts)
+        except Exception as exc:
+            self._emit("dropped", node, 0, None, _error_text(exc), node, "output")
+            return
+        self._emit("out", node, ts, text, None, node, None)
+
+    def _step(self, k: int, method: str, arg: Any, input_name: str) -> None:
+        stat = self._stat(k)
+        node = self.stages[k].node
+        try:
+            result: StepResult = getattr(self.processors[k], method)(arg)
+        except Exception as exc:
+            stat.dropped += 1
+            tup = arg if isinstance(arg, Tuple) else None
+            self._emit_dropped(node, tup, _error_text(exc), input_name, "other")
+            return
+        for dropped in result.dropped:
+            stat.dropped += 1
+            self._emit_dropped(node, dropped.tuple, dropped.error, input_name, dropped.event_type)
+        for out in result.outputs:
+            stat.sent += 1
+            self._deliver(node, out)
+        if result.done:
+            self._end_stage(k)
+
+    def _emit_dropped(self, node: str, tup: Tuple | None, error: str, input_name: str, event: str) -> None:
+        text, ts = None, 0
+        if tup is not None:
+            try:
+                text, ts = jf.encode_data(tup.data), jf.ts_to_us(tup.ts)
+            except Exception:
+                pass
+            input_name = tup.input or input_name
+        self._emit("dropped", node, ts, text, error, input_name, event)
+
+    def _end_input(self, name: str) -> None:
+        """Input ``name`` (a journal input or a stage) ended: finish its consumers."""
+        if self.output_node is None:  # no stages: the journal inputs are the output
+            if name not in self.ended_sources:
+                self.ended_sources.add(name)
+                self._emit("end", name, 0, None, None, name, None)
+            return
+        for k in self.consumers.get(name, ()):
+            if k in self.ended or name in self.ended_inputs[k]:
+                continue
+            self.ended_inputs[k].add(name)
+            self._step(k, "finish", name, name)
+            if k not in self.ended and self.ended_inputs[k] >= set(self.stages[k].inputs):
+                self._end_stage(k)
+
+    def _end_stage(self, k: int) -> None:
+        if k in self.ended:
+            return
+        self.ended.add(k)
+        node = self.stages[k].node
+        self._emit("end", node, 0, None, None, None, None)
+        self._end_input(node)
+
+
+# ---------------------------------------------------------------- the Spark side (runs in workers)
+
+# Per worker process: (query id, stage keys) -> Pipeline. Spark reuses Python workers, so a warm
+# pipeline is kept between micro-batches and only restored when Spark's state differs from it.
+_PIPELINES: dict[tuple, Pipeline] = {}
+
+
+def _pipeline(cache_key: tuple, stages: list[StageSpec], topology: str, snap: bytes | None) -> Pipeline:
+    pipeline = _PIPELINES.get(cache_key)
+    if pipeline is None or (snap is None and pipeline.saved is not None):
+        pipeline = _PIPELINES[cache_key] = Pipeline(stages, topology)
+    if snap is not None and snap != pipeline.saved:
+        try:
+            pipeline.restore(snap)
+        except BaseException:
+            _PIPELINES.pop(cache_key, None)
+            raise
+    return pipeline
+
+
+def state_function(query_id: str, stages: list[StageSpec], topology: str = "") -> Callable:
+    """The ``applyInPandasWithState`` function of a fused pipeline (picklable closure)."""
+    stages = list(stages)
+    cache_key = (query_id, tuple(s.key() for s in stages))
+
+    def run_batch(key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
+        import pandas as pd
+
+        parts = [f for f in frames if len(f)]
+        pdf = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True) if parts else None
+        snap = bytes(state.get[0]) if state.exists and state.get[0] is not None else None
+        pipeline = _pipeline(cache_key, stages, topology, snap)
+        rows: list[tuple] = []
+        if pdf is not None:
+            pdf = pdf.sort_values("seq", kind="stable")
+            try:
+                rows = pipeline.run(zip(pdf["seq"].tolist(), pdf["input"].tolist(), pdf["ts"].tolist(),
+                                        pdf["data"].tolist(), pdf["end"].tolist()))
+            except BaseException:
+                _PIPELINES.pop(cache_key, None)  # half-applied: rebuild from Spark's state on retry
+                raise
+        new = pipeline.snapshot()
+        state.update((new,))
+        pipeline.saved = new
+        yield pd.DataFrame.from_records(rows, columns=OUTPUT_COLUMNS) if rows else \
+            pd.DataFrame({c: pd.Series(dtype="int64" if c in ("seq", "idx", "ts") else "object")
+                          for c in OUTPUT_COLUMNS})
+
+    return run_batch

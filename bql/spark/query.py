@@ -1,0 +1,249 @@
+"""Start a fused streaming query (journal → operator → foreachBatch) and wrap it in a ``QueryHandle``.
+
+Usage (driver side)::
+
+    spec = QuerySpec(query_id="t1.out", journal_dir=jdir, inputs=("src",),
+                     stages=[StageSpec("s", "SELECT RSTREAM * FROM src [RANGE 1 TUPLES]", ("src",))],
+                     checkpoint_dir=ck, on_batch=handle_rows, on_error=report)
+    handle = start_query(spark, spec)
+    ...
+    handle.stop()
+
+``on_batch(batch_id, rows)`` runs on the driver (a foreachBatch callback) with the operator's rows as
+dicts (``kind node seq idx ts data error input event``; ``data`` decoded) sorted by (seq, idx). If it
+raises, the query fails. A failed query is reported once through ``on_error(error_text)`` (from a
+StreamingQueryListener) and ``handle.error``.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import journal_format as jf
+from .journal_source import NAME as SOURCE_NAME, register as register_source
+from .operator import OUTPUT_SCHEMA, STATE_SCHEMA, StageSpec, state_function
+
+log = logging.getLogger("sbpy.spark")
+
+
+@dataclass
+class QuerySpec:
+    """Everything needed to start one fused query.
+
+    ``start_seq``: read journal entries with seq > start_seq (ignored when the checkpoint exists).
+    ``pool``: the FAIR scheduler pool (default: ``topology`` or the query id).
+    ``trigger_ms``: micro-batch interval (None = next batch as soon as the previous one ends).
+    ``max_seqs``: cap on seqs per micro-batch (0 = all available).
+    """
+
+    query_id: str
+    journal_dir: str | Path
+    inputs: tuple[str, ...]
+    stages: list[StageSpec]
+    checkpoint_dir: str | Path
+    start_seq: int = 0
+    on_batch: Callable[[int, list[dict[str, Any]]], None] | None = None
+    on_error: Callable[[str], None] | None = None
+    topology: str = ""
+    pool: str | None = None
+    trigger_ms: int | None = None
+    max_seqs: int = 0
+    name: str | None = None
+
+
+class QueryHandle:
+    """Our handle on a running ``StreamingQuery`` (camelCase stays behind this class)."""
+
+    def __init__(self, spec: QuerySpec, query: Any):
+        self.spec = spec
+        self._query = query
+        self.id: str = str(query.id)
+        self.name: str = query.name or spec.query_id
+        self._error: str | None = None
+        self._reported = False
+        self._lock = threading.Lock()
+        self.batches = 0
+
+    @property
+    def is_active(self) -> bool:
+        try:
+            return bool(self._query.isActive)
+        except Exception:
+            return False
+
+    @property
+    def error(self) -> str | None:
+        """The exception text if the query failed, else None."""
+        if self._error is None and not self.is_active:
+            try:
+                exc = self._query.exception()
+            except Exception:
+                exc = None
+            if exc is not None:
+                self._error = _exception_text(exc)
+        return self._error
+
+    @property
+    def last_progress(self) -> dict[str, Any] | None:
+        try:
+            return self._query.lastProgress
+        except Exception:
+            return None
+
+    @property
+    def status(self) -> dict[str, Any] | None:
+        try:
+            return self._query.status
+        except Exception:
+            return None
+
+    def process_all_available(self) -> None:
+        """Block until everything up to the journal HEAD is processed (tests; raises if it failed)."""
+        self._query.processAllAvailable()
+
+    def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait for the query to stop; True if it did (raises the query's exception if it failed)."""
+        return bool(self._query.awaitTermination(timeout))
+
+    def stop(self) -> None:
+        """Stop the query (idempotent; waits for the running batch)."""
+        try:
+            self._query.stop()
+        finally:
+            _unregister(self)
+
+    def _terminated(self, error: str | None) -> None:
+        with self._lock:
+            if error and self._error is None:
+                self._error = error
+            if not error or self._reported:
+                return
+            self._reported = True
+        log.error("query %s failed: %s", self.name, error)
+        if self.spec.on_error is not None:
+            try:
+                self.spec.on_error(error)
+            except Exception:
+                log.exception("on_error of query %s failed", self.name)
+        _unregister(self)
+
+    def __repr__(self) -> str:
+        return f"QueryHandle({self.name!r}, active={self.is_active})"
+
+
+def _exception_text(exc: Any) -> str:
+    desc = getattr(exc, "desc", None) or getattr(exc, "getMessage", lambda: None)() or str(exc)
+    return str(desc)
+
+
+# ---------------------------------------------------------------- failure listener
+
+_HANDLES: dict[str, QueryHandle] = {}
+_PENDING: dict[str, str | None] = {}  # terminated before the handle was registered
+_REG_LOCK = threading.Lock()
+
+
+def _unregister(handle: QueryHandle) -> None:
+    with _REG_LOCK:
+        if _HANDLES.get(handle.id) is handle:
+            del _HANDLES[handle.id]
+
+
+def _on_terminated(query_id: str, error: str | None) -> None:
+    with _REG_LOCK:
+        handle = _HANDLES.get(query_id)
+        if handle is None:
+            _PENDING[query_id] = error
+            if len(_PENDING) > 1000:
+                _PENDING.pop(next(iter(_PENDING)))
+            return
+    handle._terminated(error)
+
+
+def _ensure_listener(spark: Any) -> None:
+    if getattr(spark, "_sbpy_listener", None) is not None:
+        return
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class _Listener(StreamingQueryListener):
+        def onQueryStarted(self, event: Any) -> None:
+            pass
+
+        def onQueryProgress(self, event: Any) -> None:
+            pass
+
+        def onQueryIdle(self, event: Any) -> None:
+            pass
+
+        def onQueryTerminated(self, event: Any) -> None:
+            _on_terminated(str(event.id), event.exception)
+
+    listener = _Listener()
+    spark.streams.addListener(listener)
+    spark._sbpy_listener = listener
+    register_source(spark)
+
+
+# ---------------------------------------------------------------- starting
+
+
+def _collect(batch_df: Any) -> list[dict[str, Any]]:
+    try:
+        rows = batch_df.toArrow().to_pylist()
+    except AttributeError:
+        rows = [r.asDict() for r in batch_df.collect()]
+    rows.sort(key=lambda r: (r["seq"], r["idx"]))
+    for row in rows:
+        if row["data"] is not None:
+            row["data"] = jf.decode_data(row["data"])
+    return rows
+
+
+def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
+    """Start the fused query described by ``spec`` and return its handle."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    _ensure_listener(spark)
+    reader = (spark.readStream.format(SOURCE_NAME)
+              .option("dir", str(spec.journal_dir))
+              .option("inputs", ",".join(spec.inputs))
+              .option("start_seq", str(int(spec.start_seq))))
+    if spec.max_seqs:
+        reader = reader.option("max_seqs", str(int(spec.max_seqs)))
+    fn = state_function(spec.query_id, spec.stages, spec.topology)
+    out = (reader.load().withColumn("k", F.lit(0)).groupBy("k")
+           .applyInPandasWithState(fn, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", GroupStateTimeout.NoTimeout))
+    holder: dict[str, QueryHandle] = {}
+
+    def bridge(batch_df: Any, batch_id: int) -> None:
+        rows = _collect(batch_df)
+        handle = holder.get("h")
+        if handle is not None:
+            handle.batches += 1
+        if spec.on_batch is not None:
+            spec.on_batch(batch_id, rows)
+
+    writer = (out.writeStream.queryName(spec.name or spec.query_id)
+              .option("checkpointLocation", str(spec.checkpoint_dir))
+              .foreachBatch(bridge))
+    if spec.trigger_ms:
+        writer = writer.trigger(processingTime=f"{int(spec.trigger_ms)} milliseconds")
+    sc = spark.sparkContext
+    sc.setLocalProperty("spark.scheduler.pool", spec.pool or spec.topology or spec.query_id)
+    try:
+        query = writer.start()
+    finally:
+        sc.setLocalProperty("spark.scheduler.pool", None)
+    handle = QueryHandle(spec, query)
+    holder["h"] = handle
+    with _REG_LOCK:
+        _HANDLES[handle.id] = handle
+        pending = _PENDING.pop(handle.id, "<none>")
+    if pending != "<none>":
+        handle._terminated(pending)
+    return handle
