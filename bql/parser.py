@@ -18,7 +18,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from lark import Lark, Token, Tree
+from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from .ast import Expr, Statement
@@ -163,11 +163,12 @@ def expected_tokens_hint(expected) -> str:
         words.append("an expression")
         names -= _EXPR_START | {"PLUS", "STAR", "NOT", "TRUE", "FALSE", "NULL", "CASE", "CAST",
                                 "RUNNING_FINAL", "LBRACE"}
-    words += sorted({_terminal_word(n) for n in names})
+    others = sorted({_terminal_word(n) for n in names})
+    if len(others) > 6:  # a reduce state: its merged lookaheads say little
+        others = []
+    words += others
     if not words:
         return ""
-    if len(words) > 8:
-        words = words[:8] + ["..."]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
@@ -223,6 +224,3 @@ def _statement_start(text: str, pos: int) -> int:
         i += 1
     return start
 
-
-def _unused(_: Tree) -> None:  # keep Tree imported for type readers
-    return None

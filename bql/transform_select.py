@@ -70,8 +70,7 @@ class SelectRules:
         return Projection(expr, alias, span=span_of(meta))
 
     def alias_path(self, meta, head, *steps):
-        first = KeyStep(str(head), span=span_of(head))
-        return AliasPath((first, *steps), span=span_of(meta))
+        return AliasPath((head, *steps), span=span_of(meta))
 
     def alias_star(self, meta):
         return AliasPath((), True, span=span_of(meta))

@@ -1,0 +1,233 @@
+"""AST → canonical BQL text for every node: upper-case keywords, minimal parentheses by
+precedence, strings re-escaped, defaults (ONE ROW PER MATCH, AFTER MATCH SKIP PAST LAST ROW, WAIT
+IF FULL when not written) left out. For every statement ``s`` the parser produces,
+``parse_one(unparse(s)) == s``.
+
+Statements, SELECT parts and MATCH_RECOGNIZE are here; expressions and row patterns are in
+``unparse_expr``. Dispatch is by node class name; an unmapped node fails with ``TypeError``.
+"""
+from __future__ import annotations
+
+from .base import Node
+from .expressions import Literal
+from .unparse_expr import AND, EXPR_RULES, expr, path_text, pattern, quote
+
+__all__ = ["unparse", "quote", "RULES"]
+
+
+def unparse(node: Node) -> str:
+    """Canonical BQL text of a statement, expression, or any other AST node."""
+    fn = RULES.get(type(node).__name__)
+    if fn is None:
+        raise TypeError(f"cannot unparse '{type(node).__name__}'")
+    return fn(node)
+
+
+def _number(v) -> str:
+    return unparse(Literal(v))
+
+
+def _params(keyword: str, params) -> str:
+    if not params:
+        return ""
+    return f" {keyword} " + ", ".join(_Param(p) for p in params)
+
+
+def _Param(p) -> str:
+    # values are read without a top-level OR (see grammar section 2)
+    return f"{p.name} = {expr(p.value, AND)}"
+
+
+# ---------------------------------------------------------------------------- DDL and control
+
+
+def _CreateSource(s) -> str:
+    paused = "PAUSED " if s.paused else ""
+    return f"CREATE {paused}SOURCE {s.name} TYPE {s.type_name}" + _params("WITH", s.params)
+
+
+def _CreateSink(s) -> str:
+    return f"CREATE SINK {s.name} TYPE {s.type_name}" + _params("WITH", s.params)
+
+
+def _CreateState(s) -> str:
+    return f"CREATE STATE {s.name} TYPE {s.type_name}" + _params("WITH", s.params)
+
+
+def _CreateStreamAsSelect(s) -> str:
+    return f"CREATE STREAM {s.name} AS {unparse(s.select)}"
+
+
+def _UpdateNode(s) -> str:
+    return f"UPDATE {s.kind.upper()} {s.name}" + _params("SET", s.params)
+
+
+def _DropNode(s) -> str:
+    return f"DROP {s.kind.upper()} {s.name}"
+
+
+def _InsertInto(s) -> str:
+    return f"INSERT INTO {s.sink} FROM {s.stream}"
+
+
+def _SourceControl(s) -> str:
+    return f"{s.action.upper()} SOURCE {s.name}"
+
+
+def _SaveState(s) -> str:
+    return f"SAVE STATE {s.name}" + (f" TAG {s.tag}" if s.tag else "")
+
+
+def _LoadState(s) -> str:
+    out = f"LOAD STATE {s.name} TYPE {s.type_name}"
+    if s.tag:
+        out += f" TAG {s.tag}"
+    out += _params("SET", s.set_params)
+    if s.create_if_not_saved:
+        out += " OR CREATE IF NOT SAVED" + _params("WITH", s.create_params)
+    return out
+
+
+def _Eval(s) -> str:
+    return f"EVAL {expr(s.expr)}" + (f" ON {expr(s.on)}" if s.on is not None else "")
+
+
+# ---------------------------------------------------------------------------- SELECT
+
+
+def _SelectUnion(s) -> str:
+    return " UNION ALL ".join(unparse(x) for x in s.selects)
+
+
+def _Select(s) -> str:
+    out = ["SELECT"]
+    if s.emitter:
+        out.append(s.emitter.upper())
+    out.append(", ".join(_Projection(p) for p in s.projections))
+    out.append("FROM " + ", ".join(unparse(f) for f in s.from_items))
+    if s.where is not None:
+        out.append(f"WHERE {expr(s.where)}")
+    if s.group_by:
+        out.append("GROUP BY " + ", ".join(expr(g) for g in s.group_by))
+    if s.having is not None:
+        out.append(f"HAVING {expr(s.having)}")
+    if s.limit is not None:
+        out.append(f"LIMIT {s.limit}")
+    if s.emit is not None:
+        out.append(_EmitClause(s.emit))
+    return " ".join(out)
+
+
+def _Projection(p) -> str:
+    text = expr(p.expr)
+    return text if p.alias is None else f"{text} AS {_AliasPath(p.alias)}"
+
+
+def _AliasPath(a) -> str:
+    return "*" if a.star else path_text(a.steps)
+
+
+def _alias(alias) -> str:
+    return f" AS {alias}" if alias is not None else ""
+
+
+def _window(w) -> str:
+    return f" {_RangeWindow(w)}" if w is not None else ""
+
+
+def _RangeWindow(w) -> str:
+    out = f"[RANGE {_number(w.value)} {w.unit.upper()}"
+    if w.buffer_size is not None:
+        out += f", BUFFER SIZE {w.buffer_size}"
+    if w.drop_mode is not None:
+        out += ", " + {"wait": "WAIT IF FULL", "drop_oldest": "DROP OLDEST IF FULL",
+                       "drop_newest": "DROP NEWEST IF FULL"}[w.drop_mode]
+    return out + "]"
+
+
+def _StreamRef(f) -> str:
+    return f.name + _window(f.window) + _alias(f.alias)
+
+
+def _UdsfCall(f) -> str:
+    args = ", ".join(expr(a) for a in f.args)
+    return f"{f.name}({args})" + _window(f.window) + _alias(f.alias)
+
+
+def _WindowFunction(f) -> str:
+    args = [f.stream]
+    if f.time_expr is not None:
+        args.append(expr(f.time_expr))
+    args += [_Interval(i) for i in f.intervals]
+    return f"{f.kind}({', '.join(args)})" + _alias(f.alias)
+
+
+def _Interval(i) -> str:
+    return f"{_number(i.value)} {i.unit.upper()}"
+
+
+def _EmitClause(e) -> str:
+    if e.kind == "periodic":
+        return f"EMIT PERIODIC {_Interval(e.period)}" + (" REPEAT" if e.repeat else "")
+    if e.kind == "on_update":
+        out = "EMIT ON UPDATE"
+    elif e.spelled_window_close:
+        out = "EMIT AFTER WINDOW CLOSE"
+    else:
+        out = "EMIT AFTER WATERMARK"
+    return out + (f" WITH DELAY {_Interval(e.delay)}" if e.delay is not None else "")
+
+
+# ---------------------------------------------------------------------------- MATCH_RECOGNIZE
+
+
+def _MatchRecognize(m) -> str:
+    parts = []
+    if m.partition_by:
+        parts.append("PARTITION BY " + ", ".join(expr(e) for e in m.partition_by))
+    if m.order_by:
+        parts.append("ORDER BY " + ", ".join(_SortKey(k) for k in m.order_by))
+    if m.measures:
+        parts.append("MEASURES " + ", ".join(_Measure(x) for x in m.measures))
+    if m.rows_per_match == "all":
+        empty = {None: "", "show": " SHOW EMPTY MATCHES", "omit": " OMIT EMPTY MATCHES",
+                 "with_unmatched": " WITH UNMATCHED ROWS"}[m.empty_matches]
+        parts.append("ALL ROWS PER MATCH" + empty)
+    if m.after_match.mode != "past_last_row":
+        parts.append(_AfterMatchSkip(m.after_match))
+    parts.append(f"PATTERN ({pattern(m.pattern)})")
+    if m.within is not None:
+        parts.append(f"WITHIN {_Interval(m.within)}")
+    if m.subsets:
+        parts.append("SUBSET " + ", ".join(_SubsetDef(s) for s in m.subsets))
+    parts.append("DEFINE " + ", ".join(_VariableDef(d) for d in m.defines))
+    source = m.input.name + _window(m.input.window)
+    return f"{source} MATCH_RECOGNIZE ({' '.join(parts)})" + _alias(m.alias)
+
+
+def _SortKey(k) -> str:
+    return expr(k.expr) + (" DESC" if k.descending else "")
+
+
+def _Measure(x) -> str:
+    return f"{expr(x.expr)} AS {x.alias}"
+
+
+def _AfterMatchSkip(a) -> str:
+    tail = {"past_last_row": "PAST LAST ROW", "to_next_row": "TO NEXT ROW",
+            "to_first": f"TO FIRST {a.var}", "to_last": f"TO LAST {a.var}",
+            "to": f"TO {a.var}"}[a.mode]
+    return f"AFTER MATCH SKIP {tail}"
+
+
+def _SubsetDef(s) -> str:
+    return f"{s.name} = ({', '.join(s.variables)})"
+
+
+def _VariableDef(d) -> str:
+    return f"{d.name} AS {expr(d.condition)}"
+
+
+RULES = dict(EXPR_RULES)
+RULES.update({name[1:]: fn for name, fn in list(globals().items())
+              if name.startswith("_") and name[1:2].isupper() and callable(fn)})
