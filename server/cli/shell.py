@@ -63,9 +63,10 @@ def _strip_comments(text: str) -> str:
 class Shell:
     """Runs statements and shell commands against one server, printing to ``out``/``err``."""
 
-    def __init__(self, client: ApiClient, topology: str | None, out: TextIO = sys.stdout,
-                 err: TextIO = sys.stderr):
-        self.client, self.topology, self.out, self.err = client, topology, out, err
+    def __init__(self, client: ApiClient, topology: str | None, out: TextIO | None = None,
+                 err: TextIO | None = None):
+        self.client, self.topology = client, topology
+        self.out, self.err = out or sys.stdout, err or sys.stderr
         self.failed = False
 
     # -- commands
