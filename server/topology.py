@@ -1,55 +1,544 @@
-"""A topology: named sources, streams, sinks and states, and the statements that built them.
+"""A topology: named sources, streams and sinks, the statements that built them, and their Spark queries.
 
-This module defines the interface the REST layer and CLI use. The runtime work (issue 3) fills in
-node execution on Spark; until then every statement other than EVAL is refused with
-"... is not supported yet" (E0007), never silently accepted.
+Statements run on the driver and answer at once (errors before any Spark work): CREATE [PAUSED]
+SOURCE starts a source thread that journals tuples; CREATE STREAM compiles (dry build) but starts
+nothing; INSERT INTO and an ad-hoc SELECT attach a *consumer* whose Spark query runs the fused chain
+(``nodes/graph.py``, ``nodes/consumer.py``); DROP SOURCE writes the source's end marker so downstream
+streams drain and stop; DROP STREAM stops the queries that read it; DROP SINK stops its queries and
+closes (flushes) it. ``stop()`` (topology deleted or server shutdown) stops everything within seconds
+and keeps the journal and checkpoints, so a restored topology resumes exactly (``persistence.py``).
+
+Thread safety: statements are serialised by one lock; the foreachBatch side never takes it (it only
+touches node counters, each with its own lock), so stopping a query under the lock cannot deadlock.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sbpy.bql import ast
+from sbpy.bql.errors import BQLError, BQLExecutionError, UnsupportedFeatureError
 from sbpy.bql.parsed import ParsedStatement
-from sbpy.bql.errors import BQLExecutionError, UnsupportedFeatureError
+from sbpy.bql.spark import journal_format as jf
+
+from .journal import JournalWriter
+from .nodes import graph
+from .nodes import status as st
+from .nodes.consumer import MAX_RESTARTS, Consumer
+from .nodes.cursor import SelectCursor
+from .nodes.sink_node import SinkNode
+from .nodes.source_node import SourceNode
+from .nodes.stream_node import StreamNode, select_inputs, select_text
+
+log = logging.getLogger("sbpy.topology")
+drop_log = logging.getLogger("sbpy.dropped")
+
+NODE_TYPES = {"source": "source", "stream": "box", "sink": "sink"}
+
+__all__ = ["Topology", "SelectCursor"]
 
 
-class SelectCursor:
-    """The tuples of an ad-hoc SELECT, as JSON-ready dicts, until the query ends or ``close()``."""
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def close(self) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
+def _fail(message: str, stmt: Any = None) -> BQLExecutionError:
+    return BQLExecutionError(message, getattr(stmt, "span", None))
 
 
 class Topology:
-    """One named topology. Thread-safe: REST handlers call it from a thread pool."""
+    """One named topology. Thread-safe: REST handlers call it from a thread pool.
 
-    def __init__(self, name: str, context: Any = None):
+    ``query_starter(**spec) -> handle`` replaces the Spark launcher (tests); ``spec`` holds the fields
+    of ``sbpy.bql.spark.query.QuerySpec``.
+    """
+
+    def __init__(self, name: str, context: Any = None, query_starter: Callable[..., Any] | None = None):
         self.name = name
         self.context = context
+        data_dir = getattr(context, "data_dir", None)
+        if data_dir is None:
+            data_dir = tempfile.mkdtemp(prefix="sbpy-topology-")
+        self.data_dir = Path(data_dir)
+        self.dir = jf.topology_dir(self.data_dir, name)
+        self._starter = query_starter
+        self._journal: JournalWriter | None = None
+        self.sources: dict[str, SourceNode] = {}
+        self.streams: dict[str, StreamNode] = {}
+        self.sinks: dict[str, SinkNode] = {}
+        self.consumers: dict[str, Consumer] = {}
+        self.materialized: set[str] = set()
+        self.recovering = False  # set by persistence while it replays statements
+        self._lock = threading.RLock()
+        self._drop_listeners: list[Callable[[dict[str, Any]], None]] = []
+        self._selects = 0
+        self._stopped = False
+        self._monitor: threading.Thread | None = None
+        self._wake = threading.Event()
+
+    # ------------------------------------------------------------ journal
+
+    @property
+    def journal(self) -> JournalWriter:
+        if self._journal is None:
+            with self._lock:
+                if self._journal is None:
+                    self._journal = JournalWriter(jf.journal_dir(self.data_dir, self.name))
+        return self._journal
+
+    # ------------------------------------------------------------ statements
 
     def execute(self, parsed: ParsedStatement) -> dict[str, Any]:
-        """Run one non-SELECT statement; EVAL answers ``{"result": value}``."""
+        """Run one non-SELECT statement; EVAL answers ``{"result": value}``, others ``{}``."""
         stmt = parsed.stmt
         if isinstance(stmt, ast.Eval):
             from sbpy.bql.eval import evaluate_constant
 
             return {"result": evaluate_constant(stmt.expr, on=stmt.on)}
-        raise UnsupportedFeatureError(f"{type(stmt).__name__} is not supported yet", stmt.span)
+        handler = _HANDLERS.get(type(stmt))
+        if handler is None:
+            raise UnsupportedFeatureError(f"{type(stmt).__name__} is not supported yet", stmt.span)
+        with self._lock:
+            if self._stopped:
+                raise _fail(f"topology '{self.name}' is stopped", stmt)
+            handler(self, parsed)
+        return {}
+
+    def _check_new_name(self, name: str, stmt: Any) -> None:
+        for kind, nodes in (("source", self.sources), ("stream", self.streams), ("sink", self.sinks)):
+            if name in nodes:
+                raise _fail(f"{kind} '{name}' already exists", stmt)
+
+    def _params(self, stmt: Any) -> dict[str, Any]:
+        from sbpy.bql.eval import evaluate_constant
+
+        out = {}
+        for p in stmt.params:
+            try:
+                out[p.name.lower()] = evaluate_constant(p.value)
+            except BQLError as e:
+                raise _fail(f"parameter '{p.name}': {e.message}", p) from None
+        return out
+
+    def _create_source(self, parsed: ParsedStatement) -> None:
+        stmt: ast.CreateSource = parsed.stmt
+        name = stmt.name.lower()
+        self._check_new_name(name, stmt)
+        cls = _lookup_type(self.context, "source", stmt.type_name)
+        if cls is None:
+            raise _fail(f"source type '{stmt.type_name}' is not registered", stmt)
+        try:
+            impl = cls(self._params(stmt))
+        except (ValueError, TypeError) as e:
+            raise _fail(f"cannot create source '{name}': {e}", stmt) from None
+        journal = self.journal
+        if not self.recovering:
+            journal.reset(name)
+        node = SourceNode(self, name, stmt.type_name.lower(), impl, journal, stmt.paused, self._source_stopped,
+                          skip=journal.count(name))
+        self.sources[name] = node
+        if self.recovering and journal.ended(name):
+            node.state = st.STOPPED
+            return
+        node.start()
+
+    def _create_stream(self, parsed: ParsedStatement) -> None:
+        stmt: ast.CreateStreamAsSelect = parsed.stmt
+        name = stmt.name.lower()
+        self._check_new_name(name, stmt)
+        inputs = self._check_inputs(stmt.select, stmt, own=name)
+        self._dry_build(stmt.select, stmt)
+        node = StreamNode(name, stmt.select, select_text(parsed.text, stmt), inputs)
+        self.streams[name] = node
+        self.cascade()
+
+    def _check_inputs(self, select: Any, stmt: Any, own: str | None = None) -> list[str]:
+        inputs = select_inputs(select)
+        for inp in inputs:
+            if inp == own:
+                raise _fail(f"stream '{own}' cannot read from itself", stmt)
+            if inp in self.sinks:
+                raise _fail(f"'{inp}' is a sink and cannot be read from", stmt)
+            if inp not in self.sources and inp not in self.streams:
+                raise _fail(f"stream '{inp}' was not found", stmt)
+        return inputs
+
+    def _dry_build(self, select: Any, stmt: Any) -> None:
+        from sbpy.bql.runtime import ProcessorContext, build_processor
+
+        ctx = ProcessorContext(functions=getattr(self.context, "functions", None),
+                               udsfs=getattr(self.context, "udsfs", None), topology=self.name)
+        try:
+            build_processor(select, ctx)
+        except BQLError as e:
+            if e.span is None:
+                e.span = getattr(stmt, "span", None)
+            raise
+
+    def _create_sink(self, parsed: ParsedStatement) -> None:
+        stmt: ast.CreateSink = parsed.stmt
+        name = stmt.name.lower()
+        self._check_new_name(name, stmt)
+        cls = _lookup_type(self.context, "sink", stmt.type_name)
+        if cls is None:
+            raise _fail(f"sink type '{stmt.type_name}' is not registered", stmt)
+        try:
+            impl = cls(self._params(stmt), recovering=self.recovering)
+        except (ValueError, TypeError, OSError) as e:
+            raise _fail(f"cannot create sink '{name}': {e}", stmt) from None
+        self.sinks[name] = SinkNode(name, stmt.type_name.lower(), impl)
+
+    def _insert_into(self, parsed: ParsedStatement) -> None:
+        stmt: ast.InsertInto = parsed.stmt
+        sink_name, src = stmt.sink.lower(), stmt.stream.lower()
+        sink = self.sinks.get(sink_name)
+        if sink is None:
+            raise _fail(f"sink '{sink_name}' was not found", stmt)
+        if src not in self.sources and src not in self.streams:
+            raise _fail(f"stream '{src}' was not found", stmt)
+        if src in sink.inputs:
+            raise _fail(f"sink '{sink_name}' already receives tuples from '{src}'", stmt)
+        sink.inputs.append(src)
+        cid = sink_name if len(sink.inputs) == 1 else f"{sink_name}-{src}"
+        try:
+            self._attach(Consumer(self, cid, "sink", src, None, sink=sink))
+        except Exception:
+            sink.inputs.remove(src)
+            raise
+
+    def _drop(self, parsed: ParsedStatement) -> None:
+        stmt: ast.DropNode = parsed.stmt
+        kind, name = stmt.kind.lower(), stmt.name.lower()
+        nodes = {"source": self.sources, "stream": self.streams, "sink": self.sinks}.get(kind)
+        if nodes is None:
+            raise UnsupportedFeatureError(f"DROP {kind.upper()} is not supported yet", stmt.span)
+        node = nodes.get(name)
+        if node is None:
+            raise _fail(f"{kind} '{name}' was not found", stmt)
+        if kind == "source":
+            node.stop(end=True)
+            del self.sources[name]
+        elif kind == "stream":
+            del self.streams[name]
+            for c in list(self.consumers.values()):
+                if name in c.stage_names or name in c.chain.inputs:
+                    self._detach(c, remove_checkpoint=True)
+            self.materialized.discard(name)
+        else:
+            for c in list(self.consumers.values()):
+                if c.sink is node:
+                    self._detach(c, remove_checkpoint=True)
+            node.close()
+            del self.sinks[name]
+        self.cascade()
+
+    def _control(self, parsed: ParsedStatement) -> None:
+        stmt: ast.SourceControl = parsed.stmt
+        name, action = stmt.name.lower(), stmt.action.lower()
+        node = self.sources.get(name)
+        if node is None:
+            raise _fail(f"source '{name}' was not found", stmt)
+        if action == "rewind" and not node.rewindable:
+            raise _fail(f"source '{name}' is not rewindable", stmt)
+        if node.state == st.STOPPED:
+            if self.recovering:
+                return
+            raise _fail(f"source '{name}' has already stopped", stmt)
+        if action == "pause":
+            node.pause()
+        elif action == "resume":
+            node.resume()
+        elif not self.recovering:  # a replayed REWIND would emit the file again
+            node.rewind()
+
+    # ------------------------------------------------------------ ad-hoc SELECT
 
     def select(self, parsed: ParsedStatement) -> SelectCursor:
-        raise UnsupportedFeatureError("SELECT is not supported yet", parsed.stmt.span)
+        """Start an ad-hoc SELECT; its cursor yields JSON-ready tuples until the query ends or ``close``."""
+        stmt = parsed.stmt
+        with self._lock:
+            if self._stopped:
+                raise _fail(f"topology '{self.name}' is stopped", stmt)
+            inputs = self._check_inputs(stmt, stmt)
+            self._dry_build(stmt, stmt)
+            self._selects += 1
+            cid = f"select-{self._selects}"
+            cursor = SelectCursor(on_close=lambda c: self._close_cursor(cid))
+            consumer = Consumer(self, cid, "cursor", cid, None, cursor=cursor, temporary=True)
+            consumer.select_stage = (cid, parsed.text.strip().rstrip(";"), inputs)
+            self._attach(consumer)
+            return cursor
+
+    def _close_cursor(self, cid: str) -> None:
+        consumer = self.consumers.get(cid)
+        if consumer is not None:
+            threading.Thread(target=self._detach_locked, args=(consumer,), name=f"sbpy-close-{cid}",
+                             daemon=True).start()
+
+    def _detach_locked(self, consumer: Consumer) -> None:
+        with self._lock:
+            self._detach(consumer, remove_checkpoint=True)
+
+    # ------------------------------------------------------------ consumers
+
+    def _attach(self, consumer: Consumer) -> None:
+        """Plan and start ``consumer``'s query (materializing shared streams first)."""
+        select_stage = getattr(consumer, "select_stage", None)
+        targets = select_stage[2] if select_stage else [consumer.target]
+        fused = self._fused()
+        for target in targets:
+            extra = list(select_stage[2]) if select_stage else []
+            for shared in graph.shared_streams(target, self.sources, self.streams, self.sinks,
+                                               self.materialized, fused, extra):
+                chain = graph.plan(shared, self.sources, self.streams, self.materialized, consumer=shared)
+                self.materialized.add(shared)
+                self._start(Consumer(self, shared, "journal", shared, chain))
+                fused = self._fused()
+        chain = graph.Chain()
+        for target in targets:
+            sub = graph.plan(target, self.sources, self.streams, self.materialized)
+            chain.inputs += [i for i in sub.inputs if i not in chain.inputs]
+            chain.stages += [s for s in sub.stages if s[0] not in chain.stage_names]
+        if select_stage:
+            chain.stages.append(select_stage)
+        consumer.chain = chain
+        self._start(consumer)
+
+    def _start(self, consumer: Consumer) -> None:
+        consumer.checkpoint_dir = jf.checkpoint_dir(self.data_dir, self.name, consumer.id)
+        if consumer.temporary or not self.recovering:
+            shutil.rmtree(consumer.checkpoint_dir, ignore_errors=True)
+        self.consumers[consumer.id] = consumer
+        journal = self.journal
+        if consumer.chain.inputs and all(journal.ended(i) for i in consumer.chain.inputs) \
+                and not consumer.checkpoint_dir.exists():
+            # everything it would read has already ended: nothing will arrive
+            for name in consumer.stage_names:
+                if name in self.streams:
+                    self.streams[name].state = st.STOPPED
+            consumer.done = True
+            if consumer.cursor is not None:
+                consumer.cursor.finish()
+            return
+        consumer.start(journal.head)
+        self._ensure_monitor()
+
+    def _fused(self) -> set[str]:
+        out: set[str] = set()
+        for c in self.consumers.values():
+            if not c.stopped:
+                out.update(c.stage_names)
+        return out
+
+    def _detach(self, consumer: Consumer, remove_checkpoint: bool) -> None:
+        self.consumers.pop(consumer.id, None)
+        consumer.stop(remove_checkpoint=remove_checkpoint)
+        if consumer.cursor is not None:
+            consumer.cursor.finish()
+        if consumer.kind == "journal":
+            self.materialized.discard(consumer.target)
+
+    def start_query(self, consumer: Consumer) -> Any:
+        """Launch ``consumer``'s query (Spark, or the injected starter)."""
+        from sbpy.bql.spark.operator import StageSpec
+
+        stages = [StageSpec(node, text, tuple(inputs)) for node, text, inputs in consumer.chain.stages]
+        spec = dict(query_id=f"{self.name}.{consumer.id}", journal_dir=str(self.journal.dir),
+                    inputs=list(consumer.chain.inputs), stages=stages,
+                    checkpoint_dir=str(consumer.checkpoint_dir), start_seq=consumer.start_seq,
+                    on_batch=consumer.on_batch)
+        if self._starter is not None:
+            return self._starter(**spec)
+        from sbpy.bql.spark.query import QuerySpec, start_query
+
+        return start_query(self.context.spark(), QuerySpec(**spec))
+
+    def _ensure_monitor(self) -> None:
+        if self._monitor is None or not self._monitor.is_alive():
+            self._monitor = threading.Thread(target=self._watch, name=f"sbpy-monitor-{self.name}", daemon=True)
+            self._monitor.start()
+
+    def _watch(self) -> None:
+        """Restart failed queries (see ``nodes/consumer.py``); exits when no query is left running."""
+        while not self._stopped:
+            live = [c for c in list(self.consumers.values()) if not c.stopped and not c.done]
+            if not live:
+                return
+            for c in live:
+                err = c.failed()
+                if err is None:
+                    continue
+                c.error = err
+                if c.restarts < MAX_RESTARTS:
+                    if not c.next_restart:
+                        c.next_restart = time.monotonic() + 2 ** c.restarts
+                    elif time.monotonic() >= c.next_restart:
+                        c.next_restart = 0.0
+                        try:
+                            c.restart()
+                        except Exception as e:  # noqa: BLE001
+                            c.error = str(e)
+                    continue
+                self._query_failed(c, err)
+            self._wake.wait(0.5)
+
+    def _query_failed(self, c: Consumer, err: str) -> None:
+        log.error("query '%s' of topology '%s' failed: %s", c.id, self.name, err)
+        c.stopped = True
+        for name in c.stage_names:
+            node = self.streams.get(name)
+            if node is not None and node.stats_owner in (None, c.id):
+                node.state, node.error = st.STOPPED, err
+        if c.cursor is not None:
+            c.cursor.finish(err)
+        self.cascade()
+
+    # ------------------------------------------------------------ runtime callbacks
+
+    def _source_stopped(self, node: SourceNode) -> None:
+        self.cascade()
+
+    def cascade(self) -> None:
+        """Streams that no running query computes and whose inputs all stopped become ``stopped``."""
+        fused = {n for c in list(self.consumers.values()) if not c.stopped and not c.done
+                 for n in c.stage_names}
+        changed = True
+        while changed:
+            changed = False
+            for s in list(self.streams.values()):
+                if s.state == st.STOPPED or s.name in fused:
+                    continue
+                if all(self._is_stopped(i) for i in s.inputs):
+                    s.state = st.STOPPED
+                    changed = True
+
+    def _is_stopped(self, name: str) -> bool:
+        node = self.sources.get(name) or self.streams.get(name)
+        return node is None or node.state == st.STOPPED
+
+    def subscribe_dropped(self, callback: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` for every dropped tuple; returns the unsubscribe function."""
+        self._drop_listeners.append(callback)
+        return lambda: self._drop_listeners.remove(callback) if callback in self._drop_listeners else None
+
+    def report_dropped(self, node: str, data: Any, error: str | None, event: str) -> None:
+        kind = "box" if node in self.streams or node.startswith("select-") else \
+            "sink" if node in self.sinks else "source"
+        ev: dict[str, Any] = {"node_type": kind, "node_name": node, "event_type": event, "data": data}
+        if error:
+            ev["error"] = error
+        cfg = getattr(getattr(self.context, "config", None), "logging", None)
+        if getattr(cfg, "log_dropped_tuples", False):
+            drop_log.info("tuple dropped by %s '%s' (%s): %s", kind, node, event, error or "")
+        for cb in list(self._drop_listeners):
+            try:
+                cb(ev)
+            except Exception:  # noqa: BLE001
+                log.exception("dropped_tuples listener failed")
+
+    # ------------------------------------------------------------ views
+
+    def _outputs(self, name: str) -> list[str]:
+        return graph.consumers_of(name, self.streams, self.sinks)
+
+    def _view(self, kind: str, node: Any) -> dict[str, Any]:
+        if kind == "source":
+            status = node.status(self._outputs(node.name))
+        elif kind == "stream":
+            status = node.status(self._outputs(node.name))
+        else:
+            status = node.status()
+        return {"node_type": NODE_TYPES[kind], "name": node.name, "state": node.state, "status": status}
+
+    def _nodes(self, kind: str) -> dict[str, Any]:
+        try:
+            return {"source": self.sources, "stream": self.streams, "sink": self.sinks}[kind]
+        except KeyError:
+            raise BQLExecutionError(f"unknown node kind '{kind}'") from None
 
     def list_nodes(self, kind: str) -> list[dict[str, Any]]:
         """``kind`` is source, stream or sink: ``[{"node_type", "name", "state"}]``."""
-        return []
+        return [{"node_type": NODE_TYPES[kind], "name": n.name, "state": n.state}
+                for n in list(self._nodes(kind).values())]
 
     def node(self, kind: str, name: str) -> dict[str, Any]:
-        """The node's REST view ``{"node_type", "name", "state", "status", ["meta"]}``."""
-        raise BQLExecutionError(f"{kind} '{name}' was not found")
+        """The node's REST view ``{"node_type", "name", "state", "status"}``."""
+        node = self._nodes(kind).get(name.lower())
+        if node is None:
+            raise BQLExecutionError(f"{kind} '{name}' was not found")
+        return self._view(kind, node)
+
+    def node_statuses(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(node_type, name, status)`` of every node (the ``node_statuses`` source)."""
+        out = []
+        for kind in ("source", "stream", "sink"):
+            for n in list(self._nodes(kind).values()):
+                out.append((NODE_TYPES[kind], n.name, self._view(kind, n)["status"]))
+        return out
+
+    def edge_statuses(self) -> list[dict[str, Any]]:
+        """One ``{sender, receiver, stats}`` per edge (the ``edge_statuses`` source)."""
+        out = []
+        for sender, receiver in graph.edges(self.sources, self.streams, self.sinks):
+            got = receiver.counters.input_stats()["inputs"].get(sender.name, {}).get("num_received", 0)
+            out.append({"sender": {"node_name": sender.name, "node_type": NODE_TYPES[sender.kind]},
+                        "receiver": {"node_name": receiver.name, "node_type": NODE_TYPES[receiver.kind]},
+                        "stats": {"num_received": got, "queue_size": 0, "num_queued": 0}})
+        return out
+
+    def all_sources_stopped(self) -> bool:
+        return all(s.state == st.STOPPED for s in list(self.sources.values()))
+
+    # ------------------------------------------------------------ stop
 
     def stop(self) -> None:
-        """Stop every node and Spark query of this topology (sinks are flushed)."""
+        """Stop every node and Spark query of this topology (sinks are flushed and closed).
+
+        The journal and checkpoints stay (a persisted topology resumes from them at the next start)."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._wake.set()
+            for s in list(self.sources.values()):
+                s.stop(end=False)
+            for c in list(self.consumers.values()):
+                c.stop()
+                if c.cursor is not None:
+                    c.cursor.finish()
+            for k in list(self.sinks.values()):
+                k.close()
+            for s in list(self.streams.values()):
+                s.state = st.STOPPED
+            if self._journal is not None:
+                self._journal.close()
+
+
+def _lookup_type(context: Any, kind: str, type_name: str) -> Any:
+    """The class of a source/sink type: the context's plugin registry first, then the built-ins."""
+    name = type_name.lower()
+    registry = getattr(context, f"{kind}_types", None)
+    if registry is not None:
+        try:
+            found = registry.get(name) if hasattr(registry, "get") else registry.lookup(name)
+        except Exception:  # noqa: BLE001
+            found = None
+        if found is not None:
+            return found
+    if kind == "source":
+        from sbpy.plugins.builtin.sources import SOURCE_TYPES as types
+    else:
+        from sbpy.plugins.builtin.sinks import SINK_TYPES as types
+    return types.get(name)
+
+
+_HANDLERS: dict[type, Callable[[Topology, ParsedStatement], None]] = {
+    ast.CreateSource: Topology._create_source,
+    ast.CreateStreamAsSelect: Topology._create_stream,
+    ast.CreateSink: Topology._create_sink,
+    ast.InsertInto: Topology._insert_into,
+    ast.DropNode: Topology._drop,
+    ast.SourceControl: Topology._control,
+}

@@ -1,0 +1,164 @@
+"""Built-in sink types: ``stdout`` and ``file``.
+
+A sink type is a class built from its WITH parameters (folded BQL values; unknown ones ignored, bad
+types raise ``ValueError``, which fails CREATE SINK). The topology calls, from Spark's foreachBatch
+thread (one call at a time per sink)::
+
+    sink.write(tuples, batch=(query_id, batch_id))   # tuples: list of BQL maps, in order
+    sink.close()                                     # DROP SINK / topology deleted: flush and close
+
+``batch`` identifies a micro-batch; a batch Spark replays after a crash arrives again with the same
+id. The ``file`` sink makes that exactly-once: ``<path>.sbpy-commit`` records, after every write, the
+file size and the last batch id per query; a batch already recorded is skipped and anything past the
+recorded size (a torn write) is cut off before the next write. ``recovering=True`` (a topology
+restored at server start) keeps the file even with ``truncate = true``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from sbpy.bql.jsonio import to_json_bytes
+
+COMMIT_SUFFIX = ".sbpy-commit"
+
+
+def _number(params: dict[str, Any], name: str) -> float | None:
+    value = params.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number")
+    if value < 0:
+        raise ValueError(f"{name} must not be negative")
+    return float(value)
+
+
+class StdoutSink:
+    """``stdout``: one compact JSON object per line."""
+
+    def __init__(self, params: dict[str, Any], recovering: bool = False):
+        self.lock = threading.Lock()
+
+    def write(self, tuples: list[dict[str, Any]], batch: tuple[str, int] | None = None) -> None:
+        if not tuples:
+            return
+        text = b"".join(to_json_bytes(t) + b"\n" for t in tuples).decode("utf-8")
+        with self.lock:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    def close(self) -> None:
+        sys.stdout.flush()
+
+
+class FileSink:
+    """``file``: ``path`` (required), ``truncate`` (default false: append), rotation by ``max_size``
+    (MB) with ``max_age`` (days) and ``max_backups``; one JSON object per line, exactly once."""
+
+    def __init__(self, params: dict[str, Any], recovering: bool = False):
+        path = params.get("path")
+        if not isinstance(path, str) or not path:
+            raise ValueError("path parameter is missing" if path is None else "path must be a string")
+        truncate = params.get("truncate", False)
+        if not isinstance(truncate, bool):
+            raise ValueError("truncate must be a bool")
+        self.max_size = _number(params, "max_size")
+        self.max_age = _number(params, "max_age")
+        backups = params.get("max_backups")
+        if backups is not None and (isinstance(backups, bool) or not isinstance(backups, int) or backups < 0):
+            raise ValueError("max_backups must be a non-negative integer")
+        self.max_backups = backups
+        self.path = Path(path)
+        self.commit_path = Path(path + COMMIT_SUFFIX)
+        self.lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if truncate and not recovering:
+            self.path.write_bytes(b"")
+            self.commit_path.unlink(missing_ok=True)
+        # a new sink (not a restored one) starts a fresh commit record: batch ids restart with new queries
+        self.commit = self._read_commit() if recovering else None
+        self.f = open(self.path, "ab")
+        if self.commit is None:
+            self.commit = {"size": self.f.tell(), "batches": {}}
+            self._write_commit()
+
+    # ------------------------------------------------------------ commit file
+
+    def _read_commit(self) -> dict[str, Any] | None:
+        try:
+            doc = orjson.loads(self.commit_path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        if not isinstance(doc, dict) or not isinstance(doc.get("size"), int):
+            return None
+        doc.setdefault("batches", {})
+        return doc
+
+    def _write_commit(self) -> None:
+        tmp = self.commit_path.with_name(self.commit_path.name + ".tmp")
+        tmp.write_bytes(orjson.dumps(self.commit))
+        os.replace(tmp, self.commit_path)
+
+    # ------------------------------------------------------------ writing
+
+    def write(self, tuples: list[dict[str, Any]], batch: tuple[str, int] | None = None) -> None:
+        with self.lock:
+            if self.f is None:
+                raise RuntimeError("the sink is closed")
+            if batch is not None:
+                query_id, batch_id = batch
+                if self.commit["batches"].get(query_id, -1) >= batch_id:
+                    return  # a replayed batch that was fully written
+            data = b"".join(to_json_bytes(t) + b"\n" for t in tuples)
+            if self.f.tell() != self.commit["size"]:  # a torn write before a crash
+                self.f.truncate(self.commit["size"])
+                self.f.seek(self.commit["size"])
+            self.f.write(data)
+            self.f.flush()
+            self.commit["size"] = self.f.tell()
+            if batch is not None:
+                self.commit["batches"][batch[0]] = batch[1]
+            self._write_commit()
+            if self.max_size and self.commit["size"] > self.max_size * 1024 * 1024:
+                self._rotate()
+
+    def _rotate(self) -> None:
+        """Move the file to ``<name>-<UTC time><ext>`` and start a new one (lumberjack's naming)."""
+        self.f.close()
+        now = _dt.datetime.now(_dt.timezone.utc)
+        stem, ext = os.path.splitext(self.path.name)
+        backup = self.path.with_name(f"{stem}-{now.strftime('%Y-%m-%dT%H-%M-%S')}.{now.microsecond // 1000:03d}{ext}")
+        os.replace(self.path, backup)
+        self.f = open(self.path, "ab")
+        self.commit["size"] = 0
+        self._write_commit()
+        self._prune(stem, ext)
+
+    def _prune(self, stem: str, ext: str) -> None:
+        backups = sorted(p for p in self.path.parent.glob(f"{stem}-*{ext}") if p != self.path)
+        doomed: list[Path] = []
+        if self.max_backups:
+            doomed += backups[:-self.max_backups]
+        if self.max_age:
+            limit = _dt.datetime.now().timestamp() - self.max_age * 86400
+            doomed += [p for p in backups if p.stat().st_mtime < limit]
+        for p in set(doomed):
+            p.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.f is not None:
+                self.f.flush()
+                os.fsync(self.f.fileno())
+                self.f.close()
+                self.f = None
+
+
+SINK_TYPES: dict[str, type] = {"stdout": StdoutSink, "file": FileSink}

@@ -1,0 +1,259 @@
+"""Built-in source types: ``file``, ``node_statuses``, ``edge_statuses``, ``dropped_tuples``.
+
+A source type is a class built from its WITH parameters (already folded to BQL values; unknown ones
+are ignored, bad types raise ``ValueError`` which fails CREATE SOURCE). The topology runs its
+``run(ctx)`` on a driver thread; ``ctx`` (``sbpy.server.nodes.source_node.SourceContext``) offers::
+
+    ctx.emit(data, ts=None)      # journal one tuple (blocks while paused, raises SourceStopped on stop)
+    ctx.flush()                  # commit buffered tuples now
+    ctx.sleep(seconds) -> bool   # interruptible; False when the source is stopping
+    ctx.wait_for_rewind() -> bool
+    ctx.rewind_requested() -> bool
+    ctx.skip                     # tuples journaled by an earlier run (resume position after a restart)
+    ctx.topology                 # the Topology (status sources)
+
+``run`` returns when the source is done (a finite source then ends its journal log and stops).
+Optional attributes: ``rewindable`` (REWIND SOURCE allowed), ``status()`` (the ``source`` part of
+the node status).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import queue
+import re
+import time
+from typing import Any
+
+from sbpy.bql.errors import BQLEvaluationError
+from sbpy.bql.jsonio import from_json
+
+log = logging.getLogger("sbpy.source")
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DUR = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+
+
+def parse_duration(value: Any, name: str = "interval") -> float:
+    """Seconds of a duration parameter: int/float seconds or a Go duration string ("100ms", "1m30s")."""
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"{name} must be a duration")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"{name} must not be negative")
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text in ("0", ""):
+            return 0.0
+        pos, total = 0, 0.0
+        for m in _DUR.finditer(text):
+            if m.start() != pos:
+                break
+            total += float(m.group(1)) * _UNITS[m.group(2)]
+            pos = m.end()
+        if pos == len(text):
+            return total
+    raise ValueError(f"{name} must be a duration, got {value!r}")
+
+
+def _param(params: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    value = params.get(name, default)
+    if value is default:
+        return value
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise ValueError(f"{name} must be a {_kind_name(kind)}")
+    if not isinstance(value, kind):
+        raise ValueError(f"{name} must be a {_kind_name(kind)}")
+    return value
+
+
+def _kind_name(kind: Any) -> str:
+    names = {int: "integer", bool: "bool", str: "string", float: "float"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+_PATH_STEP = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[\"([^\"]*)\"\]")
+
+
+def compile_path(path: str) -> list[str | int]:
+    """Steps of a simple JSON path (``a.b[0]``, ``["x"]``)."""
+    steps: list[str | int] = []
+    pos = 0
+    while pos < len(path):
+        m = _PATH_STEP.match(path, pos)
+        if not m or m.end() == pos:
+            raise ValueError(f"invalid timestamp_field path '{path}'")
+        steps.append(m.group(1) if m.group(1) is not None else
+                     int(m.group(2)) if m.group(2) is not None else m.group(3))
+        pos = m.end()
+    return steps
+
+
+def _lookup(data: Any, steps: list[str | int]) -> Any:
+    for s in steps:
+        if isinstance(s, int):
+            if not isinstance(data, list) or s >= len(data):
+                return None
+        elif not isinstance(data, dict) or s not in data:
+            return None
+        data = data[s]
+    return data
+
+
+def to_timestamp(value: Any) -> _dt.datetime:
+    """``value::timestamp`` (epoch seconds or RFC3339); raises ValueError otherwise."""
+    from sbpy.bql.conversions import to_timestamp as conv
+
+    try:
+        out = conv(value)
+    except Exception as e:  # BQLEvaluationError
+        raise ValueError(str(e)) from None
+    if not isinstance(out, _dt.datetime):
+        raise ValueError(f"cannot convert {value!r} to a timestamp")
+    return out
+
+
+class FileSource:
+    """``file``: JSON Lines from ``path``; see sensorbee-server.md section 3 for the parameters."""
+
+    def __init__(self, params: dict[str, Any]):
+        path = params.get("path")
+        if not isinstance(path, str) or not path:
+            raise ValueError("path parameter is missing" if path is None else "path must be a string")
+        self.path = path
+        tsf = _param(params, "timestamp_field", str, None)
+        self.ts_path = compile_path(tsf) if tsf else None
+        self.interval = parse_duration(params["interval"]) if "interval" in params else 0.0
+        self.repeat = _param(params, "repeat", int, 0)
+        self.rewindable = _param(params, "rewindable", bool, False)
+        self.waiting_for_rewind = False
+
+    def status(self) -> dict[str, Any] | None:
+        return {"waiting_for_rewind": self.waiting_for_rewind} if self.rewindable else None
+
+    def _lines(self, ctx: Any) -> Any:
+        try:
+            f = open(self.path, "rb")
+        except OSError as e:
+            raise RuntimeError(f"cannot open '{self.path}': {e.strerror}") from None
+        with f:
+            for n, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    data = from_json(line)
+                except BQLEvaluationError as e:
+                    log.warning("file source: %s:%d: cannot parse a line: %s", self.path, n, e)
+                    continue
+                if not isinstance(data, dict):
+                    log.warning("file source: %s:%d: a line is not a JSON object", self.path, n)
+                    continue
+                yield data
+
+    def run(self, ctx: Any) -> None:
+        skip = 0 if self.rewindable else ctx.skip
+        passes = 0
+        next_at = time.time()
+        while True:
+            rewound = False
+            for data in self._lines(ctx):
+                if ctx.rewind_requested():
+                    rewound = True
+                    break
+                if skip:
+                    skip -= 1
+                    continue
+                ts = None
+                if self.interval > 0:
+                    delay = next_at - time.time()
+                    if delay > 0 and not ctx.sleep(delay):
+                        return
+                    ts = _dt.datetime.fromtimestamp(next_at, _dt.timezone.utc)
+                    next_at = max(next_at + self.interval, time.time() - self.interval)
+                if self.ts_path is not None:
+                    raw = _lookup(data, self.ts_path)
+                    try:
+                        ts = to_timestamp(raw)
+                    except ValueError as e:
+                        log.warning("file source: %s: bad timestamp_field value: %s", self.path, e)
+                ctx.emit(data, ts)
+            if rewound:
+                continue
+            passes += 1
+            if self.rewindable:
+                ctx.flush()
+                self.waiting_for_rewind = True
+                ok = ctx.wait_for_rewind()
+                self.waiting_for_rewind = False
+                if not ok:
+                    return
+                continue
+            if self.repeat < 0 or passes <= self.repeat:
+                continue
+            return
+
+
+class NodeStatusesSource:
+    """``node_statuses``: every ``interval`` (default 1 s) one tuple per node: its status map plus
+    ``node_name`` and ``node_type``."""
+
+    def __init__(self, params: dict[str, Any]):
+        self.interval = parse_duration(params.get("interval", 1), "interval") or 1.0
+
+    def run(self, ctx: Any) -> None:
+        while ctx.sleep(self.interval):
+            for kind, name, status in ctx.topology.node_statuses():
+                ctx.emit(dict(status, node_name=name, node_type=kind))
+            ctx.flush()
+
+
+class EdgeStatusesSource:
+    """``edge_statuses``: every ``interval`` one tuple per edge ``{sender, receiver, stats}``."""
+
+    def __init__(self, params: dict[str, Any]):
+        self.interval = parse_duration(params.get("interval", 1), "interval") or 1.0
+
+    def run(self, ctx: Any) -> None:
+        while ctx.sleep(self.interval):
+            for edge in ctx.topology.edge_statuses():
+                ctx.emit(edge)
+            ctx.flush()
+
+
+class DroppedTuplesSource:
+    """``dropped_tuples``: one tuple per dropped tuple ``{node_type, node_name, event_type, data, error?}``."""
+
+    def __init__(self, params: dict[str, Any]):
+        self.queue: queue.Queue = queue.Queue(maxsize=10000)
+
+    def _on_drop(self, event: dict[str, Any]) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except queue.Full:
+            pass
+
+    def run(self, ctx: Any) -> None:
+        unsubscribe = ctx.topology.subscribe_dropped(self._on_drop)
+        try:
+            while not ctx.stopping:
+                try:
+                    event = self.queue.get(timeout=0.1)
+                except queue.Empty:
+                    ctx.flush()
+                    continue
+                ctx.emit(event)
+                if self.queue.empty():
+                    ctx.flush()
+        finally:
+            unsubscribe()
+
+
+SOURCE_TYPES: dict[str, type] = {
+    "file": FileSource,
+    "node_statuses": NodeStatusesSource,
+    "edge_statuses": EdgeStatusesSource,
+    "dropped_tuples": DroppedTuplesSource,
+}

@@ -1,0 +1,171 @@
+"""A consumer's Spark query and the driver side of its micro-batches (foreachBatch).
+
+Kinds: ``sink`` (INSERT INTO), ``cursor`` (ad-hoc SELECT), ``journal`` (a stream read by several
+consumers, computed once and appended to the journal as a node log).
+
+``on_batch(batch_id, rows)`` handles one micro-batch's rows in this order: ``out`` rows go to the
+consumer (sink write with ``(query id, batch_id)`` for idempotency, cursor queue, or journal), then
+``stat`` rows update the stages' counters, ``dropped`` rows go to the topology's dropped-tuple
+reporting, and last ``end`` rows stop streams; when the consumer's own input ended the query is
+stopped after the batch (a cursor finishes; a sink stays running, as SensorBee's do).
+
+Restart policy: a query that fails is restarted from its checkpoint up to ``MAX_RESTARTS`` (3) times
+with a backoff of 1, 2, 4 s (the topology's monitor thread notices failures); after that its stages
+become ``stopped`` with ``status.error`` and a cursor ends.
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+from typing import Any
+
+from sbpy.bql.spark import journal_format as jf
+
+from . import status as st
+
+log = logging.getLogger("sbpy.runtime")
+
+MAX_RESTARTS = 3
+
+
+def _rows(rows: Any) -> list[dict[str, Any]]:
+    if hasattr(rows, "to_dict"):  # a pandas DataFrame
+        return rows.to_dict("records")
+    return list(rows)
+
+
+def _decode(text: Any) -> Any:
+    if text is None:
+        return None
+    if isinstance(text, (str, bytes)):
+        return jf.decode_data(text)
+    return text
+
+
+class Consumer:
+    """One running query of a topology."""
+
+    def __init__(self, topology: Any, cid: str, kind: str, target: str, chain: Any,
+                 sink: Any = None, cursor: Any = None, checkpoint_dir: Any = None, temporary: bool = False):
+        self.topology = topology
+        self.id = cid
+        self.kind = kind
+        self.target = target
+        self.chain = chain
+        self.sink = sink
+        self.cursor = cursor
+        self.checkpoint_dir = checkpoint_dir
+        self.temporary = temporary  # remove the checkpoint when the consumer goes away
+        self.handle: Any = None
+        self.start_seq = 0
+        self.restarts = 0
+        self.next_restart = 0.0
+        self.done = False  # the consumer's input ended; the query is (being) stopped
+        self.stopped = False
+        self.error: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def stage_names(self) -> list[str]:
+        return self.chain.stage_names
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self, start_seq: int) -> None:
+        self.start_seq = start_seq
+        self.handle = self.topology.start_query(self)
+
+    def restart(self) -> None:
+        self.restarts += 1
+        log.warning("restarting query '%s' (attempt %d) after: %s", self.id, self.restarts, self.error)
+        self.error = None
+        self.handle = self.topology.start_query(self)
+
+    def failed(self) -> str | None:
+        """The query's error if it stopped by failing (not by ``stop``/end)."""
+        h = self.handle
+        if h is None or self.done or self.stopped:
+            return None
+        try:
+            if h.is_active:
+                return None
+            err = h.error
+        except Exception as e:  # noqa: BLE001
+            return str(e)
+        return str(err) if err else None
+
+    def stop(self, remove_checkpoint: bool = False) -> None:
+        """Stop the query (idempotent; safe from any thread except its own foreachBatch)."""
+        with self._lock:
+            self.stopped = True
+            h, self.handle = self.handle, None
+        if h is not None:
+            try:
+                h.stop()
+            except Exception as e:  # noqa: BLE001
+                log.warning("stopping query '%s' failed: %s", self.id, e)
+        if (remove_checkpoint or self.temporary) and self.checkpoint_dir is not None:
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+
+    def stop_later(self) -> None:
+        """Stop from a helper thread (the caller may be the query's own foreachBatch)."""
+        threading.Thread(target=self.stop, name=f"sbpy-stop-{self.id}", daemon=True).start()
+
+    # ------------------------------------------------------------ micro-batches
+
+    def on_batch(self, batch_id: int, rows: Any) -> None:
+        if self.stopped and self.kind == "cursor":
+            return
+        rows = _rows(rows)
+        outs = [r for r in rows if r["kind"] == "out"]
+        topo = self.topology
+        if self.kind == "sink":
+            tuples = [_decode(r["data"]) for r in outs]
+            self.sink.write(self.target, tuples, (self.id, int(batch_id)))
+        elif self.kind == "cursor":
+            for r in outs:
+                if not self.cursor.put(_decode(r["data"])):
+                    break
+        elif outs:
+            topo.journal.append(self.target, [(int(r["ts"]), _decode(r["data"])) for r in outs])
+        for r in rows:
+            kind = r["kind"]
+            if kind == "stat":
+                self._stat(r)
+            elif kind == "dropped":
+                topo.report_dropped(r["node"], _decode(r.get("data")), r.get("error"),
+                                    r.get("event") or "other")
+        ended = [r["node"] for r in rows if r["kind"] == "end"]
+        for node in ended:
+            self._end(node)
+
+    def _stat(self, row: dict[str, Any]) -> None:
+        node = self.topology.streams.get(row["node"])
+        if node is None:
+            return
+        if node.stats_owner is None:
+            node.stats_owner = self.id
+        if node.stats_owner != self.id:
+            return
+        data = _decode(row.get("data")) or {}
+        for inp, n in (data.get("received") or {}).items():
+            node.counters.add_received(inp, int(n))
+        node.counters.add_sent(int(data.get("sent") or 0))
+        if data.get("dropped"):
+            node.counters.add_error(int(data["dropped"]))
+
+    def _end(self, name: str) -> None:
+        topo = self.topology
+        node = topo.streams.get(name)
+        if node is not None and node.stats_owner in (None, self.id) and node.state != st.STOPPED:
+            node.state = st.STOPPED
+        if name == self.target and not self.done:
+            self.done = True
+            if self.kind == "cursor":
+                self.cursor.finish()
+            elif self.kind == "journal":
+                topo.journal.end(self.target)
+            self.stop_later()
+        topo.cascade()

@@ -1,0 +1,100 @@
+"""The dependency graph of a topology and the fusion rule (docs/architecture.md, "Runtime on Spark").
+
+A consumer (a sink's INSERT INTO, an ad-hoc SELECT, or a shared stream's own query) reads one node.
+Its Spark query covers the chain of streams from journal'd inputs up to that node: a stream with
+exactly one consumer is fused into the query (a *stage*); a source, or a stream that is *materialized*
+(computed once by its own query that appends its output to the journal because several consumers read
+it), is an *input* read from the journal.
+
+Limitation (documented): a stream already fused into a running query that later gains a second
+consumer is not re-planned; the new consumer computes its own copy of the stream starting from the
+current journal HEAD (fresh window state), and the stream's status keeps showing the first query's
+counts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Chain:
+    """What one consumer's query runs: ``inputs`` read from the journal, ``stages`` in dependency order
+    (each ``(node name, select text, its input names)``)."""
+
+    inputs: list[str] = field(default_factory=list)
+    stages: list[tuple[str, str, list[str]]] = field(default_factory=list)
+
+    @property
+    def stage_names(self) -> list[str]:
+        return [s[0] for s in self.stages]
+
+
+def consumers_of(name: str, streams: dict[str, Any], sinks: dict[str, Any], extra: list[str] = ()) -> list[str]:
+    """Nodes reading ``name``: streams with it in FROM, sinks inserting from it, ``extra`` readers."""
+    out = [s.name for s in streams.values() if name in s.inputs]
+    out += [k.name for k in sinks.values() if name in k.inputs]
+    out += [e for e in extra if e == name]
+    return out
+
+
+def plan(target: str, sources: dict[str, Any], streams: dict[str, Any], materialized: set[str],
+         consumer: str | None = None) -> Chain:
+    """The chain a query reading ``target`` runs; ``consumer`` is the query's own stream when the query
+    materializes ``target`` (then ``target`` itself is a stage, not an input)."""
+    chain = Chain()
+    seen: set[str] = set()
+
+    def visit(name: str, top: bool) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        if name in sources or (name in materialized and not (top and consumer == name)):
+            chain.inputs.append(name)
+            return
+        node = streams.get(name)
+        if node is None:  # a dropped node: nothing will arrive from it
+            return
+        for inp in node.inputs:
+            visit(inp, False)
+        chain.stages.append((node.name, node.text, list(node.inputs)))
+
+    visit(target, True)
+    return chain
+
+
+def shared_streams(target: str, sources: dict[str, Any], streams: dict[str, Any], sinks: dict[str, Any],
+                   materialized: set[str], fused: set[str], extra: list[str] = ()) -> list[str]:
+    """Streams upstream of ``target`` (inclusive) that need their own query now: several consumers,
+    not yet materialized and not fused into a running query. Dependency order (upstream first)."""
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in seen or name in sources or name not in streams:
+            return
+        seen.add(name)
+        for inp in streams[name].inputs:
+            visit(inp)
+        if name in materialized or name in fused:
+            return
+        if len(consumers_of(name, streams, sinks, extra)) > 1:
+            out.append(name)
+
+    visit(target)
+    return out
+
+
+def edges(sources: dict[str, Any], streams: dict[str, Any], sinks: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """``(sender node, receiver node)`` pairs."""
+    nodes = {**sources, **streams}
+    out = []
+    for s in streams.values():
+        for inp in s.inputs:
+            if inp in nodes:
+                out.append((nodes[inp], s))
+    for k in sinks.values():
+        for inp in k.inputs:
+            if inp in nodes:
+                out.append((nodes[inp], k))
+    return out

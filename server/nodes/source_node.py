@@ -1,0 +1,189 @@
+"""A source node: its type instance, its driver thread and the controls PAUSE / RESUME / REWIND / DROP.
+
+The thread runs the source type's ``run(ctx)`` with a ``SourceContext``; every emitted tuple is
+journaled (buffered, committed in batches of up to 256 tuples or whenever the source waits). When
+``run`` returns the node writes its end marker and becomes ``stopped``; a failure ends it too, with
+``status.error``. The thread stops by itself on DROP SOURCE or topology stop.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sbpy.bql.spark.journal_format import ts_to_us
+
+from . import status as st
+
+log = logging.getLogger("sbpy.source")
+
+FLUSH_EVERY = 256
+
+
+class SourceStopped(Exception):
+    """Raised inside a source's ``run`` when the source is being stopped."""
+
+
+class SourceContext:
+    """What a running source type sees (see ``sbpy.plugins.builtin.sources``)."""
+
+    def __init__(self, node: SourceNode):
+        self._node = node
+        self._buf: list[tuple[int, Any]] = []
+        self.skip = node.skip
+        self.topology = node.topology
+
+    @property
+    def stopping(self) -> bool:
+        return self._node._stop.is_set()
+
+    def emit(self, data: dict[str, Any], ts: _dt.datetime | None = None) -> None:
+        node = self._node
+        if node._stop.is_set():
+            raise SourceStopped()
+        if not node._running.is_set():
+            self.flush()
+            while not node._running.wait(0.1):
+                if node._stop.is_set():
+                    raise SourceStopped()
+        if ts is None:
+            ts = _dt.datetime.now(_dt.timezone.utc)
+        self._buf.append((ts_to_us(ts), data))
+        if len(self._buf) >= FLUSH_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._buf:
+            buf, self._buf = self._buf, []
+            self._node.journal.append(self._node.name, buf)
+            self._node.counters.add_sent(len(buf))
+
+    def sleep(self, seconds: float) -> bool:
+        """Wait ``seconds`` (committing buffered tuples first); False when stopping."""
+        self.flush()
+        return not self._node._stop.wait(seconds)
+
+    def rewind_requested(self) -> bool:
+        if self._node._rewind.is_set():
+            self._node._rewind.clear()
+            return True
+        return False
+
+    def wait_for_rewind(self) -> bool:
+        """Block until REWIND SOURCE (True) or stop (False)."""
+        self.flush()
+        node = self._node
+        while not node._stop.is_set():
+            if node._rewind.wait(0.1):
+                node._rewind.clear()
+                return True
+        return False
+
+
+class SourceNode:
+    """One source of a topology."""
+
+    kind = "source"
+
+    def __init__(self, topology: Any, name: str, type_name: str, impl: Any, journal: Any, paused: bool,
+                 on_stopped: Callable[[SourceNode], None], skip: int = 0):
+        self.topology = topology
+        self.name = name
+        self.type_name = type_name
+        self.impl = impl
+        self.journal = journal
+        self.skip = skip
+        self.counters = st.Counters()
+        self.counters.num_sent_total = skip
+        self.error: str | None = None
+        self.state = st.PAUSED if paused else st.RUNNING
+        self._on_stopped = on_stopped
+        self._running = threading.Event()
+        self._stop = threading.Event()
+        self._rewind = threading.Event()
+        if not paused:
+            self._running.set()
+        self._thread = threading.Thread(target=self._run, name=f"sbpy-source-{name}", daemon=True)
+
+    @property
+    def rewindable(self) -> bool:
+        return bool(getattr(self.impl, "rewindable", False))
+
+    def start(self) -> None:
+        self._thread.start()
+
+    # ------------------------------------------------------------ thread
+
+    def _run(self) -> None:
+        ctx = SourceContext(self)
+        while not self._running.wait(0.1):  # a paused source starts (opens its file) on RESUME
+            if self._stop.is_set():
+                return
+        try:
+            self.impl.run(ctx)
+            if not self._stop.is_set():
+                ctx.flush()
+        except SourceStopped:
+            pass
+        except Exception as e:  # noqa: BLE001 - a failing source stops with an error
+            log.warning("source '%s' failed: %s", self.name, e)
+            self.error = str(e)
+            try:
+                ctx.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        finally:
+            if not self._stop.is_set():
+                self._finish()
+
+    def _finish(self) -> None:
+        self.journal.end(self.name)
+        self.state = st.STOPPED
+        self._on_stopped(self)
+
+    # ------------------------------------------------------------ controls
+
+    def pause(self) -> None:
+        if self.state == st.RUNNING:
+            self._running.clear()
+            self.state = st.PAUSED
+
+    def resume(self) -> None:
+        if self.state == st.PAUSED:
+            self.state = st.RUNNING
+            self._running.set()
+
+    def rewind(self) -> None:
+        self._rewind.set()
+
+    def stop(self, end: bool, timeout: float = 5.0) -> None:
+        """Stop the thread; ``end`` writes the end marker (DROP SOURCE) so downstream streams drain."""
+        if self.state == st.STOPPED:
+            return
+        self.state = st.STOPPING
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        if end:
+            self.journal.end(self.name)
+        self.state = st.STOPPED
+        self._on_stopped(self)
+
+    # ------------------------------------------------------------ views
+
+    def status(self, outputs: list[str]) -> dict[str, Any]:
+        comp = self.impl.status() if hasattr(self.impl, "status") else None
+        return st.source_status(self.state, self.counters, outputs, self.error, comp)
+
+
+def wait_until(pred: Callable[[], bool], timeout: float, step: float = 0.01) -> bool:
+    """Poll ``pred`` until true or ``timeout`` (helper for tests and runfile)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()

@@ -1,0 +1,81 @@
+"""A stream node (SensorBee's "box"): ``CREATE STREAM name AS SELECT ...``.
+
+Creating one compiles the SELECT with a dry ``build_processor`` (so every error surfaces at CREATE)
+but starts no Spark work: the stream runs inside the Spark query of the consumer that reads it (see
+``graph.py``). Its counters are filled from the query's ``stat`` rows; it becomes ``stopped`` when
+the query reports its ``end`` row (all inputs ended) or, if no query runs it, when all its inputs
+have stopped.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sbpy.bql import ast
+
+from . import status as st
+
+_HEAD = re.compile(r"\s*create\s+stream\s+[A-Za-z_][A-Za-z0-9_]*\s+as\s+", re.IGNORECASE)
+
+
+def select_inputs(select: ast.Select | ast.SelectUnion) -> list[str]:
+    """The node names a SELECT reads (FROM order, de-duplicated, lower-case)."""
+    selects = select.selects if isinstance(select, ast.SelectUnion) else (select,)
+    names: list[str] = []
+    for s in selects:
+        for item in s.from_items:
+            if isinstance(item, ast.StreamRef):
+                name = item.name
+            elif isinstance(item, ast.WindowFunction):
+                name = item.stream
+            elif isinstance(item, ast.MatchRecognize):
+                name = item.input.name
+            elif isinstance(item, ast.UdsfCall):
+                name = _udsf_stream(item)
+            else:
+                name = None
+            if name and name.lower() not in names:
+                names.append(name.lower())
+    return names
+
+
+def _udsf_stream(item: ast.UdsfCall) -> str | None:
+    """A UDSF reads the streams named by its string-constant arguments (SensorBee's convention: the
+    first argument); only the first string constant is taken."""
+    for arg in item.args:
+        value = getattr(arg, "value", None)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def select_text(parsed_text: str, stmt: ast.CreateStreamAsSelect) -> str:
+    """The SELECT part of a CREATE STREAM statement's text (the stage text Spark workers rebuild)."""
+    m = _HEAD.match(parsed_text)
+    if m:
+        return parsed_text[m.end():].strip().rstrip(";")
+    try:
+        from sbpy.bql.ast.unparse import unparse
+
+        return unparse(stmt.select)
+    except ImportError:  # pragma: no cover
+        return parsed_text
+
+
+class StreamNode:
+    """One stream of a topology."""
+
+    kind = "stream"
+
+    def __init__(self, name: str, select: Any, text: str, inputs: list[str]):
+        self.name = name
+        self.select = select
+        self.text = text  # the SELECT text
+        self.inputs = inputs
+        self.counters = st.Counters()
+        self.state = st.RUNNING
+        self.error: str | None = None
+        self.stats_owner: str | None = None  # id of the query whose stat rows this node shows
+
+    def status(self, outputs: list[str]) -> dict[str, Any]:
+        return st.stream_status(self.state, self.counters, outputs, self.error)

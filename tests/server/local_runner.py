@@ -1,0 +1,51 @@
+"""A stand-in for ``sbpy.bql.spark.query.start_query`` (tests only): a thread that polls the journal
+HEAD, feeds new entries through the same fused ``Pipeline`` the Spark operator hosts, and calls
+``on_batch`` with the operator's rows. No checkpoint: state lives in memory."""
+from __future__ import annotations
+
+import threading
+
+from sbpy.bql.spark import journal_format as jf
+from sbpy.bql.spark.operator import OUTPUT_COLUMNS, Pipeline
+
+
+class LocalQuery:
+    def __init__(self, query_id, journal_dir, inputs, stages, checkpoint_dir, start_seq, on_batch):
+        self.pipeline = Pipeline(stages)
+        self.journal_dir, self.inputs = journal_dir, list(inputs)
+        self.pos = start_seq
+        self.on_batch = on_batch
+        self.error = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.batch = 0
+        self._thread.start()
+
+    @property
+    def is_active(self):
+        return self._thread.is_alive()
+
+    def _run(self):
+        try:
+            while not self._stop.is_set():
+                head = jf.read_head(self.journal_dir)
+                if head > self.pos:
+                    rows = jf.read_entries(self.journal_dir, self.inputs, self.pos, head)
+                    self.pos = head
+                    if rows:
+                        out = self.pipeline.run(rows)
+                        self.on_batch(self.batch, [dict(zip(OUTPUT_COLUMNS, r)) for r in out])
+                        self.batch += 1
+                        continue
+                self._stop.wait(0.01)
+        except BaseException as e:  # noqa: BLE001
+            self.error = e
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(5)
+
+
+def start_local(**spec):
+    return LocalQuery(**spec)
