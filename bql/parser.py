@@ -36,7 +36,8 @@ GRAMMAR_PATH = Path(__file__).with_name("grammar") / "bql.lark"
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
     return Lark(GRAMMAR_PATH.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
-                propagate_positions=True, maybe_placeholders=True, start=["start", "expr"])
+                propagate_positions=True, maybe_placeholders=True, start=["start", "expr"],
+                cache=True)
 
 
 # ---------------------------------------------------------------------------- public API
@@ -97,17 +98,32 @@ def _from_lark(text: str, e: UnexpectedInput) -> BQLSyntaxError:
         if tok.type == "$END":
             pos = len(text.rstrip())
             return _error(text, pos, "unexpected end of statement" + _expected(e.expected), pos)
-        return _error(text, tok.start_pos, f"unexpected {_describe(tok)}" + _expected(e.expected),
-                      tok.end_pos)
+        reason = f"unexpected {_describe(tok)}" + _expected(e.expected) + _advice(text, tok, e.expected)
+        return _error(text, tok.start_pos, reason, tok.end_pos)
     if isinstance(e, UnexpectedCharacters):
         ch = text[e.pos_in_stream]
         reason = f"unexpected character '{ch}'"
         if ch == "'":
             reason += " (strings are written in double quotes)"
+        elif ch == '"':
+            reason += " (unterminated string)"
         elif ch == "/" and text.startswith("/*", e.pos_in_stream):
             reason = "unexpected '/*' (only '--' comments are supported)"
         return _error(text, e.pos_in_stream, reason + _expected(e.allowed), e.pos_in_stream + 1)
     return _error(text, getattr(e, "pos_in_stream", 0) or 0, str(e))
+
+
+def _advice(text: str, tok: Token, expected) -> str:
+    """A short explanation for common mistakes around an unexpected token."""
+    before = text[:tok.start_pos]
+    if tok.type == "IDENT" and before[-1:].isdigit() and tok[:1] in "eE":
+        return " (scientific notation is not supported; write digits or digits.digits)"
+    if before.rstrip().endswith("/*"):
+        return " ('/* */' comments are not supported; use '--')"
+    after_operand = "IDENT" not in (expected or ())
+    if after_operand and str(tok) in ("=", "<", ">", "!=", "<>", "<=", ">="):
+        return " (comparison operators cannot be chained; add parentheses)"
+    return ""
 
 
 def _error(text: str, pos: int, reason: str | None = None, end: int | None = None) -> BQLSyntaxError:

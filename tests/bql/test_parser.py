@@ -39,3 +39,63 @@ def test_keyword_like_stream_names():
     s = parse_one("SELECT RSTREAM count FROM count [RANGE 1 TUPLES], input [RANGE 1 TUPLES]")
     assert [f.name for f in s.from_items] == ["count", "input"]
     assert isinstance(s.from_items[1], StreamRef)
+
+
+# ------------------------------------------------------------------ conformance corpus
+
+import glob  # noqa: E402
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+
+from sbpy.bql.errors import BQLSyntaxError  # noqa: E402
+
+CASES = "/work/shared/conformance/cases"
+# expect_error statements that are errors of the language itself (not of analysis)
+PURE_SYNTAX_ERRORS = (
+    "[RANGE 3 UPLES]", "[RANGE 5 MINUTES]", "SELECT XSTREAM", "/* two */", "EVAL 'abc'", "1e10",
+    "CREATE SINK 1snk", "LOAD STATE my_uds", "UNION SELECT", "foo[2:1]", "foo[3:2]",
+    "list[1:3]..foo", "foo..bar..hoge", "..foo AS", "AS x[1:2]", "A{5,1}", "SELECT RSTREAM 2 AS x",
+)
+
+
+def _conformance():
+    yaml = pytest.importorskip("yaml")
+    if not os.path.isdir(CASES):
+        return []
+    out = []
+    for path in sorted(glob.glob(f"{CASES}/**/*.yaml", recursive=True)):
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        for case in yaml.load(open(path), Loader=loader) or []:
+            out.append((os.path.basename(path), case))
+    return out
+
+
+CONFORMANCE = _conformance()
+
+
+@pytest.mark.skipif(not CONFORMANCE, reason="no conformance cases")
+def test_conformance_texts_parse():
+    checked = 0
+    for _, case in CONFORMANCE:
+        if "query" in case:
+            parse_one(case["query"])
+        elif "eval" in case and not case.get("expect_error"):
+            parse_expression(case["eval"])
+        elif "statement" in case and not case.get("expect_error"):
+            parse(case["statement"])
+        else:
+            continue
+        checked += 1
+    assert checked > 300
+
+
+@pytest.mark.skipif(not CONFORMANCE, reason="no conformance cases")
+def test_conformance_syntax_errors_rejected():
+    bad = [c["statement"] for _, c in CONFORMANCE
+           if c.get("expect_error") and "statement" in c
+           and any(m in c["statement"] for m in PURE_SYNTAX_ERRORS)]
+    assert len(bad) >= 15
+    for text in bad:
+        with pytest.raises(BQLSyntaxError):
+            parse(text)
