@@ -1,0 +1,351 @@
+"""``WindowProcessor``: a Timeplus-style streaming query over one stream, one tuple at a time.
+
+FROM is ``tumble(s, [time,] size)``, ``hop(s, [time,] slide, size)``, ``session(s, [time,] gap[, max])``
+or a bare stream ``s`` (global aggregation, needs ``EMIT ON UPDATE`` / ``PERIODIC``). The semantics are
+design/timeplus-semantics.md section 4:
+
+*Aggregating* queries (GROUP BY or an aggregate call) keep one pane per window (``panes.py``): each step
+computes the tuple's event time, advances the watermark (``watermark.py``; before WHERE), drops a late
+tuple (reported as ``Dropped``, so it reaches ``dropped_tuples``), assigns the tuple to its window(s)
+(``assign.py``, ``sessions.py``) if it passes WHERE, lets the EMIT policy (``emission.py``) emit the
+groups it changed (ON UPDATE), then closes every pane with ``end <= C`` (AFTER WATERMARK emits them in
+``window_start`` order). ``finish`` flushes the open panes in ``window_start`` order.
+
+*Non-aggregating* queries tag every tuple with its window columns and emit it at once (hop: one row per
+window); they have no watermark and drop nothing.
+
+The grouping, HAVING and select-list logic is the BQL kernel's (``grouping.Grouping``, ``SelectList``):
+``window_start`` / ``window_end`` are plain fields of each stored (tagged) tuple. Every output tuple
+carries the timestamp and seq of the tuple whose arrival caused it (end of input: the last tuple; a
+PERIODIC tick: the tick time). ``LIMIT n`` stops after the n-th row, even mid-emission, and sets
+``StepResult.done``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import pickle
+from typing import Any
+
+from ...ast import FieldRef, KeyStep, Select, StreamRef, WindowFunction
+from ...errors import BQLError, UnsupportedFeatureError
+from ...eval import Env, Scope, compile_expr
+from ...values import multiset_key
+from ..grouping import Grouping, compile_where, is_grouping
+from ..processor import Dropped, ProcessorContext, StepResult, Tuple
+from ..projection import SelectList
+from .assign import FixedWindows
+from .emission import AFTER_WATERMARK, EmitPolicy
+from .panes import WINDOW_END, WINDOW_START, Pane, tag
+from .sessions import SessionTracker
+from .timecol import bound_value, datetime_micros, to_micros
+from .watermark import Watermark
+
+
+def _message(err: Exception) -> str:
+    return str(err) if isinstance(err, BQLError) else f"{type(err).__name__}: {err}"
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _is_window_column(expr: Any) -> bool:
+    return (isinstance(expr, FieldRef) and len(expr.path) == 1 and isinstance(expr.path[0], KeyStep)
+            and expr.path[0].key in (WINDOW_START, WINDOW_END))
+
+
+def _truth(value: Any) -> bool:
+    from ..kernel import truth
+
+    return truth(value, "WHERE")
+
+
+class WindowProcessor:
+    """The compiled Timeplus window / EMIT query (the ``Processor`` protocol)."""
+
+    def __init__(self, select: Select, context: ProcessorContext | None = None):
+        context = context or ProcessorContext()
+        registry = context.functions
+        if len(select.from_items) != 1:
+            raise UnsupportedFeatureError("a window-function or EMIT query reads exactly one stream")
+        item = select.from_items[0]
+        time_expr = None
+        if isinstance(item, WindowFunction):
+            self.kind: str | None = item.kind.lower()
+            stream, alias, time_expr = item.stream, item.alias or item.stream, item.time_expr
+        elif isinstance(item, StreamRef) and item.window is None:
+            self.kind, stream, alias = None, item.name, item.alias or item.name
+        else:
+            raise UnsupportedFeatureError("EMIT cannot be used with a RANGE window; use tumble(), hop() or session()")
+        self.select = select
+        self.alias = alias
+        self.inputs: tuple[str, ...] = (stream,)
+        scope = Scope((alias,), registry=registry)
+        self.time_fn = compile_expr(time_expr, scope) if time_expr is not None else None
+        self.where = compile_where(select.where, (alias,), registry)
+        self.grouping = Grouping(select, (alias,), registry) if is_grouping(select, registry) else None
+        self.select_list = None if self.grouping else SelectList(
+            select.projections, (alias,), lambda e: compile_expr(e, scope))
+        self.policy = EmitPolicy(select.emit)
+        if self.grouping is not None and self.kind is None and self.policy.kind == AFTER_WATERMARK:
+            raise UnsupportedFeatureError(
+                "a global aggregation over a bare stream needs EMIT ON UPDATE or EMIT PERIODIC")
+        self.fixed = FixedWindows.of(item) if self.kind in ("tumble", "hop") else None
+        self.sessions = SessionTracker.of(item) if self.kind == "session" else None
+        self.watermark = Watermark(self.policy.delay, self.fixed.closed_end if self.fixed else None)
+        self.session_keys = [compile_expr(g, scope) for g in select.group_by if not _is_window_column(g)]
+        self.limit = select.limit
+        self._now: _dt.datetime | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self.panes: dict[int, Pane] = {}
+        self.by_bounds: dict[tuple[int, int], int] = {}
+        self.pending: list[Pane] = []  # closed panes kept for the next PERIODIC emission
+        self.global_pid: int | None = None
+        self.next_pid = 0
+        self.emitted = 0
+        self.done = False
+        self.finished = False
+        self.last: tuple[_dt.datetime, int] | None = None  # (ts, seq) of the latest tuple
+
+    # ------------------------------------------------------------ helpers
+
+    def _env(self, tup: Tuple) -> Env:
+        return Env({self.alias: tup}, None, self._now)
+
+    def _key(self, row: Tuple) -> Any:
+        return self.grouping.row_key(self._env(row))
+
+    def _time(self, tup: Tuple) -> int:
+        if self.time_fn is None:
+            return datetime_micros(tup.ts)
+        return to_micros(self.time_fn(self._env(tup)))
+
+    def _passes(self, tup: Tuple) -> bool:
+        return self.where is None or _truth(self.where(self._env(tup)))
+
+    def _new_pane(self, start: int | None, end: int | None, **kw: Any) -> Pane:
+        pane = Pane(self.next_pid, start, end, **kw)
+        self.next_pid += 1
+        self.panes[pane.pid] = pane
+        return pane
+
+    # ------------------------------------------------------------ Processor protocol
+
+    def process(self, tup: Tuple) -> StepResult:
+        result = StepResult()
+        if self.done or self.finished:
+            result.done = self.done
+            return result
+        self._now = _dt.datetime.now(_dt.timezone.utc)
+        self.last = (tup.ts, tup.seq)
+        try:
+            if self.grouping is None:
+                self._tag_step(tup, result)
+            else:
+                self._aggregate_step(tup, result)
+        except Exception as err:  # per-tuple isolation: fallible work happens before state changes
+            result.dropped.append(Dropped(tup, _message(err), "other"))
+        result.done = self.done
+        return result
+
+    def finish(self, input_name: str) -> StepResult:
+        result = StepResult()
+        if self.finished or self.done:
+            result.done = self.done
+            return result
+        self.finished = True
+        if self.grouping is not None and self.last is not None:
+            self._now = _dt.datetime.now(_dt.timezone.utc)
+            panes = list(self.panes.values()) + self.pending
+            self._emit(self.policy.at_finish(panes, self._key), self.last, result)
+            self.panes, self.by_bounds, self.pending = {}, {}, []
+        result.done = self.done
+        return result
+
+    def tick(self, now: _dt.datetime) -> StepResult:
+        result = StepResult()
+        if self.grouping is None or self.done or self.finished:
+            result.done = self.done
+            return result
+        if not self.policy.due(datetime_micros(now)):
+            return result
+        self._now = now
+        panes = list(self.panes.values()) + self.pending
+        requests = self.policy.periodic_requests(panes, self._key)
+        self._emit(requests, (now, self.last[1] if self.last else 0), result)
+        for pane in panes:
+            pane.clear_dirty()
+        self.pending = []
+        result.done = self.done
+        return result
+
+    # ------------------------------------------------------------ non-aggregating queries
+
+    def _tag_step(self, tup: Tuple, result: StepResult) -> None:
+        if self.fixed is not None:
+            candidates = [tag(tup, s, e) for s, e in self.fixed.windows_for(self._time(tup))]
+        elif self.sessions is not None:
+            t = self._time(tup)
+            placement = self.sessions.place((), t)
+            candidates = [tag(tup, placement.start, placement.end)]
+        else:
+            candidates = [tup]
+        rows = [self.select_list.evaluate(self._env(c)) for c in candidates if self._passes(c)]
+        if self.sessions is not None and rows:
+            pid = placement.pid
+            if pid is None:
+                pid, self.next_pid = self.next_pid, self.next_pid + 1
+            self.sessions.commit((), pid, placement)
+        for row in rows:
+            self._output(row, tup.ts, tup.seq, result)
+
+    # ------------------------------------------------------------ aggregating queries
+
+    def _aggregate_step(self, tup: Tuple, result: StepResult) -> None:
+        changed: list[tuple[Pane, Any]] = []
+        if self.kind is None:
+            if self._passes(tup):
+                key = self._key(tup)
+                if self.global_pid is None:
+                    self.global_pid = self._new_pane(None, None).pid
+                pane = self.panes[self.global_pid]
+                pane.add(tup, key)
+                changed.append((pane, key))
+        else:
+            t = self._time(tup)
+            self.watermark.observe(t)
+            if self.watermark.is_late(t):
+                threshold = self.watermark.late_threshold()
+                result.dropped.append(Dropped(
+                    tup, f"late tuple: its window time {bound_value(t)} is before the watermark "
+                         f"{bound_value(threshold)}; its window(s) already closed", "input"))
+                return
+            if self.fixed is not None:
+                changed = self._assign_fixed(tup, t)
+            else:
+                changed = self._assign_session(tup, t)
+        self._emit(self.policy.after_tuple(changed), (tup.ts, tup.seq), result)
+        if self.kind is not None:
+            self._close((tup.ts, tup.seq), result)
+
+    def _assign_fixed(self, tup: Tuple, t: int) -> list[tuple[Pane, Any]]:
+        plan = []
+        for start, end in self.fixed.windows_for(t):
+            row = tag(tup, start, end)
+            if self._passes(row):
+                plan.append((start, end, row, self._key(row)))
+        changed = []
+        for start, end, row, key in plan:
+            pid = self.by_bounds.get((start, end))
+            if pid is None:
+                pid = self.by_bounds[(start, end)] = self._new_pane(start, end).pid
+            pane = self.panes[pid]
+            pane.add(row, key)
+            changed.append((pane, key))
+        return changed
+
+    def _assign_session(self, tup: Tuple, t: int) -> list[tuple[Pane, Any]]:
+        env = self._env(tup)
+        skey = tuple(multiset_key(fn(env)) for fn in self.session_keys)
+        placement = self.sessions.place(skey, t)
+        row = tag(tup, placement.start, placement.end)
+        if not self._passes(row):
+            return []
+        key = self._key(row)
+        if placement.pid is None:
+            pane = self._new_pane(placement.start, placement.end, skey=skey, last=placement.last)
+        else:
+            pane = self.panes[placement.pid]
+            pane.set_bounds(placement.start, placement.end)
+            pane.last = placement.last
+        pane.add(row, key)
+        self.sessions.commit(skey, pane.pid, placement)
+        return [(pane, pane.key_of(row, self._key))]
+
+    def _close(self, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
+        bound = self.watermark.close_bound
+        closing = [p for p in self.panes.values() if p.end <= bound]
+        if not closing:
+            return
+        for pane in closing:
+            del self.panes[pane.pid]
+            if self.fixed is not None:
+                self.by_bounds.pop((pane.start, pane.end), None)
+            else:
+                self.sessions.closed(pane.skey, pane.pid)
+        requests, keep = self.policy.on_close(closing)
+        self.pending.extend(keep)
+        self._emit(requests, cause, result)
+
+    # ------------------------------------------------------------ output
+
+    def _emit(self, requests: list, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
+        for pane, keys in requests:
+            if self.done:
+                return
+            groups = pane.groups(self._key)
+            for key in (list(groups) if keys is None else keys):
+                rows = groups.get(key)
+                if not rows:
+                    continue
+                try:
+                    out = self.grouping.evaluate([(self._env(r), key) for r in rows], self._now)
+                except Exception as err:  # one failing group does not stop the others
+                    result.dropped.append(Dropped(Tuple({}, cause[0], cause[1]), _message(err), "output"))
+                    continue
+                for data in out:
+                    self._output(data, cause[0], cause[1], result)
+                    if self.done:
+                        return
+
+    def _output(self, data: dict[str, Any], ts: _dt.datetime, seq: int, result: StepResult) -> None:
+        if self.done:
+            return
+        result.outputs.append(Tuple(_copy(data), ts, seq, ""))
+        self.emitted += 1
+        if self.limit is not None and self.emitted >= self.limit:
+            self.done = True
+
+    # ------------------------------------------------------------ snapshot / restore
+
+    def snapshot(self) -> bytes:
+        state = {
+            "panes": [p.state() for p in self.panes.values()],
+            "pending": [p.state() for p in self.pending],
+            "by_bounds": self.by_bounds,
+            "global_pid": self.global_pid,
+            "next_pid": self.next_pid,
+            "emitted": self.emitted,
+            "done": self.done,
+            "finished": self.finished,
+            "last": self.last,
+            "watermark": self.watermark.state(),
+            "sessions": self.sessions.state() if self.sessions is not None else None,
+            "policy": self.policy.state(),
+        }
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, data: bytes) -> None:
+        state = pickle.loads(data)
+        self.panes = {}
+        for ps in state["panes"]:
+            pane = Pane.load(ps)
+            self.panes[pane.pid] = pane
+        self.pending = [Pane.load(ps) for ps in state["pending"]]
+        self.by_bounds = dict(state["by_bounds"])
+        self.global_pid = state["global_pid"]
+        self.next_pid = state["next_pid"]
+        self.emitted = state["emitted"]
+        self.done = state["done"]
+        self.finished = state["finished"]
+        self.last = state["last"]
+        self.watermark.load(state["watermark"])
+        if self.sessions is not None:
+            self.sessions.load(state["sessions"])
+        self.policy.load(state["policy"])
