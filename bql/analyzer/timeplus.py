@@ -1,6 +1,6 @@
 """Timeplus-style window functions and EMIT policies (design/timeplus-semantics.md).
 
-- Intervals are positive; ``hop``'s slide may not exceed its size; a session's max duration may
+- A window function is the only FROM item; intervals are positive; ``hop``'s slide may not exceed its size; a session's max duration may
   not be shorter than its gap.
 - An aggregating ``tumble``/``hop`` query groups by ``window_start`` and/or ``window_end``.
 - ``EMIT AFTER WATERMARK`` needs a window function (a bare stream has no windows to close);
@@ -58,6 +58,8 @@ def check_window_functions(stmt: Statement, ctx: Context) -> None:
         windows = [f for f in select.from_items if isinstance(f, WindowFunction)]
         for w in windows:
             _check_window(w)
+        if windows and len(select.from_items) > 1:
+            raise fail(f"window function '{windows[0].kind.lower()}' must be the only item in FROM", windows[0])
         if select.emit is not None and select.emit.kind == "after_watermark" and not windows:
             raise fail("EMIT AFTER WATERMARK needs a window function such as tumble() in FROM", select.emit)
         for w in windows:
