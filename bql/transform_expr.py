@@ -7,7 +7,7 @@ from __future__ import annotations
 from lark import Token
 
 from .ast import (
-    ArrayLit, BinaryOp, Case, Cast, Expr, FieldRef, FunctionCall, IndexStep, IsMissing, IsNull,
+    ArrayLit, BinaryOp, Case, Cast, FieldRef, FunctionCall, IndexStep, IsMissing, IsNull,
     KeyStep, Literal, MapLit, RecursiveStep, RunningFinal, SliceStep, SortKey, TimestampRef,
     UnaryOp, Wildcard, WhenClause,
 )
@@ -36,7 +36,7 @@ def type_name(tok: Token) -> str:
     return name
 
 
-def check_path(steps: tuple, at) -> None:
+def check_path(steps: tuple) -> None:
     """Reject JSON paths that SensorBee rejects statically."""
     listy = [s for s in steps if isinstance(s, (SliceStep, RecursiveStep))]
     if len(listy) > 1:
@@ -93,7 +93,10 @@ class ExpressionRules:
         op = str(tok)
         return "!=" if op == "<>" else op
 
-    add_op = mul_op = lambda self, meta, tok: str(tok)  # noqa: E731
+    def add_op(self, meta, tok):
+        return str(tok)
+
+    mul_op = add_op
 
     def concat(self, meta, left, right):
         return BinaryOp("||", left, right, span=span_of(meta))
@@ -196,7 +199,7 @@ class ExpressionRules:
         if isinstance(items[0], Token):
             stream = ident(items.pop(0))
         steps = tuple(items)
-        check_path(steps, meta)
+        check_path(steps)
         return FieldRef(steps, stream, span=span_of(meta))
 
     def head_key(self, meta, tok):
@@ -231,6 +234,3 @@ class ExpressionRules:
     def neg_sint(self, meta, tok):
         return -int_value(tok)
 
-
-def is_expr(value) -> bool:
-    return isinstance(value, Expr)

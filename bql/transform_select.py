@@ -6,7 +6,7 @@ from __future__ import annotations
 from lark import Token
 
 from .ast import (
-    AliasPath, EmitClause, Expr, FieldRef, IndexStep, Interval, KeyStep, Projection, RangeWindow,
+    AliasPath, EmitClause, Expr, FieldRef, Interval, KeyStep, Projection, RangeWindow,
     Select, SelectUnion, StreamRef, UdsfCall, WindowFunction,
 )
 from .transform_base import fail, ident, present, span_of
@@ -178,5 +178,3 @@ def _is_plain_name(expr) -> bool:
     return (isinstance(expr, FieldRef) and expr.stream is None and len(expr.path) == 1
             and isinstance(expr.path[0], KeyStep) and not expr.path[0].bracket)
 
-
-__all__ = ["SelectRules", "IndexStep"]
