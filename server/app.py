@@ -16,6 +16,7 @@ Example::
 """
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -45,11 +46,21 @@ def default_context(config: Config) -> Any:
     return ServerContext.from_config(config)
 
 
+def load_plugins(config: Config) -> None:
+    """Import the modules listed in ``plugins`` (a plugin registers its types when imported)."""
+    for name in config.plugins:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - any failure aborts startup with the module's name
+            raise StartupError(f"cannot load plugin '{name}': {type(exc).__name__}: {exc}") from None
+
+
 def create_app(config: Config | None = None, context_factory: ContextFactory | None = None,
-               topology_factory: Callable[[str, Any], Topology] | None = None) -> FastAPI:
+               topology_factory: Callable[[str, Any], Topology] | None = None,
+               warm_up: bool = False) -> FastAPI:
     """The application for ``config``. ``context_factory`` replaces ``ServerContext.from_config``
-    and ``topology_factory`` the ``Topology`` class (tests). ``app.state.manager`` holds the
-    manager while the app runs."""
+    and ``topology_factory`` the ``Topology`` class (tests); ``warm_up`` starts Spark in the
+    background at startup (``sbpy run``). ``app.state.manager`` holds the manager while it runs."""
     config = config or Config()
     make_context = context_factory or default_context
 
@@ -60,10 +71,13 @@ def create_app(config: Config | None = None, context_factory: ContextFactory | N
         app.state.context, app.state.manager = ctx, manager
         try:
             try:
+                load_plugins(config)
                 await anyio.to_thread.run_sync(manager.load_from_config, config)
             except StartupError as err:
                 log.error("startup failed: %s", err)
                 raise
+            if warm_up and hasattr(ctx, "warm_up"):
+                ctx.warm_up()
             yield
         finally:
             await anyio.to_thread.run_sync(manager.stop_all)

@@ -136,11 +136,13 @@ class TopologyConfig(_Section):
 
 
 class SparkConfig(_Section):
-    """``spark``: master URL, extra Spark settings, and the data folder (checkpoints, state)."""
+    """``spark``: master URL, extra Spark settings, the data folder (checkpoints, state), and whether
+    ``sbpy run`` starts Spark in the background at startup (else on the first query)."""
 
     master: str = "local[*]"
     conf: dict[str, str | int | float | bool] = Field(default_factory=dict)
     data_dir: Path | None = None
+    warm_up: bool = True
 
 
 class Config(_Section):

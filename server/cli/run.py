@@ -15,6 +15,13 @@ from ..config import Config, ConfigError, load_config
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class _HideStartupTraceback(logging.Filter):
+    """uvicorn logs the lifespan's traceback; a ``StartupError`` is already logged in plain words."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "sbpy.server.manager.StartupError" not in str(record.msg)
+
+
 def configure_logging(config: Config) -> None:
     """Send log records at ``min_log_level`` and above to the configured target."""
     target = config.logging.target
@@ -33,6 +40,7 @@ def configure_logging(config: Config) -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
+    logging.getLogger("uvicorn.error").addFilter(_HideStartupTraceback())
     logging.getLogger("py4j").setLevel(max(config.logging.level, logging.WARNING))
 
 
@@ -42,12 +50,11 @@ def serve(config: Config) -> int:
 
     from ..app import create_app
 
-    app = create_app(config)
+    app = create_app(config, warm_up=config.spark.warm_up)
     server = uvicorn.Server(uvicorn.Config(
         app, host=config.network.host, port=config.network.port, log_config=None,
         log_level=config.logging.level, lifespan="on", timeout_graceful_shutdown=5,
     ))
-    logging.getLogger("sbpy.server").info("listening on %s", config.network.listen_on)
     server.run()
     return 0 if server.started else 1
 

@@ -9,7 +9,7 @@ import pytest
 
 from sbpy.bql.errors import BQLExecutionError
 from sbpy.server.cli.client import iter_multipart
-from sbpy.server.topology import SelectCursor, Topology
+from sbpy.server.topology import Topology
 
 
 def post(client, topology: str, queries: Any):
@@ -85,18 +85,20 @@ def test_eval_error_is_e0007(c):
 # ---------------------------------------------------------------- a fake topology
 
 
-class ListCursor(SelectCursor):
+class ListCursor:
+    """Duck-typed SelectCursor: rows, then (``block``) waits until closed."""
+
     def __init__(self, rows, block: bool = False):
         self.rows, self.block = rows, block
-        self.closed = threading.Event()
+        self.done = threading.Event()
 
     def __iter__(self):
         yield from self.rows
         if self.block:  # like a live query: no more tuples until closed
-            self.closed.wait(30)
+            self.done.wait(30)
 
     def close(self):
-        self.closed.set()
+        self.done.set()
 
 
 class FakeTopology(Topology):
@@ -162,7 +164,7 @@ def test_select_streams_multipart(fake):
     assert raw.endswith(f"--{boundary}--\r\n".encode())
     assert list(iter_multipart(iter([raw]), boundary)) == [{"a": 1}, {"b": 2.0, "s": "x"}]
     assert b'"b":2.0' in raw
-    assert FakeTopology.cursors[-1].closed.is_set()
+    assert FakeTopology.cursors[-1].done.is_set()
 
 
 def test_select_cursor_closed_when_client_leaves(fake):
@@ -172,7 +174,7 @@ def test_select_cursor_closed_when_client_leaves(fake):
         rows = iter_multipart(r.iter_raw(), r.headers["content-type"].split("boundary=")[1].strip('"'))
         assert next(rows) == {"a": 1}
         cursor = FakeTopology.cursors[-1]
-    assert cursor.closed.wait(10)
+    assert cursor.done.wait(10)
 
 
 def test_node_endpoints(fake):

@@ -26,7 +26,7 @@ def test_run_serves_config_topologies_and_stops(tmp_path):
     (tmp_path / "t.bql").write_text("-- nothing yet\n")
     cfg = tmp_path / "sb.yaml"
     cfg.write_text(f"network:\n  listen_on: '127.0.0.1:{port}'\ntopologies:\n  pre:\n    bql_file: t.bql\n"
-                   f"logging:\n  min_log_level: warn\n")
+                   f"logging:\n  min_log_level: warn\nspark:\n  warm_up: false\n")
     proc = start(cfg)
     try:
         deadline = time.monotonic() + 60
