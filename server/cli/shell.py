@@ -178,16 +178,20 @@ class Shell:
         if _strip_comments(buffer):
             self.statement(buffer.strip())
 
-    def interactive(self) -> None:
-        """The prompt_toolkit loop; Ctrl-C drops the current input, Ctrl-D leaves."""
+    def interactive(self, history_file: Path | None = None, **session_options: object) -> None:
+        """The prompt_toolkit loop; Ctrl-C drops the current input, Ctrl-D leaves.
+
+        ``session_options`` go to ``PromptSession`` (tests pass ``input``/``output``).
+        """
         from prompt_toolkit import PromptSession
         from prompt_toolkit.completion import WordCompleter
         from prompt_toolkit.history import FileHistory
 
-        history = HISTORY_FILE.expanduser()
+        history = (history_file or HISTORY_FILE).expanduser()
         session: PromptSession[str] = PromptSession(
             history=FileHistory(str(history)),
             completer=WordCompleter(list(KEYWORDS), ignore_case=True, sentence=True),
+            **session_options,
         )
         buffer = ""
         while True:

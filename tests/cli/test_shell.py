@@ -65,3 +65,21 @@ def test_console_script_pipe(srv):
     proc = subprocess.run([sys.executable, "-m", "sbpy.server.cli.main", "shell", "-t", "t", "--uri", srv.url],
                           input="EVAL 1+1;\n", capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stdout) == (0, "2\n"), proc.stderr
+
+
+def test_interactive_loop(srv, tmp_path):
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from sbpy.server.cli.client import ApiClient
+    from sbpy.server.cli.shell import Shell
+
+    out, err = io.StringIO(), io.StringIO()
+    with create_pipe_input() as pipe, ApiClient(srv.url) as client:
+        pipe.send_text("USE t\rEVAL 1 +\r 2;\rEVAL )\r;\rexit\r")
+        shell = Shell(client, None, out, err)
+        shell.interactive(history_file=tmp_path / "hist", input=pipe, output=DummyOutput())
+    assert shell.topology == "t"
+    assert out.getvalue() == "3\n"
+    assert err.getvalue().startswith("request failed: E0006")
+    assert "EVAL 1 +" in (tmp_path / "hist").read_text()
