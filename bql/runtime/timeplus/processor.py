@@ -23,6 +23,7 @@ PERIODIC tick: the tick time). ``LIMIT n`` stops after the n-th row, even mid-em
 from __future__ import annotations
 
 import datetime as _dt
+import heapq
 import pickle
 from typing import Any
 
@@ -106,6 +107,7 @@ class WindowProcessor:
         self.panes: dict[int, Pane] = {}
         self.by_bounds: dict[tuple[int, int], int] = {}
         self.pending: list[Pane] = []  # closed panes kept for the next PERIODIC emission
+        self.ends: list[tuple[int, int]] = []  # min-heap of (end, pid); stale entries are skipped
         self.global_pid: int | None = None
         self.next_pid = 0
         self.emitted = 0
@@ -133,6 +135,8 @@ class WindowProcessor:
         pane = Pane(self.next_pid, start, end, **kw)
         self.next_pid += 1
         self.panes[pane.pid] = pane
+        if end is not None:
+            heapq.heappush(self.ends, (end, pane.pid))
         return pane
 
     # ------------------------------------------------------------ Processor protocol
@@ -164,7 +168,7 @@ class WindowProcessor:
             self._now = _dt.datetime.now(_dt.timezone.utc)
             panes = list(self.panes.values()) + self.pending
             self._emit(self.policy.at_finish(panes, self._key), self.last, result)
-            self.panes, self.by_bounds, self.pending = {}, {}, []
+            self.panes, self.by_bounds, self.pending, self.ends = {}, {}, [], []
         result.done = self.done
         return result
 
@@ -262,6 +266,8 @@ class WindowProcessor:
             pane = self._new_pane(placement.start, placement.end, skey=skey, last=placement.last)
         else:
             pane = self.panes[placement.pid]
+            if placement.end != pane.end:
+                heapq.heappush(self.ends, (placement.end, pane.pid))
             pane.set_bounds(placement.start, placement.end)
             pane.last = placement.last
         pane.add(row, key)
@@ -270,7 +276,12 @@ class WindowProcessor:
 
     def _close(self, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
         bound = self.watermark.close_bound
-        closing = [p for p in self.panes.values() if p.end <= bound]
+        closing = []
+        while self.ends and self.ends[0][0] <= bound:
+            end, pid = heapq.heappop(self.ends)
+            pane = self.panes.get(pid)
+            if pane is not None and pane.end == end:  # else a stale entry (a session end that moved)
+                closing.append(pane)
         if not closing:
             return
         for pane in closing:
@@ -337,6 +348,8 @@ class WindowProcessor:
         for ps in state["panes"]:
             pane = Pane.load(ps)
             self.panes[pane.pid] = pane
+        self.ends = [(p.end, p.pid) for p in self.panes.values() if p.end is not None]
+        heapq.heapify(self.ends)
         self.pending = [Pane.load(ps) for ps in state["pending"]]
         self.by_bounds = dict(state["by_bounds"])
         self.global_pid = state["global_pid"]

@@ -184,3 +184,32 @@ def test_timestamps_of_outputs_come_from_the_causing_tuple():
     assert [t.ts for t in res.outputs] == [at(T0 + 6)] and res.outputs[0].seq == 2
     res = f.proc.finish("src")
     assert [t.ts for t in res.outputs] == [at(T0 + 6)]
+
+
+def test_session_on_update_reports_moving_bounds():
+    q = ("SELECT RSTREAM k, count(*) AS cnt, window_start, window_end FROM session(src, ts, 2 SECONDS) "
+         "GROUP BY k, window_start, window_end EMIT ON UPDATE")
+    f = Feeder(q)
+    assert f.push(k="a", ts=T0) == [{"k": "a", "cnt": 1, "window_start": T0, "window_end": T0 + 2}]
+    assert f.push(k="a", ts=T0 + 1) == [{"k": "a", "cnt": 2, "window_start": T0, "window_end": T0 + 3}]
+    assert f.push(k="b", ts=T0 + 1.5) == [{"k": "b", "cnt": 1, "window_start": T0 + 1.5, "window_end": T0 + 3.5}]
+    assert f.finish() == []
+
+
+def test_many_session_keys_close_by_watermark():
+    q = ("SELECT RSTREAM k, count(*) AS cnt FROM session(src, ts, 2 SECONDS) GROUP BY k, window_start")
+    f = Feeder(q)
+    out = []
+    for i in range(200):
+        out += f.push(k=i % 10, ts=T0 + i * 0.1)  # each key every second: sessions capped at 5 gaps
+    out += f.push(k="z", ts=T0 + 100)
+    assert len(out) == 20 and all(r["cnt"] == 10 for r in out)
+
+
+def test_hop_late_tuple_dropped_from_all_windows():
+    q = "SELECT RSTREAM window_start, count(*) AS cnt FROM hop(src, ts, 2 SECONDS, 6 SECONDS) GROUP BY window_start"
+    f = Feeder(q)
+    f.push(ts=T0 + 10)
+    f.push(ts=T0 + 17)
+    f.push(ts=T0 + 15)  # windows [12,18), [14,20) are open, but 15 < aligned watermark 16
+    assert len(f.dropped) == 1
