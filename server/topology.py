@@ -346,9 +346,9 @@ class Topology:
 
         stages = [StageSpec(node, text, tuple(inputs)) for node, text, inputs in consumer.chain.stages]
         spec = dict(query_id=f"{self.name}.{consumer.id}", journal_dir=str(self.journal.dir),
-                    inputs=list(consumer.chain.inputs), stages=stages,
+                    inputs=tuple(consumer.chain.inputs), stages=stages,
                     checkpoint_dir=str(consumer.checkpoint_dir), start_seq=consumer.start_seq,
-                    on_batch=consumer.on_batch)
+                    on_batch=consumer.on_batch, topology=self.name)
         if self._starter is not None:
             return self._starter(**spec)
         from sbpy.bql.spark.query import QuerySpec, start_query

@@ -10,7 +10,7 @@ from sbpy.bql.spark.operator import OUTPUT_COLUMNS, Pipeline
 
 
 class LocalQuery:
-    def __init__(self, query_id, journal_dir, inputs, stages, checkpoint_dir, start_seq, on_batch):
+    def __init__(self, query_id, journal_dir, inputs, stages, checkpoint_dir, start_seq, on_batch, **_):
         self.pipeline = Pipeline(stages)
         self.journal_dir, self.inputs = journal_dir, list(inputs)
         self.pos = start_seq

@@ -1,0 +1,95 @@
+"""``sbpy runfile [-c FILE] [-t NAME] [-s UDS_LIST] FILE.bql``: run a BQL file in-process.
+
+Like ``sensorbee runfile``: every source is created PAUSED (rewindable sources are rejected), the
+statements run in order, then all sources are resumed; the command waits until every source has
+stopped and every query has drained, stops the topology (flushing the sinks) and exits 0. A failing
+statement exits 1 with ``FILE:LINE: message``. The topology name defaults to the file's base name.
+``-s`` names user-defined states to SAVE at the end (``-s ""`` = none; not supported yet: a warning).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sbpy.bql import ast
+from sbpy.bql.errors import BQLError, format_error
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("runfile", help="run a BQL file until its sources stop",
+                                   description=__doc__.split("\n\n")[0])
+    parser.add_argument("-c", "--config", default=None, help="the config file (default: $SENSORBEE_CONFIG)")
+    parser.add_argument("-t", "--topology", default=None, help="topology name (default: the file's base name)")
+    parser.add_argument("-s", "--save-uds", default=None, help="comma list of states to save at the end")
+    parser.add_argument("file", help="the BQL file")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sbpy.bql.parser import parse_script
+
+    from ..config import ConfigError, load_config
+    from ..context import ServerContext
+    from ..manager import check_statement
+    from ..topology import Topology
+
+    path = Path(args.file)
+    try:
+        script = path.read_text(encoding="utf-8")
+    except OSError as e:
+        print(f"sbpy runfile: cannot read '{path}': {e.strerror}", file=sys.stderr)
+        return 1
+    try:
+        config = load_config(args.config)
+    except ConfigError as e:
+        print(f"sbpy runfile: {e}", file=sys.stderr)
+        return 1
+    name = args.topology or path.stem
+    try:
+        statements = parse_script(script)
+    except BQLError as e:
+        print(f"{path}: {format_error(e, script)}", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory(prefix="sbpy-runfile-") as data_dir:
+        ctx = ServerContext(data_dir=data_dir, master=config.spark.master,
+                            conf=dict(config.spark.conf or {}), config=config)
+        ctx.warm_up()
+        topology = Topology(name, ctx)
+        try:
+            for parsed in statements:
+                line = script.count("\n", 0, parsed.offset) + 1
+                try:
+                    stmt = parsed.stmt
+                    if isinstance(stmt, (ast.Select, ast.SelectUnion)):
+                        raise BQLError("SELECT statements cannot be used in runfile")
+                    if isinstance(stmt, ast.CreateSource):
+                        parsed = dataclasses.replace(parsed, stmt=dataclasses.replace(stmt, paused=True))
+                    result = topology.execute(check_statement(parsed))
+                    if isinstance(stmt, ast.CreateSource) and topology.sources[stmt.name.lower()].rewindable:
+                        raise BQLError("rewindable sources cannot be used in runfile")
+                    if "result" in result:
+                        print(result["result"])
+                except BQLError as e:
+                    print(f"{path}:{line}: {format_error(e, script)}", file=sys.stderr)
+                    return 1
+            if args.save_uds:
+                print("sbpy runfile: warning: saving states (-s) is not supported yet", file=sys.stderr)
+            for source in list(topology.sources.values()):
+                source.resume()
+            while not _finished(topology):
+                time.sleep(0.05)
+        finally:
+            topology.stop()
+            ctx.close()
+    return 0
+
+
+def _finished(topology) -> bool:
+    """Every source stopped and every query drained (its input ended) or failed."""
+    if not topology.all_sources_stopped():
+        return False
+    return all(c.done or c.stopped for c in list(topology.consumers.values()))
