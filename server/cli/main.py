@@ -13,7 +13,6 @@ from collections.abc import Sequence
 import sbpy
 
 SUBCOMMANDS = ("run", "runfile", "shell", "topology", "check")
-OPTIONAL = ("runfile", "check")  # TODO(H4): written concurrently; make required once they land
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,12 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--version", action="version", version=f"sbpy {sbpy.__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
-        try:
-            module = importlib.import_module(f"sbpy.server.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if name in OPTIONAL and exc.name == f"sbpy.server.cli.{name}":
-                continue
-            raise
+        module = importlib.import_module(f"sbpy.server.cli.{name}")
         module.register(subparsers)
     return parser
 
