@@ -12,7 +12,7 @@ groups it changed (ON UPDATE), then closes every pane with ``end <= C`` (AFTER W
 ``window_start`` order). ``finish`` flushes the open panes in ``window_start`` order.
 
 *Non-aggregating* queries tag every tuple with its window columns and emit it at once (hop: one row per
-window); they have no watermark and drop nothing.
+window); they have no watermark, drop nothing and ignore the EMIT policy (a streaming tail).
 
 The grouping, HAVING and select-list logic is the BQL kernel's (``grouping.Grouping``, ``SelectList``):
 ``window_start`` / ``window_end`` are plain fields of each stored (tagged) tuple. Every output tuple
@@ -35,7 +35,7 @@ from ..grouping import Grouping, compile_where, is_grouping
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList
 from .assign import FixedWindows
-from .emission import AFTER_WATERMARK, EmitPolicy
+from .emission import AFTER_WATERMARK, ON_UPDATE, EmitPolicy
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .sessions import SessionTracker
 from .timecol import bound_value, datetime_micros, to_micros
@@ -272,7 +272,9 @@ class WindowProcessor:
             pane.last = placement.last
         pane.add(row, key)
         self.sessions.commit(skey, pane.pid, placement)
-        return [(pane, pane.key_of(row, self._key))]
+        if self.policy.kind == ON_UPDATE:  # the group's key under the session's new bounds (O(rows))
+            key = pane.key_of(row, self._key)
+        return [(pane, key)]
 
     def _close(self, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
         bound = self.watermark.close_bound
