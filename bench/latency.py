@@ -21,7 +21,13 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     trigger_ms = int(sys.argv[2]) if len(sys.argv) > 2 else None
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-bench-"))
-    ctx = ServerContext(data_dir=tmp, master="local[2]")
+    import os
+
+    conf = {}
+    if os.environ.get("PROVIDER") == "hdfs":
+        conf["spark.sql.streaming.stateStore.providerClass"] = (
+            "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
+    ctx = ServerContext(data_dir=tmp, master="local[2]", conf=conf)
     t0 = time.perf_counter()
     ctx.warm_up().join()
     print(f"session start + first action: {time.perf_counter() - t0:.2f} s")
@@ -46,7 +52,7 @@ def main() -> None:
     stages = [StageSpec("s1", "", ("a",), factory=pass_through),
               StageSpec("s2", "", ("s1",), factory=running_count)]
     spec = QuerySpec("bench.q", tmp / "journal", ("a",), stages, tmp / "ck", on_batch=on_batch,
-                     trigger_ms=trigger_ms)
+                     trigger_ms=trigger_ms, shuffle_partitions=int(os.environ.get("PARTS", "1")))
     journal.append([("a", {"i": 0})])
     t0 = time.perf_counter()
     handle = start_query(spark, spec)

@@ -38,6 +38,8 @@ class QuerySpec:
     ``pool``: the FAIR scheduler pool (default: ``topology`` or the query id).
     ``trigger_ms``: micro-batch interval (None = next batch as soon as the previous one ends).
     ``max_seqs``: cap on seqs per micro-batch (0 = all available).
+    ``shuffle_partitions``: state partitions of a *new* checkpoint (None = the session's setting; a
+    restarted query keeps the count recorded in its checkpoint).
     """
 
     query_id: str
@@ -53,6 +55,7 @@ class QuerySpec:
     trigger_ms: int | None = None
     max_seqs: int = 0
     name: str | None = None
+    shuffle_partitions: int | None = 1  # the operator has one group: one state-store partition
 
 
 class QueryHandle:
@@ -145,6 +148,7 @@ def _exception_text(exc: Any) -> str:
 _HANDLES: dict[str, QueryHandle] = {}
 _PENDING: dict[str, str | None] = {}  # terminated before the handle was registered
 _REG_LOCK = threading.Lock()
+_START_LOCK = threading.Lock()
 
 
 def _unregister(handle: QueryHandle) -> None:
@@ -234,11 +238,16 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     if spec.trigger_ms:
         writer = writer.trigger(processingTime=f"{int(spec.trigger_ms)} milliseconds")
     sc = spark.sparkContext
-    sc.setLocalProperty("spark.scheduler.pool", spec.pool or spec.topology or spec.query_id)
-    try:
-        query = writer.start()
-    finally:
-        sc.setLocalProperty("spark.scheduler.pool", None)
+    with _START_LOCK:
+        previous = spark.conf.get("spark.sql.shuffle.partitions")
+        if spec.shuffle_partitions:
+            spark.conf.set("spark.sql.shuffle.partitions", str(int(spec.shuffle_partitions)))
+        sc.setLocalProperty("spark.scheduler.pool", spec.pool or spec.topology or spec.query_id)
+        try:
+            query = writer.start()  # the query clones the session conf here
+        finally:
+            sc.setLocalProperty("spark.scheduler.pool", None)
+            spark.conf.set("spark.sql.shuffle.partitions", previous)
     handle = QueryHandle(spec, query)
     holder["h"] = handle
     with _REG_LOCK:

@@ -1,0 +1,27 @@
+"""ServerContext without starting Spark: config reading and session settings."""
+from __future__ import annotations
+
+import sys
+
+from sbpy.server.config import config_from_dict
+from sbpy.server.context import ServerContext
+
+
+def test_from_config(tmp_path):
+    config = config_from_dict({"spark": {"master": "local[1]", "data_dir": "d",
+                                         "conf": {"spark.sql.shuffle.partitions": 3, "x.flag": True}}},
+                              tmp_path / "sensorbee.yaml")
+    ctx = ServerContext.from_config(config)
+    assert ctx.master == "local[1]" and ctx.data_dir == tmp_path / "d"
+    conf = ctx.session_conf()
+    assert conf["spark.sql.shuffle.partitions"] == "3" and conf["x.flag"] == "true"
+    assert conf["spark.pyspark.python"] == sys.executable
+    assert conf["spark.scheduler.mode"] == "FAIR"
+    assert "RocksDB" in conf["spark.sql.streaming.stateStore.providerClass"]
+    assert not ctx.started
+    ctx.close()
+
+
+def test_defaults(tmp_path):
+    ctx = ServerContext(data_dir=tmp_path)
+    assert ctx.master == "local[*]" and ctx.session_conf()["spark.sql.shuffle.partitions"] == "2"
