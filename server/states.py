@@ -171,6 +171,21 @@ class StateManager:
                 state = self._call(stmt, f"cannot load state '{name}'", creator.load_state, reader, params)
             self._replace(name, type_name, state)
 
+    def save_all(self, tag: str = DEFAULT_TAG) -> list[str]:
+        """Save every state that supports saving under ``tag`` (``sbpy runfile -s TAG`` after the run);
+        returns the saved names. A failing state raises after the others were saved."""
+        saved, errors = [], []
+        for name in self.names():
+            if callable(getattr(self.find(name), "save", None)):
+                try:
+                    self.save(_SaveStmt(name, tag))  # type: ignore[arg-type]
+                    saved.append(name)
+                except BQLExecutionError as err:
+                    errors.append(err.message)
+        if errors:
+            raise BQLExecutionError("; ".join(errors))
+        return saved
+
     def update(self, stmt: ast.UpdateNode) -> None:
         """UPDATE STATE name SET k = v: the state's ``update(params)``."""
         name = stmt.name.lower()
@@ -213,6 +228,15 @@ class StateManager:
         except Exception as err:  # noqa: BLE001 - a plugin failure is a statement error
             raise _fail(f"{what}: {err}", stmt) from err
         return result
+
+
+class _SaveStmt:
+    """A SAVE STATE without source text (``save_all``)."""
+
+    span = None
+
+    def __init__(self, name: str, tag: str):
+        self.name, self.tag = name, tag
 
 
 def _tag(tag: str | None, stmt: Any) -> str:

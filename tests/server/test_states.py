@@ -182,3 +182,12 @@ def test_fs_storage_survives_a_new_manager(regs, tmp_path):
     second = StateManager("topo", FsStorage(tmp_path / "uds"), regs)
     run(second, "LOAD STATE c TYPE my_counter")
     assert second.get("c").next() == 7
+
+
+def test_save_all(states):
+    run(states, "CREATE STATE c TYPE my_counter")
+    run(states, "CREATE STATE r TYPE replaceable WITH v = 4")
+    states.types.register("plain", type("Plain", (), {"create": staticmethod(lambda params: object())}))
+    run(states, "CREATE STATE p TYPE plain")
+    assert states.save_all("final") == ["c", "r"]
+    assert states.storage.list("topo") == {"c": ["final"], "r": ["final"]}
