@@ -25,6 +25,7 @@ from ...eval.paths import compile_path
 from ...values import MISSING
 
 MR = "\x00mr"
+ROW = "\x00row"
 
 
 class Blocked(Exception):
@@ -218,6 +219,31 @@ class MRContext:
         fn = compile_expr(self.normalise(expr), self.scope)
         self._flush_aggregates()
         return lambda view: fn(view.env())
+
+    def compile_row_local(self, expr: Any, var: str) -> Callable[[Any], Any] | None:
+        """A fast ``f(row tuple) -> value`` for a DEFINE condition of ``var`` that reads only the
+        current row (no navigation, CLASSIFIER, MATCH_NUMBER or aggregate); None otherwise."""
+        expr = self.normalise(expr)
+        for n in expr.walk():
+            if isinstance(n, (Navigation, Classifier, MatchNumber, RunningFinal, TimestampRef)):
+                return None
+            if isinstance(n, PatternFieldRef) and n.var not in (None, var):
+                return None
+            if isinstance(n, FunctionCall):
+                spec = self.registry.get(n.name)
+                if spec is None or spec.aggregate:
+                    return None
+
+        def row_ref(node: PatternFieldRef, scope: Scope, child: Callable) -> Callable:
+            getter = compile_path(node.path)
+
+            def ref(env: Env) -> Any:
+                v = getter(env.tuples[ROW].data)
+                return None if v is MISSING else v
+            return ref
+
+        fn = compile_expr(expr, Scope((ROW,), self.registry, None, True, {PatternFieldRef: row_ref}))
+        return lambda tup: fn(Env({ROW: tup}))
 
     # ------------------------------------------------------------ aggregates
 

@@ -59,7 +59,7 @@ class MatchSpec:
     def __init__(self, program: list, conds: dict, level: int, within: float | None,
                  skip_mode: str, skip_var: str | None, sets: dict, ctx: Any):
         self.program = program
-        self.conds = conds  # var -> (fn(view) -> value, level)
+        self.conds = conds  # var -> (fn(view) -> value, level, fast row-local fn or None)
         self.level = level
         self.within = within
         self.skip_mode = skip_mode
@@ -83,6 +83,8 @@ class Matcher:
         self.mno = 0          # matches found so far
         self.visited: dict = {}
         self._cache: dict = {}
+        self.live: list[Attempt] = []   # attempts that still have threads, in start order
+        self.n_tainted = 0
 
     # ------------------------------------------------------------ driving
 
@@ -161,6 +163,10 @@ class Matcher:
         if self._closure(0, None, s, att.threads, vis, att):
             att.match = (None, s)
         self.attempts.append(att)
+        if att.threads:
+            self.live.append(att)
+        if att.tainted:
+            self.n_tainted += 1
 
     def _step_row(self, p: int) -> None:
         spec = self.spec
@@ -170,10 +176,12 @@ class Matcher:
         self._cache = {}
         within = spec.within
         label_dep = spec.level == LABEL_DEPENDENT
-        for att in self.attempts:
+        live = []
+        for att in self.live:
             threads = att.threads
             if not threads:
                 continue
+            was_tainted = att.tainted
             att.threads = new = []
             if within is not None and self._span(att.start, p) > within:
                 continue
@@ -196,11 +204,17 @@ class Matcher:
                 if self._closure(pc + 1, nh, p + 1, new, vis, att):
                     att.match = (nh, p + 1)
                     break
+            if new:
+                live.append(att)
+            if att.tainted and not was_tainted:
+                self.n_tainted += 1
+        self.live = live
         self.visited = visited
 
     def _step_end(self) -> None:
         n = self.rows.avail
-        for att in self.attempts:
+        live, self.live = self.live, []
+        for att in live:
             threads, att.threads = att.threads, []
             vis: dict = {}
             out: list = []
@@ -224,11 +238,18 @@ class Matcher:
         c = self.spec.conds.get(var)
         if c is None:
             return True  # undefined variables match every row
-        fn, level = c
+        fn, level, fast = c
         if level == ROW_LOCAL:
             r = self._cache.get(var)
             if r is None:
-                r = self._cache[var] = _truth(fn, View(self.rows, p, [var], p, p, self.mno + 1, self.spec.ctx))
+                if fast is not None:
+                    try:
+                        r = fast(self.rows.get(p)) is True
+                    except BQLError:
+                        r = False
+                else:
+                    r = _truth(fn, View(self.rows, p, [var], p, p, self.mno + 1, self.spec.ctx))
+                self._cache[var] = r
             return r
         labels = [v for v, _ in hist_list(hist)]
         labels.append(var)
@@ -242,7 +263,7 @@ class Matcher:
             att = attempts[0]
             if att.threads:
                 return
-            attempts.popleft()
+            self._pop()
             if att.match is None:
                 if att.start >= self.covered:
                     events.append(("unmatched", att.start))
@@ -260,11 +281,21 @@ class Matcher:
             self.floor = nxt
             self.visited = {}  # states of the discarded attempts must not shadow new ones
             while attempts and attempts[0].start < nxt:
-                attempts.popleft()
-            if nxt < self.pos and any(a.tainted for a in attempts):
+                self._pop()
+            if nxt < self.pos and self.n_tainted:
                 attempts.clear()
+                self.live = []
+                self.n_tainted = 0
                 self.pos = nxt
-                self.visited = {}
+
+    def _pop(self) -> None:
+        att = self.attempts.popleft()
+        if att.tainted:
+            self.n_tainted -= 1
+        if att.threads and self.live and self.live[0] is att:
+            self.live.pop(0)
+        elif att.threads:
+            self.live.remove(att)
 
     def _skip_target(self, start: int, end: int, labels: list) -> tuple[int, str | None]:
         mode = self.spec.skip_mode
@@ -306,6 +337,8 @@ class Matcher:
             a.match = None if match is None else (hist_from(match[0]), match[1])
             a.tainted = tainted
             self.attempts.append(a)
+        self.live = [a for a in self.attempts if a.threads]
+        self.n_tainted = sum(1 for a in self.attempts if a.tainted)
 
 
 def _truth(fn: Any, view: View) -> bool:

@@ -24,6 +24,17 @@ def _numeric(v: Any) -> bool:
     return (type(v) is int or type(v) is float) or isinstance(v, _dt.datetime)
 
 
+def _skey(key: tuple) -> tuple:
+    return tuple(sort_key(v) for v in key)
+
+
+def _le(a: tuple, b: tuple) -> bool:
+    try:
+        return a <= b
+    except TypeError:
+        return _skey(a) <= _skey(b)
+
+
 class Rows:
     """The ordered rows of a partition plus its reorder buffer."""
 
@@ -33,7 +44,7 @@ class Rows:
         self.base = 0
         self.ended = False
         self.bound = bound
-        self.held: list = []       # sorted [(sort key, arrival, key, tuple)]
+        self.held: list = []       # sorted by (key, arrival): [(key, arrival, tuple)]
         self.max0: Any = None      # largest first key seen
         self.arrival = 0
 
@@ -88,21 +99,25 @@ class Rows:
         if self.max0 is None or k0 > self.max0:
             self.max0 = k0
         self.arrival += 1
-        bisect.insort(self.held, (tuple(sort_key(v) for v in key), self.arrival, key, tup),
-                      key=lambda e: (e[0], e[1]))
-        wm = self._watermark()
         held = self.held
+        entry = (key, self.arrival, tup)
+        if not held or _le(held[-1][0], key):
+            held.append(entry)
+        else:
+            sk = _skey(key)
+            bisect.insort(held, entry, key=lambda e: (_skey(e[0]), e[1]) if e is not entry else (sk, e[1]))
+        wm = self._watermark()
         n = 0
-        while n < len(held) and held[n][2][0] <= wm:
+        while n < len(held) and held[n][0][0] <= wm:
             n += 1
         for e in held[:n]:
-            self._append(e[3], e[2])
+            self._append(e[2], e[0])
         del held[:n]
         return True
 
     def _release_all(self) -> None:
         for e in self.held:
-            self._append(e[3], e[2])
+            self._append(e[2], e[0])
         self.held.clear()
 
     def _append(self, tup: Tuple, key: tuple) -> None:

@@ -87,7 +87,7 @@ class MatchRecognizeProcessor:
             define_exprs.append(expr)
             lv = define_level(expr, var, registry)
             level = max(level, lv)
-            conds[var] = (ctx.compile(expr), lv)
+            conds[var] = (ctx.compile(expr), lv, ctx.compile_row_local(expr, var) if lv == 1 else None)
         measure_exprs = [ctx.normalise(m.expr) for m in mr.measures]
         measures = [(m.alias, ctx.compile(e)) for m, e in zip(mr.measures, measure_exprs)]
         self.lookback = max_offsets(define_exprs + measure_exprs)[0]
