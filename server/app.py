@@ -1,8 +1,9 @@
 """``create_app(config)``: the FastAPI application of the server.
 
 The lifespan builds the ``ServerContext`` (Spark session management, data dir, registries, UDS
-storage) and the ``TopologyManager``, creates the topologies of the config, and at shutdown stops
-every topology and closes the context. Errors are rendered with SensorBee's envelope
+storage) and the ``TopologyManager``, installs topology persistence (``persistence.py``), creates the
+topologies of the config, restores the persisted ones (config topologies win), and at shutdown stops
+every topology (they stay persisted) and closes the context. Errors are rendered with SensorBee's envelope
 (``sbpy.server.api.errors``); requests are numbered and, with ``network.auth_token``, authenticated
 (``sbpy.server.auth``).
 
@@ -27,6 +28,7 @@ from fastapi import FastAPI
 
 import sbpy
 
+from . import persistence
 from .api import build_router
 from .api.errors import install_error_handlers
 from .auth import RequestContextMiddleware
@@ -72,12 +74,17 @@ def create_app(config: Config | None = None, context_factory: ContextFactory | N
         try:
             try:
                 load_plugins(config)
+                if getattr(ctx, "data_dir", None) is not None:
+                    persistence.install(manager)
                 await anyio.to_thread.run_sync(manager.load_from_config, config)
             except StartupError as err:
                 log.error("startup failed: %s", err)
                 raise
             if warm_up and hasattr(ctx, "warm_up"):
                 ctx.warm_up()
+            if getattr(manager, "persistence", None) is not None:
+                # config topologies were built first and win over persisted ones of the same name
+                await anyio.to_thread.run_sync(persistence.restore, manager, config)
             yield
         finally:
             await anyio.to_thread.run_sync(manager.stop_all)
