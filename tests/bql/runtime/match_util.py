@@ -8,11 +8,11 @@ from sbpy.bql.runtime.testing import parse_select
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
 
 
-def mr(body, select="*", stream="t", **kw):
+def mr(body, select="*", stream="t", tail="", **kw):
     """A processor for ``SELECT RSTREAM <select> FROM <stream> MATCH_RECOGNIZE (<body>)``."""
     from sbpy.bql.runtime.match import MatchRecognizeProcessor
 
-    stmt = parse_select(f"SELECT RSTREAM {select} FROM {stream} MATCH_RECOGNIZE ({body})")
+    stmt = parse_select(f"SELECT RSTREAM {select} FROM {stream} MATCH_RECOGNIZE ({body}) {tail}")
     if kw:
         return MatchRecognizeProcessor(stmt, None, **kw)
     return build_processor(stmt)
