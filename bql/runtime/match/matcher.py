@@ -23,7 +23,7 @@ from typing import Any
 
 from ...errors import BQLError
 from .exprs import LABEL_DEPENDENT, ROW_LOCAL, Blocked, View
-from .program import CONSUME, END, MATCH, SPLIT, JUMP, START
+from .program import CONSUME, END, JUMP, MATCH, SPLIT, START, static_closures
 
 
 class Attempt:
@@ -76,6 +76,7 @@ class Matcher:
         self.spec = spec
         self.rows = rows
         self.prog = spec.program
+        self.eps = static_closures(spec.program)
         self.attempts: deque[Attempt] = deque()
         self.pos = 0          # next row to feed
         self.floor = 0        # first row where an attempt may start
@@ -124,6 +125,20 @@ class Matcher:
         start = att.start
         label_dep = self.spec.level == LABEL_DEPENDENT
         hid = id(hist)
+        eps = self.eps
+        if eps is not None:
+            for t in eps[pc]:
+                key = (t, hid) if label_dep else t
+                seen = vis.get(key)
+                if seen is not None:
+                    if seen != start:
+                        att.tainted = True
+                    continue
+                vis[key] = start
+                if prog[t][0] == MATCH:
+                    return True
+                out.append((t, hist))
+            return False
         stack = [pc]
         while stack:
             pc = stack.pop()

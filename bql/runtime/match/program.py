@@ -111,3 +111,32 @@ def _emit_quantified(q: PatternQuantified, excluded: bool, code: list) -> None:
 
 def program_variables(code: list) -> set[str]:
     return {op[1] for op in code if op[0] == CONSUME}
+
+
+def static_closures(code: list) -> list[tuple[int, ...]] | None:
+    """For an anchor-free program: per ``pc``, the CONSUME / MATCH instructions reachable without
+    consuming a row, in preference order (what the run-time closure would find); None otherwise."""
+    if any(op[0] in (START, END) for op in code) or len(code) > 4000:
+        return None
+    out = []
+    for pc0 in range(len(code)):
+        seen: set = set()
+        found: list = []
+        stack = [pc0]
+        while stack:
+            pc = stack.pop()
+            if pc in seen:
+                continue
+            seen.add(pc)
+            op = code[pc]
+            if op[0] == SPLIT:
+                stack.append(op[2])
+                stack.append(op[1])
+            elif op[0] == JUMP:
+                stack.append(op[1])
+            else:
+                found.append(pc)
+                if op[0] == MATCH:
+                    break
+        out.append(tuple(found))
+    return out
