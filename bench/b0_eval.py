@@ -55,7 +55,7 @@ def per_expression(n: int) -> None:
 
 
 def rest_round_trip(n: int) -> None:
-    from conftest import start_server  # the tests' loopback server starter
+    from server_harness import start_server  # the tests' loopback server starter
 
     from sbpy.server.config import config_from_dict
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import start_server
+from server_harness import start_server
 
 from sbpy.server.config import config_from_dict
 
