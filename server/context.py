@@ -168,7 +168,9 @@ class ServerContext:
         return conf
 
     def _create(self) -> Any:
-        os.environ["PYSPARK_PYTHON"] = sys.executable
+        # PySpark takes the workers' interpreter from $PYSPARK_PYTHON (read by the driver), not from the
+        # conf: on a cluster ``spark.conf: {spark.pyspark.python: ...}`` names the executors' interpreter
+        os.environ["PYSPARK_PYTHON"] = self.session_conf()["spark.pyspark.python"]
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         from pyspark.sql import SparkSession
 
