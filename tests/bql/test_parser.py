@@ -196,7 +196,9 @@ import pytest  # noqa: E402
 
 from sbpy.bql.errors import BQLSyntaxError  # noqa: E402
 
-CASES = "/work/shared/conformance/cases"
+from conformance_compare import CASES as _CASES_DIR  # noqa: E402
+
+CASES = str(_CASES_DIR)
 # expect_error statements that are errors of the language itself (not of analysis)
 PURE_SYNTAX_ERRORS = (
     "[RANGE 3 UPLES]", "[RANGE 5 MINUTES]", "SELECT XSTREAM", "/* two */", "EVAL 'abc'", "1e10",

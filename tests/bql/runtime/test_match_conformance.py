@@ -1,14 +1,14 @@
 """Every stream case of conformance/cases/match_recognize/cases.yaml, run in-process (no Spark, no
 server), compared like the runner's ``same_rows`` (int and float differ, ``ordered: false`` compares
 multisets, ``float_tol``). Statement cases must be rejected by parse + analyze + build."""
-from pathlib import Path
 
 import pytest
 import yaml
 
-from test_kernel_conformance import same_rows  # same directory (pytest prepend import mode)
+from conformance_compare import CASES as CASES_DIR
+from conformance_compare import same_rows
 
-CASES = Path("/work/shared/conformance/cases/match_recognize/cases.yaml")
+CASES = CASES_DIR / "match_recognize/cases.yaml"
 
 
 def _cases(kind):
@@ -17,7 +17,7 @@ def _cases(kind):
     return [pytest.param(c, id=c["name"]) for c in yaml.safe_load(CASES.read_text()) or [] if kind in c]
 
 
-@pytest.mark.skipif(not CASES.exists(), reason="/work/shared conformance cases are absent")
+@pytest.mark.skipif(not CASES.exists(), reason="shared conformance cases are absent")
 @pytest.mark.parametrize("case", _cases("inputs"))
 def test_stream_case(case):
     from sbpy.bql.runtime.testing import run_query
@@ -28,7 +28,7 @@ def test_stream_case(case):
         f"got {got} want {want}")
 
 
-@pytest.mark.skipif(not CASES.exists(), reason="/work/shared conformance cases are absent")
+@pytest.mark.skipif(not CASES.exists(), reason="shared conformance cases are absent")
 @pytest.mark.parametrize("case", _cases("statement"))
 def test_statement_case(case):
     from sbpy.bql.errors import BQLError

@@ -3,14 +3,14 @@
 Comparison rules are the kernel conformance test's (``same_rows``: int and float differ, ``ordered:
 false`` compares multisets, ``float_tol``).
 """
-from pathlib import Path
 
 import pytest
 import yaml
 
-from test_kernel_conformance import same_rows  # same directory (pytest prepend import mode)
+from conformance_compare import CASES as CASES_DIR
+from conformance_compare import same_rows
 
-CASES = Path("/work/shared/conformance/cases/timeplus/windows.yaml")
+CASES = CASES_DIR / "timeplus/windows.yaml"
 
 
 def _stream_cases():
@@ -27,7 +27,7 @@ def _statement_cases():
             if "statement" in c]
 
 
-@pytest.mark.skipif(not CASES.exists(), reason="/work/shared conformance cases are absent")
+@pytest.mark.skipif(not CASES.exists(), reason="shared conformance cases are absent")
 @pytest.mark.parametrize("case", _stream_cases())
 def test_stream_case(case):
     from sbpy.bql.runtime.testing import run_query
@@ -38,7 +38,7 @@ def test_stream_case(case):
         f"got {got} want {want}")
 
 
-@pytest.mark.skipif(not CASES.exists(), reason="/work/shared conformance cases are absent")
+@pytest.mark.skipif(not CASES.exists(), reason="shared conformance cases are absent")
 @pytest.mark.parametrize("case", _statement_cases())
 def test_statement_case(case):
     from sbpy.bql.errors import BQLError
