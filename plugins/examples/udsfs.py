@@ -87,8 +87,9 @@ class TickerSource(SourceType):
             yield {"tick": i}
 
 
-class LoremSource(SourceType):
-    """Source ``lorem``: random lorem ipsum texts every ``interval`` (default 1 s); ``seed`` fixes them."""
+class SeededTextSource(SourceType):
+    """Base of the example text sources: one tuple every ``interval`` (default 1 s); an integer
+    ``seed`` makes the random texts repeatable."""
 
     default_interval = 1.0
 
@@ -98,6 +99,10 @@ class LoremSource(SourceType):
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ValueError("seed must be an integer")
         self.seed = seed
+
+
+class LoremSource(SeededTextSource):
+    """Source ``lorem``: random lorem ipsum texts every ``interval`` (default 1 s); ``seed`` fixes them."""
 
     def tuples(self) -> Iterator[dict[str, Any]]:
         rng = random.Random(self.seed)

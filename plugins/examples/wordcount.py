@@ -13,24 +13,14 @@ import random
 from importlib import resources
 from typing import Any, Iterator
 
-from sbpy.plugins.api import SourceType
 
-from .udsfs import LOREM, WordSplitter
+from .udsfs import LOREM, SeededTextSource, WordSplitter
 
 NAMES = ("isabella", "sophia", "jacob", "ethan", "emma", "mason", "olivia", "noah")
 
 
-class SentencesSource(SourceType):
+class SentencesSource(SeededTextSource):
     """Source ``wc_sentences``."""
-
-    default_interval = 1.0
-
-    def __init__(self, params: dict[str, Any]):
-        super().__init__(params)
-        seed = params.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ValueError("seed must be an integer")
-        self.seed = seed
 
     def tuples(self) -> Iterator[dict[str, Any]]:
         rng = random.Random(self.seed)
