@@ -59,11 +59,37 @@ class Processor(Protocol):
     def tick(self, now: _dt.datetime) -> StepResult:
         """Wall-clock tick (EMIT PERIODIC); processors without timers return an empty result."""
 
+    def next_tick(self) -> _dt.datetime | None:
+        """When ``tick`` should next be called (a past time: at once); None = no tick wanted now.
+
+        Optional: a processor without it never needs ticks (read it with ``next_tick_of``). The
+        runtime calls ``tick(now)`` only when ``now >= next_tick()``.
+        """
+
+    def tick_period(self) -> _dt.timedelta | None:
+        """The wall-clock period of this processor's ticks (EMIT PERIODIC n), None if it has none.
+
+        Optional (read with ``tick_period_of``); known right after building, before any tuple, so the
+        runtime can decide when a query starts whether it must wake up on the wall clock.
+        """
+
     def snapshot(self) -> bytes:
         """All state as bytes (pickle of plain values is fine)."""
 
     def restore(self, data: bytes) -> None:
         """Replace all state with a snapshot taken by the same compiled query."""
+
+
+def next_tick_of(proc: Any) -> _dt.datetime | None:
+    """``proc.next_tick()``, or None for a processor that does not define it (the protocol default)."""
+    fn = getattr(proc, "next_tick", None)
+    return fn() if fn is not None else None
+
+
+def tick_period_of(proc: Any) -> _dt.timedelta | None:
+    """``proc.tick_period()``, or None for a processor that does not define it (the protocol default)."""
+    fn = getattr(proc, "tick_period", None)
+    return fn() if fn is not None else None
 
 
 @dataclass(slots=True)

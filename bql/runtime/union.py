@@ -10,7 +10,7 @@ import pickle
 from collections.abc import Sequence
 from typing import Any
 
-from .processor import StepResult, Tuple
+from .processor import StepResult, Tuple, next_tick_of, tick_period_of
 
 
 def _merge(into: StepResult, part: StepResult) -> None:
@@ -46,6 +46,17 @@ class UnionProcessor:
 
     def tick(self, now: _dt.datetime) -> StepResult:
         return self._each(lambda b: b.tick(now))
+
+    def next_tick(self) -> _dt.datetime | None:
+        """The earliest ``next_tick`` of the branches still running (None if none wants a tick)."""
+        times = [t for i, b in enumerate(self.branches) if not self._done[i]
+                 for t in (next_tick_of(b),) if t is not None]
+        return min(times) if times else None
+
+    def tick_period(self) -> _dt.timedelta | None:
+        """The shortest tick period of the branches (None if no branch ticks)."""
+        periods = [p for p in map(tick_period_of, self.branches) if p is not None]
+        return min(periods) if periods else None
 
     def snapshot(self) -> bytes:
         return pickle.dumps(([b.snapshot() for b in self.branches], self._done))

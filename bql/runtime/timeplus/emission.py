@@ -11,6 +11,9 @@
   until that emission so their final values are not lost, then dropped.
 - ``PERIODIC n REPEAT``: at every due tick, *all* current groups (open panes and panes closed since the
   previous tick) are emitted, changed or not.
+- A running topology asks the processor when to tick (``next_tick``): the next period boundary while a
+  tick would emit something (REPEAT: some group exists; else: some group changed), at once if the query
+  never ticked, None otherwise (an idle query does not wake up).
 - At end of input a PERIODIC query makes one last emission as if a tick were due (changed groups, or
   all groups with REPEAT), so the final values of a finite input always reach the output.
 
@@ -84,6 +87,14 @@ class EmitPolicy:
             return False
         self.next_due = (now // self.period + 1) * self.period
         return True
+
+    def has_output(self, panes: Sequence[Pane]) -> bool:
+        """Whether a due tick over ``panes`` (open and pending) would emit anything (PERIODIC only)."""
+        if self.kind != PERIODIC:
+            return False
+        if self.repeat:
+            return bool(panes)
+        return any(p.dirty or p.dirty_all for p in panes)
 
     def periodic_requests(self, panes: Sequence[Pane], key_fn: KeyFn) -> list[Request]:
         """The emission of a due tick over the open and pending panes (dirty marks are left as they are)."""

@@ -35,10 +35,10 @@ from ..grouping import Grouping, compile_where, is_grouping
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList
 from .assign import FixedWindows
-from .emission import AFTER_WATERMARK, ON_UPDATE, EmitPolicy
+from .emission import AFTER_WATERMARK, ON_UPDATE, PERIODIC, EmitPolicy
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .sessions import SessionTracker
-from .timecol import bound_value, datetime_micros, to_micros
+from .timecol import EPOCH, bound_value, datetime_micros, micros_datetime, to_micros
 from .watermark import Watermark
 
 
@@ -188,6 +188,23 @@ class WindowProcessor:
         self.pending = []
         result.done = self.done
         return result
+
+    def next_tick(self) -> _dt.datetime | None:
+        """When ``tick`` next emits: the next period boundary (``EPOCH``, i.e. at once, before the
+        first tick) while a tick would emit something; None for other policies, non-aggregating
+        queries, a finished query, or when nothing changed since the last emission (no REPEAT)."""
+        if self.grouping is None or self.done or self.finished or self.policy.kind != PERIODIC:
+            return None
+        if not self.policy.has_output(list(self.panes.values()) + self.pending):
+            return None
+        due = self.policy.next_due
+        return EPOCH if due is None else micros_datetime(due)
+
+    def tick_period(self) -> _dt.timedelta | None:
+        """``EMIT PERIODIC n`` of an aggregating query: ``n``; else None (no wall-clock ticks)."""
+        if self.grouping is None or self.policy.kind != PERIODIC:
+            return None
+        return _dt.timedelta(microseconds=self.policy.period)
 
     # ------------------------------------------------------------ non-aggregating queries
 
