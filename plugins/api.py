@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 import time
 import types
+import weakref
 from typing import Any, Iterable
 
 from sbpy.bql.errors import BQLExecutionError
@@ -53,8 +54,25 @@ class Context:
             raise BQLExecutionError(f"state '{name.lower()}' is not a {_kind_name(kind)}")
         return state
 
-    def __reduce__(self) -> Any:  # states are driver objects: a pickled context has none
-        return (Context, (self.topology, None))
+    def bind(self, states: Any) -> None:
+        """Make ``states`` what this context sees; a context unpickled in this process (a UDSF restored
+        from a pipeline snapshot) is then this one again."""
+        self.states = states
+        if self.topology:
+            _LIVE[self.topology] = self
+
+    def __reduce__(self) -> Any:  # states are driver objects: pickled, a context keeps only its name
+        return (_context_for, (self.topology,))
+
+
+_LIVE: weakref.WeakValueDictionary[str, Context] = weakref.WeakValueDictionary()
+
+
+def _context_for(topology: str) -> Context:
+    """The live context of ``topology`` in this process (the driver), else one without states (a
+    Spark worker: a UDS lives in the driver only)."""
+    live = _LIVE.get(topology) if topology else None
+    return live if live is not None else Context(topology, None)
 
 
 def _kind_name(kind: Any) -> str:

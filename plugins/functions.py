@@ -130,7 +130,7 @@ def converter_for(annotation: Any) -> tuple[Callable[[Any], Any] | None, bool]:
 
 def _wants_context(param: inspect.Parameter) -> bool:
     ann = param.annotation
-    if ann is not inspect.Parameter.empty:
+    if ann is not inspect.Parameter.empty and ann not in (Any, "Any", "typing.Any"):
         return getattr(ann, "__name__", ann) == "Context" or str(ann).endswith("Context")
     return param.name in ("ctx", "context")
 
@@ -222,6 +222,7 @@ class Udf:
 
     arity: int | tuple[int, int | None] | None = None
     volatile = False
+    needs_states = True  # False: ``call`` never uses ``ctx.state`` (may then run on Spark workers)
 
     def call(self, ctx: Any, *args: Any) -> Any:
         raise NotImplementedError
@@ -284,6 +285,12 @@ class UdfDef:
     needs_context: bool = False
     kind: str = "udf"
     _cached: FunctionSpec | None = None
+    uses_states: bool | None = None  # None: as ``needs_context``
+
+    @property
+    def needs_states(self) -> bool:
+        """True when calls may reach the topology's states (they then run on the driver)."""
+        return self.needs_context if self.uses_states is None else self.uses_states
 
     def spec(self, ctx: Any = None) -> FunctionSpec:
         if not self.needs_context:
@@ -302,7 +309,7 @@ def define(name: str, target: Any, *, aggregate: bool = False, agg_params: tuple
         obj = target
         return UdfDef(name, obj, lambda ctx: obj.spec(name, ctx), True,
                       "udaf" if isinstance(obj, Udaf) or any(obj.is_aggregation_parameter(k) for k in range(4))
-                      else "udf")
+                      else "udf", uses_states=bool(getattr(obj, "needs_states", True)))
     if not callable(target):
         raise TypeError(f"function '{name}': {target!r} is not callable")
     sig = analyse(target, context)

@@ -39,6 +39,13 @@ class PluginLoadError(Exception):
 
 
 _loaded: set[tuple[int, str]] = set()
+_default_specs: list[str] = []  # what was loaded into the default registries, in order
+
+
+def loaded_plugins() -> tuple[str, ...]:
+    """The plugin specs (``module`` or ``module:function``) loaded into the default registries, in
+    order: a Spark worker rebuilds the same registries with ``load_modules(loaded_plugins())``."""
+    return tuple(_default_specs)
 
 
 def _apply(name: str, obj: Any, regs: PluginRegistries) -> None:
@@ -56,6 +63,8 @@ def _apply(name: str, obj: Any, regs: PluginRegistries) -> None:
     elif callable(obj):
         obj(regs)
     _loaded.add(key)
+    if regs is default_registries() and name not in _default_specs:
+        _default_specs.append(name)
 
 
 def load_modules(names: Iterable[str], regs: PluginRegistries | None = None) -> list[str]:
@@ -88,7 +97,7 @@ def load_entry_points(regs: PluginRegistries | None = None, strict: bool = False
     result: dict[str, str | None] = {}
     for ep in entry_points():
         try:
-            _apply(f"{ep.name}={ep.value}", ep.load(), regs)
+            _apply(ep.value.replace(" ", ""), ep.load(), regs)  # the same key as load_modules
             result[ep.name] = None
         except Exception as err:  # noqa: BLE001
             error = PluginLoadError(ep.name, err)

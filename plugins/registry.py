@@ -194,7 +194,24 @@ class TopologyPlugins:
 
     def bind_states(self, states: Any) -> None:
         """Make ``states`` (``.get(name)``) what plugins of this topology see."""
-        self.context.states = states
+        self.context.bind(states)
+
+    def stateful_calls(self, stmt: Any) -> list[str]:
+        """The functions and UDSFs ``stmt`` (an AST node) calls that take the topology's context, i.e.
+        may reach its states: such calls must run where the states live (the driver)."""
+        from sbpy.bql.ast import FunctionCall, UdsfCall
+
+        found: list[str] = []
+        for n in stmt.walk():
+            if isinstance(n, FunctionCall):
+                d = self.registries.udfs.get(n.name)
+                if d is not None and d.needs_states and n.name not in found:
+                    found.append(n.name)
+            elif isinstance(n, UdsfCall):
+                f = self.registries.udsfs.get(n.name)
+                if getattr(f, "needs_context", False) and n.name not in found:
+                    found.append(n.name)
+        return found
 
 
 _DEFAULT: PluginRegistries | None = None

@@ -17,7 +17,6 @@ Example::
 """
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -49,12 +48,32 @@ def default_context(config: Config) -> Any:
 
 
 def load_plugins(config: Config) -> None:
-    """Import the modules listed in ``plugins`` (a plugin registers its types when imported)."""
-    for name in config.plugins:
+    """Load the installed plugins (``sbpy.plugins`` entry points; a failing one is logged) and the
+    modules listed in ``plugins`` (a failing one aborts startup) into the default registries."""
+    from sbpy.plugins.loader import PluginLoadError, load_all
+
+    try:
+        load_all(config.plugins)
+    except PluginLoadError as exc:
+        raise StartupError(str(exc)) from None
+
+
+def install_uds_storage(ctx: Any, config: Config) -> Any:
+    """The UDS storage of ``storage.uds`` as ``ctx.uds_storage`` (kept if the context has one); every
+    topology of the server saves and loads its states there."""
+    from .uds_storage import storage_from_config
+
+    storage = getattr(ctx, "uds_storage", None)
+    if storage is None:
         try:
-            importlib.import_module(name)
-        except Exception as exc:  # noqa: BLE001 - any failure aborts startup with the module's name
-            raise StartupError(f"cannot load plugin '{name}': {type(exc).__name__}: {exc}") from None
+            storage = storage_from_config(config)
+        except (OSError, ValueError) as exc:
+            raise StartupError(f"cannot set up the UDS storage: {exc}") from None
+        try:
+            ctx.uds_storage = storage
+        except AttributeError:
+            log.warning("the server context cannot hold a UDS storage; states use in_memory storage")
+    return storage
 
 
 def create_app(config: Config | None = None, context_factory: ContextFactory | None = None,
@@ -74,6 +93,7 @@ def create_app(config: Config | None = None, context_factory: ContextFactory | N
         try:
             try:
                 load_plugins(config)
+                install_uds_storage(ctx, config)
                 if getattr(ctx, "data_dir", None) is not None:
                     persistence.install(manager)
                 await anyio.to_thread.run_sync(manager.load_from_config, config)

@@ -136,13 +136,14 @@ class StateManager:
             state = entry[1]
             if not callable(getattr(state, "save", None)):
                 raise _fail(f"state '{name}' does not support saving", stmt)
-            writer = self.storage.save(self.topology, name, tag)
+            what = f"cannot save state '{name}'"
+            writer = self._call(stmt, what, self.storage.save, self.topology, name, tag)
             try:
-                self._call(stmt, f"cannot save state '{name}'", state.save, writer, {})
+                self._call(stmt, what, state.save, writer, {})
             except BaseException:
                 writer.abort()
                 raise
-            writer.commit()
+            self._call(stmt, what, writer.commit)  # a failed commit keeps the previous save
 
     def load(self, stmt: ast.LoadState) -> None:
         """LOAD STATE name TYPE t [TAG tag] [SET ...] [OR CREATE IF NOT SAVED [WITH ...]]."""

@@ -8,6 +8,13 @@ streams drain and stop; DROP STREAM stops the queries that read it; DROP SINK st
 closes (flushes) it. ``stop()`` (topology deleted or server shutdown) stops everything within seconds
 and keeps the journal and checkpoints, so a restored topology resumes exactly (``persistence.py``).
 
+Plugins and states: the topology works on its own copy of the plugin registries (``self.plugins``,
+``sbpy.plugins.TopologyPlugins``: functions, UDSFs, UDS/source/sink types) and owns its user-defined
+states (``self.states``, ``states.StateManager``, storage from ``storage.uds``). CREATE / DROP / SAVE /
+LOAD / UPDATE STATE go to ``self.states``; a query whose stages call a function or UDSF that may reach
+those states runs on the driver (``sbpy.bql.spark.driver_query``), the others on Spark's workers, which
+rebuild the registries from the loaded plugin modules (``StageSpec.plugins``).
+
 Thread safety: statements are serialised by one lock; the foreachBatch side never takes it (it only
 touches node counters, each with its own lock), so stopping a query under the lock cannot deadlock.
 """
@@ -28,6 +35,7 @@ from sbpy.bql.parsed import ParsedStatement
 from sbpy.bql.spark import journal_format as jf
 
 from .journal import JournalWriter
+from .states import StateManager
 from .nodes import graph
 from .nodes import status as st
 from .nodes.consumer import MAX_RESTARTS, Consumer
@@ -56,8 +64,17 @@ class Topology:
     """
 
     def __init__(self, name: str, context: Any = None, query_starter: Callable[..., Any] | None = None):
+        from sbpy.plugins.registry import default_registries
+
+        from .uds_storage import InMemoryStorage
+
         self.name = name
         self.context = context
+        registries = getattr(context, "plugin_registries", None) or default_registries()
+        self.plugins = registries.for_topology(name)
+        storage = getattr(context, "uds_storage", None)
+        self.states = StateManager(name, storage if storage is not None else InMemoryStorage(), self.plugins)
+        self.plugins.bind_states(self.states)
         data_dir = getattr(context, "data_dir", None)
         if data_dir is None:
             data_dir = tempfile.mkdtemp(prefix="sbpy-topology-")
@@ -96,7 +113,7 @@ class Topology:
         if isinstance(stmt, ast.Eval):
             from sbpy.bql.eval import evaluate_constant
 
-            return {"result": evaluate_constant(stmt.expr, on=stmt.on)}
+            return {"result": evaluate_constant(stmt.expr, self.plugins.functions, on=stmt.on)}
         handler = _HANDLERS.get(type(stmt))
         if handler is None:
             raise UnsupportedFeatureError(f"{type(stmt).__name__} is not supported yet", stmt.span)
@@ -126,12 +143,15 @@ class Topology:
         stmt: ast.CreateSource = parsed.stmt
         name = stmt.name.lower()
         self._check_new_name(name, stmt)
-        cls = _lookup_type(self.context, "source", stmt.type_name)
+        cls = self.plugins.source_types.get(stmt.type_name)
         if cls is None:
-            raise _fail(f"source type '{stmt.type_name}' is not registered", stmt)
+            raise _fail(f"source type '{stmt.type_name.lower()}' is not registered", stmt)
+        params = self._params(stmt)
         try:
-            impl = cls(self._params(stmt))
-        except (ValueError, TypeError) as e:
+            impl = cls(params)
+        except BQLError as e:
+            raise _fail(f"cannot create source '{name}': {e.message}", stmt) from None
+        except Exception as e:  # noqa: BLE001 - a plugin's failure is a statement error
             raise _fail(f"cannot create source '{name}': {e}", stmt) from None
         journal = self.journal
         if not self.recovering:
@@ -166,27 +186,37 @@ class Topology:
         return inputs
 
     def _dry_build(self, select: Any, stmt: Any) -> None:
-        from sbpy.bql.runtime import ProcessorContext, build_processor
+        from sbpy.bql.runtime import build_processor
 
-        ctx = ProcessorContext(functions=getattr(self.context, "functions", None),
-                               udsfs=getattr(self.context, "udsfs", None), topology=self.name)
         try:
-            build_processor(select, ctx)
+            build_processor(select, self.processor_context())
         except BQLError as e:
             if e.span is None:
                 e.span = getattr(stmt, "span", None)
             raise
+        except Exception as e:  # noqa: BLE001 - a plugin (UDSF constructor) failed
+            raise _fail(f"cannot build the query: {type(e).__name__}: {e}", stmt) from None
+
+    def processor_context(self) -> Any:
+        """The ``ProcessorContext`` of this topology: its functions, UDSFs and states."""
+        from sbpy.bql.runtime import ProcessorContext
+
+        return ProcessorContext(functions=self.plugins.functions, udsfs=self.plugins.udsfs, states=self.states,
+                                topology=self.name)
 
     def _create_sink(self, parsed: ParsedStatement) -> None:
         stmt: ast.CreateSink = parsed.stmt
         name = stmt.name.lower()
         self._check_new_name(name, stmt)
-        cls = _lookup_type(self.context, "sink", stmt.type_name)
+        cls = self.plugins.sink_types.get(stmt.type_name)
         if cls is None:
-            raise _fail(f"sink type '{stmt.type_name}' is not registered", stmt)
+            raise _fail(f"sink type '{stmt.type_name.lower()}' is not registered", stmt)
+        params = self._params(stmt)
         try:
-            impl = cls(self._params(stmt), recovering=self.recovering)
-        except (ValueError, TypeError, OSError) as e:
+            impl = cls(params, recovering=self.recovering)
+        except BQLError as e:
+            raise _fail(f"cannot create sink '{name}': {e.message}", stmt) from None
+        except Exception as e:  # noqa: BLE001 - a plugin's failure is a statement error
             raise _fail(f"cannot create sink '{name}': {e}", stmt) from None
         self.sinks[name] = SinkNode(name, stmt.type_name.lower(), impl)
 
@@ -211,6 +241,9 @@ class Topology:
     def _drop(self, parsed: ParsedStatement) -> None:
         stmt: ast.DropNode = parsed.stmt
         kind, name = stmt.kind.lower(), stmt.name.lower()
+        if kind == "state":
+            self._state_statement(parsed)
+            return
         nodes = {"source": self.sources, "stream": self.streams, "sink": self.sinks}.get(kind)
         if nodes is None:
             raise UnsupportedFeatureError(f"DROP {kind.upper()} is not supported yet", stmt.span)
@@ -252,6 +285,27 @@ class Topology:
             node.resume()
         elif not self.recovering:  # a replayed REWIND would emit the file again
             node.rewind()
+
+    def _update(self, parsed: ParsedStatement) -> None:
+        stmt: ast.UpdateNode = parsed.stmt
+        if stmt.kind.lower() != "state":
+            raise UnsupportedFeatureError(f"UPDATE {stmt.kind.upper()} is not supported yet", stmt.span)
+        self._state_statement(parsed)
+
+    def _state_statement(self, parsed: ParsedStatement) -> None:
+        """CREATE / DROP / SAVE / LOAD / UPDATE STATE (``states.StateManager``). While persisted statements
+        are replayed at server start SAVE STATE is skipped (it would overwrite the saved state with a
+        fresh one) and a failing state statement is logged, not raised (e.g. LOAD STATE of an
+        ``in_memory`` save that did not survive the restart), so the rest of the topology comes back."""
+        stmt = parsed.stmt
+        if self.recovering and isinstance(stmt, ast.SaveState):
+            return
+        try:
+            self.states.execute(stmt)
+        except BQLError as e:
+            if not self.recovering:
+                raise
+            log.warning("topology '%s': replaying '%s' failed: %s", self.name, parsed.text.strip(), e.message)
 
     # ------------------------------------------------------------ ad-hoc SELECT
 
@@ -343,17 +397,43 @@ class Topology:
     def start_query(self, consumer: Consumer) -> Any:
         """Launch ``consumer``'s query (Spark, or the injected starter)."""
         from sbpy.bql.spark.operator import StageSpec
+        from sbpy.plugins.loader import loaded_plugins
 
-        stages = [StageSpec(node, text, tuple(inputs)) for node, text, inputs in consumer.chain.stages]
+        plugins = loaded_plugins()
+        stages = [StageSpec(node, text, tuple(inputs), plugins=plugins)
+                  for node, text, inputs in consumer.chain.stages]
         spec = dict(query_id=f"{self.name}.{consumer.id}", journal_dir=str(self.journal.dir),
                     inputs=tuple(consumer.chain.inputs), stages=stages,
                     checkpoint_dir=str(consumer.checkpoint_dir), start_seq=consumer.start_seq,
                     on_batch=consumer.on_batch, topology=self.name)
+        on_driver = self.stateful_calls(consumer.chain.stages)
+        consumer.on_driver = bool(on_driver)
         if self._starter is not None:
-            return self._starter(**spec)
-        from sbpy.bql.spark.query import QuerySpec, start_query
+            return self._starter(**spec, processor_context=self.processor_context() if on_driver else None)
+        from sbpy.bql.spark.query import QuerySpec
+
+        if on_driver:
+            from sbpy.bql.spark.driver_query import start_driver_query
+
+            log.info("query '%s' runs on the driver (it calls %s)", consumer.id, ", ".join(on_driver))
+            return start_driver_query(self.context.spark(), QuerySpec(**spec), self.processor_context())
+        from sbpy.bql.spark.query import start_query
 
         return start_query(self.context.spark(), QuerySpec(**spec))
+
+    def stateful_calls(self, stages: list[tuple[str, str, Any]]) -> list[str]:
+        """The functions/UDSFs of ``stages`` (``(node, text, inputs)``) that may reach this topology's
+        states: a query calling any of them must run where the states live (the driver)."""
+        from sbpy.bql.parser import parse_one
+
+        found: list[str] = []
+        for _, text, _ in stages:
+            try:
+                stmt = parse_one(text)
+            except BQLError:
+                continue
+            found += [n for n in self.plugins.stateful_calls(stmt) if n not in found]
+        return found
 
     def _ensure_monitor(self) -> None:
         if self._monitor is None or not self._monitor.is_alive():
@@ -493,10 +573,18 @@ class Topology:
 
     # ------------------------------------------------------------ stop
 
-    def stop(self) -> None:
-        """Stop every node and Spark query of this topology (sinks are flushed and closed).
+    def stop(self, keep_states: bool = False) -> None:
+        """Stop every node and Spark query of this topology (sinks are flushed and closed), then terminate
+        its states (unless ``keep_states``: ``sbpy runfile -s`` saves them first, then ``states.close()``).
 
         The journal and checkpoints stay (a persisted topology resumes from them at the next start)."""
+        try:
+            self._stop_nodes()
+        finally:
+            if not keep_states:
+                self.states.close()
+
+    def _stop_nodes(self) -> None:
         with self._lock:
             if self._stopped:
                 return
@@ -516,24 +604,6 @@ class Topology:
                 self._journal.close()
 
 
-def _lookup_type(context: Any, kind: str, type_name: str) -> Any:
-    """The class of a source/sink type: the context's plugin registry first, then the built-ins."""
-    name = type_name.lower()
-    registry = getattr(context, f"{kind}_types", None)
-    if registry is not None:
-        try:
-            found = registry.get(name) if hasattr(registry, "get") else registry.lookup(name)
-        except Exception:  # noqa: BLE001
-            found = None
-        if found is not None:
-            return found
-    if kind == "source":
-        from sbpy.plugins.builtin.sources import SOURCE_TYPES as types
-    else:
-        from sbpy.plugins.builtin.sinks import SINK_TYPES as types
-    return types.get(name)
-
-
 _HANDLERS: dict[type, Callable[[Topology, ParsedStatement], None]] = {
     ast.CreateSource: Topology._create_source,
     ast.CreateStreamAsSelect: Topology._create_stream,
@@ -541,4 +611,8 @@ _HANDLERS: dict[type, Callable[[Topology, ParsedStatement], None]] = {
     ast.InsertInto: Topology._insert_into,
     ast.DropNode: Topology._drop,
     ast.SourceControl: Topology._control,
+    ast.UpdateNode: Topology._update,
+    ast.CreateState: Topology._state_statement,
+    ast.SaveState: Topology._state_statement,
+    ast.LoadState: Topology._state_statement,
 }

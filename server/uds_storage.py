@@ -49,9 +49,15 @@ class StateWriter:
         self.f.flush()
 
     def commit(self) -> None:
+        """Make the written data the saved state; if that fails the temp data is discarded (and the
+        previous saved state stays)."""
         if not self.done:
             self.done = True
-            self._commit()
+            try:
+                self._commit()
+            except BaseException:
+                self._abort()
+                raise
 
     def abort(self) -> None:
         if not self.done:

@@ -39,20 +39,35 @@ class StageSpec:
     """One fused stream: its node name, its SELECT (or CREATE STREAM ... AS SELECT) text, its inputs.
 
     ``factory`` (optional, picklable) builds the processor from the spec instead of parsing
-    ``bql_text`` (stand-ins in tests, other kernels).
+    ``bql_text`` (stand-ins in tests, other kernels). ``plugins``: the plugin specs (module names,
+    ``sbpy.plugins.loader.loaded_plugins()``) a worker loads to rebuild the topology's functions/UDSFs.
     """
 
     node: str
     bql_text: str
     inputs: tuple[str, ...]
     factory: Callable[[StageSpec], Any] | None = field(default=None, compare=False)
+    plugins: tuple[str, ...] = ()
 
-    def key(self) -> tuple[str, str, tuple[str, ...], str]:
-        return (self.node, self.bql_text, tuple(self.inputs), repr(self.factory))
+    def key(self) -> tuple[str, str, tuple[str, ...], str, tuple[str, ...]]:
+        return (self.node, self.bql_text, tuple(self.inputs), repr(self.factory), tuple(self.plugins))
 
 
-def build_stage(spec: StageSpec, topology: str = "") -> Any:
-    """The processor of a stage: ``spec.factory(spec)`` or the BQL kernel of ``spec.bql_text``."""
+def _worker_context(topology: str, plugins: tuple[str, ...]) -> Any:
+    """Functions and UDSFs of the default registries after loading ``plugins`` (no states: a UDS
+    lives in the driver, see ``driver_query``)."""
+    from sbpy.bql.runtime import ProcessorContext
+    from sbpy.plugins.loader import load_modules
+    from sbpy.plugins.registry import default_registries
+
+    load_modules(plugins)
+    tp = default_registries().for_topology(topology)
+    return ProcessorContext(functions=tp.functions, udsfs=tp.udsfs, topology=topology)
+
+
+def build_stage(spec: StageSpec, topology: str = "", context: Any = None) -> Any:
+    """The processor of a stage: ``spec.factory(spec)`` or the BQL kernel of ``spec.bql_text`` built
+    with ``context`` (a ``ProcessorContext``; default: built-ins plus ``spec.plugins``)."""
     if spec.factory is not None:
         return spec.factory(spec)
     from sbpy.bql.analyzer import prepare
@@ -63,7 +78,9 @@ def build_stage(spec: StageSpec, topology: str = "") -> Any:
     stmt = parse_one(spec.bql_text)
     if isinstance(stmt, CreateStreamAsSelect):
         stmt = stmt.select
-    return build_processor(prepare(stmt), ProcessorContext(topology=topology))
+    if context is None:
+        context = _worker_context(topology, spec.plugins) if spec.plugins else ProcessorContext(topology=topology)
+    return build_processor(prepare(stmt), context)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -82,10 +99,10 @@ class _Stat:
 class Pipeline:
     """The fused processors of one query plus their end flags (pure Python; Spark-free)."""
 
-    def __init__(self, stages: Iterable[StageSpec], topology: str = ""):
+    def __init__(self, stages: Iterable[StageSpec], topology: str = "", context: Any = None):
         self.stages = list(stages)
         self.topology = topology
-        self.processors = [build_stage(s, topology) for s in self.stages]
+        self.processors = [build_stage(s, topology, context) for s in self.stages]
         self.consumers: dict[str, list[int]] = {}
         for k, spec in enumerate(self.stages):
             for name in dict.fromkeys(spec.inputs):

@@ -27,6 +27,7 @@ class Join(Udf):
     """``my_join("a", "b", ..., sep)`` or ``my_join(["a", "b"], sep)``; every value must be a string."""
 
     arity = (1, None)
+    needs_states = False  # runs on Spark workers
 
     def call(self, ctx: Any, *args: Any) -> str:
         if len(args) == 1:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import sbpy
 
-SUBCOMMANDS = ("run", "runfile", "shell", "topology", "check")
+SUBCOMMANDS = ("run", "runfile", "shell", "topology", "check", "plugins")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,7 +4,10 @@ Like ``sensorbee runfile``: every source is created PAUSED (rewindable sources a
 statements run in order, then all sources are resumed; the command waits until every source has
 stopped and every query has drained, stops the topology (flushing the sinks) and exits 0. A failing
 statement exits 1 with ``FILE:LINE: message``. The topology name defaults to the file's base name.
-``-s`` names user-defined states to SAVE at the end (``-s ""`` = none; not supported yet: a warning).
+``-s a,b`` saves the user-defined states ``a`` and ``b`` (tag ``default``) after the topology stopped,
+``-s ""`` saves every state that supports saving; without ``-s`` nothing is saved. The config's
+``plugins`` (and installed plugins) are loaded and ``storage.uds`` says where states are saved, so
+``sbpy runfile -t twitter -c sensorbee.yaml -s '' train.bql`` prepares models a server loads later.
 """
 from __future__ import annotations
 
@@ -32,10 +35,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from sbpy.bql.parser import parse_script
 
+    from sbpy.plugins.loader import PluginLoadError, load_all
+
     from ..config import ConfigError, load_config
     from ..context import ServerContext
     from ..manager import check_statement
     from ..topology import Topology
+    from ..uds_storage import storage_from_config
 
     path = Path(args.file)
     try:
@@ -50,6 +56,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     name = args.topology or path.stem
     try:
+        load_all(config.plugins)
+        storage = storage_from_config(config)
+    except (PluginLoadError, OSError, ValueError) as e:
+        print(f"sbpy runfile: {e}", file=sys.stderr)
+        return 1
+    try:
         statements = parse_script(script)
     except BQLError as e:
         print(f"{path}: {format_error(e, script)}", file=sys.stderr)
@@ -57,8 +69,10 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="sbpy-runfile-") as data_dir:
         ctx = ServerContext(data_dir=data_dir, master=config.spark.master,
                             conf=dict(config.spark.conf or {}), config=config)
+        ctx.uds_storage = storage
         ctx.warm_up()
         topology = Topology(name, ctx)
+        code = 0
         try:
             for parsed in statements:
                 line = script.count("\n", 0, parsed.offset) + 1
@@ -76,16 +90,37 @@ def run(args: argparse.Namespace) -> int:
                 except BQLError as e:
                     print(f"{path}:{line}: {format_error(e, script)}", file=sys.stderr)
                     return 1
-            if args.save_uds:
-                print("sbpy runfile: warning: saving states (-s) is not supported yet", file=sys.stderr)
             for source in list(topology.sources.values()):
                 source.resume()
             while not _finished(topology):
                 time.sleep(0.05)
+            topology.stop(keep_states=True)
+            if args.save_uds is not None:
+                code = save_states(topology, args.save_uds)
         finally:
             topology.stop()
             ctx.close()
+    return code
+
+
+def save_states(topology, names: str) -> int:
+    """SAVE STATE each of the comma list ``names`` (``""``: every state that supports saving)."""
+    states = topology.states
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    try:
+        if not wanted:
+            saved = states.save_all()
+        else:
+            for n in wanted:
+                states.save(ast.SaveState(name=n))
+            saved = [n.lower() for n in wanted]
+    except BQLError as e:
+        print(f"sbpy runfile: cannot save states: {e.message}", file=sys.stderr)
+        return 1
+    for n in saved:
+        print(f"sbpy runfile: saved state '{n}' of topology '{topology.name}'", file=sys.stderr)
     return 0
+
 
 
 def _finished(topology) -> bool:

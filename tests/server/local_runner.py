@@ -1,17 +1,28 @@
 """A stand-in for ``sbpy.bql.spark.query.start_query`` (tests only): a thread that polls the journal
 HEAD, feeds new entries through the same fused ``Pipeline`` the Spark operator hosts, and calls
-``on_batch`` with the operator's rows. No checkpoint: state lives in memory."""
+``on_batch`` with the operator's rows.
+
+Without ``processor_context`` the stages are built as a Spark worker builds them (built-ins plus the
+plugin modules named in ``StageSpec.plugins``, no states) and the state lives in memory; with it (a
+query the topology runs on the driver) they run in a ``driver_query.DriverPipeline`` with the
+topology's context and per-batch snapshot files under the checkpoint folder, as on Spark."""
 from __future__ import annotations
 
 import threading
 
 from sbpy.bql.spark import journal_format as jf
+from sbpy.bql.spark.driver_query import STATE_DIR, DriverPipeline
 from sbpy.bql.spark.operator import OUTPUT_COLUMNS, Pipeline
 
 
 class LocalQuery:
-    def __init__(self, query_id, journal_dir, inputs, stages, checkpoint_dir, start_seq, on_batch, **_):
-        self.pipeline = Pipeline(stages)
+    def __init__(self, query_id, journal_dir, inputs, stages, checkpoint_dir, start_seq, on_batch, topology="",
+                 processor_context=None, **_):
+        self.on_driver = processor_context is not None
+        if self.on_driver:
+            self.driver = DriverPipeline(stages, topology, processor_context, f"{checkpoint_dir}/{STATE_DIR}")
+        else:
+            self.pipeline = Pipeline(stages, topology)
         self.journal_dir, self.inputs = journal_dir, list(inputs)
         self.pos = start_seq
         self.on_batch = on_batch
@@ -33,7 +44,10 @@ class LocalQuery:
                     rows = jf.read_entries(self.journal_dir, self.inputs, self.pos, head)
                     self.pos = head
                     if rows:
-                        out = self.pipeline.run(rows)
+                        if self.on_driver:
+                            out = self.driver.run_batch(self.batch, rows)
+                        else:
+                            out = self.pipeline.run(rows)
                         self.on_batch(self.batch, [dict(zip(OUTPUT_COLUMNS, r)) for r in out])
                         self.batch += 1
                         continue

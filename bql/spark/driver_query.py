@@ -1,0 +1,165 @@
+"""Driver-mode fused queries: the stages run in the driver, inside ``foreachBatch``.
+
+A user-defined state (UDS) is a Python object of the ``sbpy run`` process; a Python worker cannot reach
+it. A query whose stages call a function or UDSF that may use the topology's states therefore runs its
+``Pipeline`` (the same per-tuple operator ``operator.state_function`` hosts on executors) on the driver:
+
+    sbpy_journal (Spark reads the journal; offsets checkpointed, replayable)
+      → foreachBatch(bridge) on the driver: rows sorted by seq → Pipeline.run with the topology's
+        ProcessorContext (functions, UDSFs and states) → on_batch(batch_id, rows)
+
+The pipeline state is kept per batch: after batch N its snapshot is written to
+``<checkpoint>/driver-state/<N>.snap`` (temp file + fsync + rename, so a crash never leaves a torn one).
+A batch runs on the in-memory pipeline when that is the state after batch N-1; otherwise (a batch
+replayed after a query failure or a server crash) the pipeline is rebuilt from the newest snapshot
+before N, so the operator state is exactly once. Snapshots older than N-1 are removed once N is saved
+(Spark starts batch N only after N-1 is committed). UDS are *not* part of the snapshot: what a replayed
+batch does to a UDS (a counter's ``next``, a ``uds`` sink training a model) happens again — at-least-once
+effects, documented in docs/architecture.md ("UDS and plugins").
+
+    handle = start_driver_query(spark, QuerySpec(...), processor_context)
+    ...
+    handle.stop()
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from . import journal_format as jf
+from .journal_source import NAME as SOURCE_NAME
+from .operator import OUTPUT_COLUMNS, Pipeline, StageSpec
+from .query import _HANDLES, _PENDING, _REG_LOCK, _START_LOCK, QueryHandle, QuerySpec, _ensure_listener
+
+log = logging.getLogger("sbpy.spark")
+
+STATE_DIR = "driver-state"
+
+
+class DriverPipeline:
+    """A ``Pipeline`` with per-batch snapshot files under ``state_dir`` (Spark-free)."""
+
+    def __init__(self, stages: Iterable[StageSpec], topology: str, context: Any, state_dir: str | Path):
+        self.stages = list(stages)
+        self.topology = topology
+        self.context = context
+        self.dir = Path(state_dir)
+        self.pipeline: Pipeline | None = None
+        self.last_batch: int | None = None  # the batch the in-memory pipeline's state follows
+        self.restores = 0  # rebuilt from a snapshot file (tests)
+        self._lock = threading.Lock()
+
+    def run_batch(self, batch_id: int, rows: Iterable[tuple[int, str, int, str | None, bool]]) -> list[tuple]:
+        """Run journal rows ``(seq, input, ts_us, data, end)`` (sorted by seq) as batch ``batch_id``."""
+        with self._lock:
+            if self.pipeline is None or self.last_batch != batch_id - 1:
+                self._restore(batch_id)
+            pipeline = self.pipeline
+            self.last_batch = None  # half-applied until the snapshot below is saved
+            try:
+                out = pipeline.run(rows)
+                self._save(batch_id, pipeline.snapshot())
+            except BaseException:
+                self.pipeline = None
+                raise
+            self.last_batch = batch_id
+            return out
+
+    # ------------------------------------------------------------ snapshot files
+
+    def _path(self, batch_id: int) -> Path:
+        return self.dir / f"{batch_id}.snap"
+
+    def snapshots(self) -> list[int]:
+        """Batch ids with a saved snapshot, ascending."""
+        if not self.dir.is_dir():
+            return []
+        return sorted(int(p.stem) for p in self.dir.glob("*.snap") if p.stem.isdigit())
+
+    def _restore(self, batch_id: int) -> None:
+        pipeline = Pipeline(self.stages, self.topology, self.context)
+        before = [b for b in self.snapshots() if b < batch_id]
+        if before:
+            pipeline.restore(self._path(before[-1]).read_bytes())
+            self.restores += 1
+        self.pipeline = pipeline
+
+    def _save(self, batch_id: int, data: bytes) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        target = self._path(batch_id)
+        tmp = target.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+        for old in self.snapshots():
+            if old < batch_id - 1:
+                self._path(old).unlink(missing_ok=True)
+
+
+def _journal_rows(batch_df: Any) -> list[tuple]:
+    try:
+        rows = batch_df.toArrow().to_pylist()
+    except AttributeError:
+        rows = [r.asDict() for r in batch_df.collect()]
+    rows.sort(key=lambda r: r["seq"])
+    return [(r["seq"], r["input"], r["ts"], r["data"], bool(r["end"])) for r in rows]
+
+
+def output_dicts(rows: list[tuple]) -> list[dict[str, Any]]:
+    """The operator's row tuples as ``on_batch`` dicts (``data`` decoded), in emission order."""
+    out = []
+    for r in rows:
+        d = dict(zip(OUTPUT_COLUMNS, r))
+        if d["data"] is not None:
+            d["data"] = jf.decode_data(d["data"])
+        out.append(d)
+    return out
+
+
+def start_driver_query(spark: Any, spec: QuerySpec, context: Any) -> QueryHandle:
+    """Start ``spec`` with its stages on the driver (``context``: the topology's ``ProcessorContext``)."""
+    _ensure_listener(spark)
+    reader = (spark.readStream.format(SOURCE_NAME)
+              .option("dir", str(spec.journal_dir))
+              .option("inputs", ",".join(spec.inputs))
+              .option("start_seq", str(jf.pin_start_seq(spec.checkpoint_dir, spec.start_seq))))
+    if spec.max_seqs:
+        reader = reader.option("max_seqs", str(int(spec.max_seqs)))
+    runner = DriverPipeline(spec.stages, spec.topology, context, Path(spec.checkpoint_dir) / STATE_DIR)
+    holder: dict[str, QueryHandle] = {}
+
+    def bridge(batch_df: Any, batch_id: int) -> None:
+        out = runner.run_batch(int(batch_id), _journal_rows(batch_df))
+        handle = holder.get("h")
+        if handle is not None:
+            handle.batches += 1
+        if spec.on_batch is not None:
+            spec.on_batch(batch_id, output_dicts(out))
+
+    writer = (reader.load().writeStream.queryName(spec.name or spec.query_id)
+              .option("checkpointLocation", str(spec.checkpoint_dir))
+              .foreachBatch(bridge))
+    if spec.trigger_ms:
+        writer = writer.trigger(processingTime=f"{int(spec.trigger_ms)} milliseconds")
+    sc = spark.sparkContext
+    with _START_LOCK:
+        sc.setLocalProperty("spark.scheduler.pool", spec.pool or spec.topology or spec.query_id)
+        try:
+            query = writer.start()
+        finally:
+            sc.setLocalProperty("spark.scheduler.pool", None)
+    handle = QueryHandle(spec, query)
+    handle.runner = runner  # type: ignore[attr-defined]
+    holder["h"] = handle
+    with _REG_LOCK:
+        _HANDLES[handle.id] = handle
+        pending = _PENDING.pop(handle.id, "<none>")
+    if pending != "<none>":
+        handle._terminated(pending)
+    return handle
