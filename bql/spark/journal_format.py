@@ -50,6 +50,29 @@ def checkpoint_dir(data_dir: str | os.PathLike[str], topology: str, consumer: st
     return topology_dir(data_dir, topology) / "checkpoints" / f"{consumer}-v{version}"
 
 
+START_SEQ_FILE = "sbpy-start-seq"
+
+
+def pin_start_seq(checkpoint: str | os.PathLike[str], start_seq: int) -> int:
+    """The first-start ``start_seq`` of the query checkpointed at ``checkpoint``.
+
+    Spark logs only each batch's *end* offset; batch 0 starts at the source's initial offset, which
+    it asks for again when it replays batch 0 after a crash. So the start seq of a new checkpoint is
+    recorded there (atomically) at the first start, and a restart reads it back instead of using the
+    journal HEAD of the moment (which would make a replayed batch 0 read nothing and lose its state).
+    """
+    path = Path(checkpoint) / START_SEQ_FILE
+    try:
+        return int(orjson.loads(path.read_bytes())["seq"])
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{START_SEQ_FILE}.{os.getpid()}.tmp"
+    tmp.write_bytes(orjson.dumps({"seq": int(start_seq)}))
+    os.replace(tmp, path)
+    return int(start_seq)
+
+
 def node_log_path(journal_dir: str | os.PathLike[str], node: str) -> Path:
     """``<journal_dir>/<node>/log.jsonl``."""
     return Path(journal_dir) / node / LOG_FILE

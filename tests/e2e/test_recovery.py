@@ -118,10 +118,6 @@ def warm_up(server: Server, tmp_path: Path) -> None:
     assert httpx.delete(server.api + "/topologies/warm", timeout=60).status_code == 200
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known gap: passed 7 of 7 runs alone, but failed once under heavy load: after the restart the sink had "
-    "every output once, yet the first output after the crash came from an empty [RANGE 10 TUPLES] window "
-    "(n=1 instead of 10) - the operator's restored state was not applied in that run; see the closing note"))
 def test_kill_9_and_restart_exactly_once(tmp_path):
     rows = [{"id": i, "x": i} for i in range(N)]
     src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
