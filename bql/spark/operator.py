@@ -15,15 +15,24 @@ Output rows (``OUTPUT_SCHEMA``), in emission order (``idx``):
 
 Every exception of a tuple step becomes a ``dropped`` row: a bad tuple never fails the batch. All
 processor snapshots plus the end flags are pickled into one binary state column.
+
+Wall-clock ticks (EMIT PERIODIC): a stage whose processor has a ``tick_period`` makes the query tick
+(``tick_interval_ms``, ``state_function(ticks=True)``): ``Pipeline.tick(now)`` ticks, in stage order,
+every stage whose ``next_tick() <= now`` and delivers the outputs downstream like a tuple's; the group's
+processing-time timeout wakes the operator at the earliest ``next_tick`` when no data arrives. Queries
+without such a stage run without a timeout and without no-data batches.
 """
 from __future__ import annotations
 
+import datetime as _dt
+import math
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
-from sbpy.bql.runtime.processor import StepResult, Tuple
+from sbpy.bql.runtime.processor import StepResult, Tuple, next_tick_of, tick_period_of
 
 from . import journal_format as jf
 
@@ -32,6 +41,9 @@ OUTPUT_SCHEMA = ("kind string, node string, seq long, idx long, ts long, data st
 OUTPUT_COLUMNS = ["kind", "node", "seq", "idx", "ts", "data", "error", "input", "event"]
 STATE_SCHEMA = "snap binary"
 STATE_VERSION = 1
+MIN_TICK_MS = 100  # shortest trigger interval of a query with wall-clock ticks
+MAX_TICK_MS = 1000  # longest
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -154,11 +166,48 @@ class Pipeline:
                 self._emit("dropped", name, ts_us, text, _error_text(exc), name, "input")
                 continue
             self._deliver(name, tup)
+        return self._batch_rows()
+
+    def _batch_rows(self) -> list[tuple]:
+        """The batch's rows plus one ``stat`` row per active stage; resets the batch."""
         for k, stat in self._stats.items():
             data = {"received": stat.received, "sent": stat.sent, "dropped": stat.dropped}
             self._emit("stat", self.stages[k].node, 0, jf.encode_data(data), None, None, None)
         rows_out, self._rows = self._rows, []
         return rows_out
+
+    # ------------------------------------------------------------ wall-clock ticks (EMIT PERIODIC)
+
+    def next_tick(self) -> _dt.datetime | None:
+        """The earliest ``next_tick()`` of the stages still running (None: no stage wants a tick)."""
+        times = []
+        for k, proc in enumerate(self.processors):
+            if k not in self.ended:
+                try:
+                    due = next_tick_of(proc)
+                except Exception:  # reported by tick(), which asks again
+                    due = _EPOCH
+                if due is not None:
+                    times.append(due)
+        return min(times) if times else None
+
+    def tick(self, now: _dt.datetime) -> list[tuple]:
+        """Tick every running stage whose ``next_tick() <= now``, in stage (topological) order; their
+        outputs are delivered downstream at once like a tuple's, so a later stage sees them before its
+        own tick is considered. Returns the rows (``seq`` = the last journal seq seen) and ``stat`` rows."""
+        self._rows, self._stats = [], {}
+        for k, proc in enumerate(self.processors):
+            if k in self.ended:
+                continue
+            try:
+                due = next_tick_of(proc)
+            except Exception as exc:
+                self._stat(k).dropped += 1
+                self._emit_dropped(self.stages[k].node, None, _error_text(exc), "", "other")
+                continue
+            if due is not None and due <= now:
+                self._step(k, "tick", now, "")
+        return self._batch_rows()
 
     def _emit(self, kind: str, node: str, ts: int, data: str | None, error: str | None,
               input_name: str | None, event: str | None) -> None:
@@ -262,8 +311,48 @@ def _pipeline(cache_key: tuple, stages: list[StageSpec], topology: str, snap: by
     return pipeline
 
 
-def state_function(query_id: str, stages: list[StageSpec], topology: str = "") -> Callable:
-    """The ``applyInPandasWithState`` function of a fused pipeline (picklable closure)."""
+def tick_interval_ms(stages: Iterable[StageSpec], topology: str = "") -> int:
+    """The trigger interval (ms) of a query whose stages need wall-clock ticks (EMIT PERIODIC), 0 if
+    none does. Runs on the driver: builds each stage once and reads its ``tick_period``.
+
+    The interval is the gcd of the periods, lowered to a divisor of 1 s when longer (so a query is
+    never idle for more than a second) and at least ``MIN_TICK_MS``; Spark starts processing-time
+    triggers at epoch-aligned multiples of the interval, like the periods' boundaries.
+    """
+    periods = []
+    for spec in stages:
+        try:
+            period = tick_period_of(build_stage(spec, topology))
+        except Exception:  # a stage that does not build is reported by the worker
+            continue
+        if period is not None:
+            periods.append(max(1, math.ceil(period / _dt.timedelta(milliseconds=1))))
+    if not periods:
+        return 0
+    interval = reduce(math.gcd, periods)
+    if interval > MAX_TICK_MS:
+        interval = math.gcd(interval, MAX_TICK_MS)
+    if interval < MIN_TICK_MS:
+        interval = max(MIN_TICK_MS, min(min(periods), MAX_TICK_MS))
+    return interval
+
+
+def _timeout_ms(due: _dt.datetime, now_ms: int) -> int:
+    """The ``setTimeoutDuration`` that fires in the first batch whose processing time is ``>= due``
+    (Spark times a group out when its timeout timestamp is *before* the batch's timestamp)."""
+    due_ms = -(-jf.ts_to_us(due) // 1000)
+    return max(1, due_ms - 1 - now_ms)
+
+
+def state_function(query_id: str, stages: list[StageSpec], topology: str = "", ticks: bool = False) -> Callable:
+    """The ``applyInPandasWithState`` function of a fused pipeline (picklable closure).
+
+    ``ticks``: the query runs with ``GroupStateTimeout.ProcessingTimeTimeout`` (see
+    ``tick_interval_ms``). Every call, with data or because the group timed out, then ticks the stages
+    due at the batch's processing time (``Pipeline.tick``; its rows follow the batch's) and sets the
+    group's timeout to the earliest ``next_tick`` of the stages. The batch's processing time is
+    recorded in Spark's offset log, so a replayed batch ticks exactly as the first attempt did.
+    """
     stages = list(stages)
     cache_key = (query_id, tuple(s.key() for s in stages))
 
@@ -283,9 +372,22 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "") -
             except BaseException:
                 _PIPELINES.pop(cache_key, None)  # half-applied: rebuild from Spark's state on retry
                 raise
+        if ticks:
+            now_ms = int(state.getCurrentProcessingTimeMs())
+            try:
+                more = pipeline.tick(jf.us_to_ts(now_ms * 1000))
+            except BaseException:
+                _PIPELINES.pop(cache_key, None)
+                raise
+            base = len(rows)
+            rows = rows + [r[:3] + (base + r[3],) + r[4:] for r in more]
         new = pipeline.snapshot()
         state.update((new,))
         pipeline.saved = new
+        if ticks:
+            due = pipeline.next_tick()
+            if due is not None:
+                state.setTimeoutDuration(_timeout_ms(due, now_ms))
         yield pd.DataFrame.from_records(rows, columns=OUTPUT_COLUMNS) if rows else \
             pd.DataFrame({c: pd.Series(dtype="int64" if c in ("seq", "idx", "ts") else "object")
                           for c in OUTPUT_COLUMNS})

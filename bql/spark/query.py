@@ -25,9 +25,11 @@ from typing import Any
 
 from . import journal_format as jf
 from .journal_source import NAME as SOURCE_NAME, register as register_source
-from .operator import OUTPUT_SCHEMA, STATE_SCHEMA, StageSpec, state_function
+from .operator import OUTPUT_SCHEMA, STATE_SCHEMA, StageSpec, state_function, tick_interval_ms
 
 log = logging.getLogger("sbpy.spark")
+
+_NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 
 
 @dataclass
@@ -40,6 +42,9 @@ class QuerySpec:
     ``max_seqs``: cap on seqs per micro-batch (0 = all available).
     ``shuffle_partitions``: state partitions of a *new* checkpoint (None = the session's setting; a
     restarted query keeps the count recorded in its checkpoint).
+    ``tick_ms``: a query whose stages need wall-clock ticks (EMIT PERIODIC; None = ask the stages,
+    ``operator.tick_interval_ms``) runs with a processing-time group timeout, no-data micro-batches
+    enabled (for this query only) and a trigger of at most ``tick_ms``; 0 or no ticking stage: none of it.
     """
 
     query_id: str
@@ -56,6 +61,7 @@ class QuerySpec:
     max_seqs: int = 0
     name: str | None = None
     shuffle_partitions: int | None = 1  # the operator has one group: one state-store partition
+    tick_ms: int | None = None  # wall-clock ticks: trigger interval; None = from the stages, 0 = none
 
 
 class QueryHandle:
@@ -219,9 +225,11 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
               .option("start_seq", str(int(spec.start_seq))))
     if spec.max_seqs:
         reader = reader.option("max_seqs", str(int(spec.max_seqs)))
-    fn = state_function(spec.query_id, spec.stages, spec.topology)
+    tick_ms = spec.tick_ms if spec.tick_ms is not None else tick_interval_ms(spec.stages, spec.topology)
+    fn = state_function(spec.query_id, spec.stages, spec.topology, ticks=bool(tick_ms))
+    timeout = GroupStateTimeout.ProcessingTimeTimeout if tick_ms else GroupStateTimeout.NoTimeout
     out = (reader.load().withColumn("k", F.lit(0)).groupBy("k")
-           .applyInPandasWithState(fn, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", GroupStateTimeout.NoTimeout))
+           .applyInPandasWithState(fn, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", timeout))
     holder: dict[str, QueryHandle] = {}
 
     def bridge(batch_df: Any, batch_id: int) -> None:
@@ -235,19 +243,28 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     writer = (out.writeStream.queryName(spec.name or spec.query_id)
               .option("checkpointLocation", str(spec.checkpoint_dir))
               .foreachBatch(bridge))
-    if spec.trigger_ms:
-        writer = writer.trigger(processingTime=f"{int(spec.trigger_ms)} milliseconds")
+    trigger_ms = min(spec.trigger_ms or tick_ms, tick_ms) if tick_ms else spec.trigger_ms
+    if trigger_ms:
+        writer = writer.trigger(processingTime=f"{int(trigger_ms)} milliseconds")
     sc = spark.sparkContext
     with _START_LOCK:
         previous = spark.conf.get("spark.sql.shuffle.partitions")
+        no_data = spark.conf.get(_NO_DATA_BATCHES, None)
         if spec.shuffle_partitions:
             spark.conf.set("spark.sql.shuffle.partitions", str(int(spec.shuffle_partitions)))
+        if tick_ms:  # timeouts are only checked in a micro-batch: run them without data too
+            spark.conf.set(_NO_DATA_BATCHES, "true")
         sc.setLocalProperty("spark.scheduler.pool", spec.pool or spec.topology or spec.query_id)
         try:
             query = writer.start()  # the query clones the session conf here
         finally:
             sc.setLocalProperty("spark.scheduler.pool", None)
             spark.conf.set("spark.sql.shuffle.partitions", previous)
+            if tick_ms:
+                if no_data is None:
+                    spark.conf.unset(_NO_DATA_BATCHES)
+                else:
+                    spark.conf.set(_NO_DATA_BATCHES, no_data)
     handle = QueryHandle(spec, query)
     holder["h"] = handle
     with _REG_LOCK:
