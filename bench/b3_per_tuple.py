@@ -1,0 +1,301 @@
+"""B3 — per-tuple cost (µs) of SensorBee-style benchmark statements in the per-tuple kernel.
+
+Each statement is compiled by ``build_processor`` and fed pre-built tuples in-process (no Spark, no
+JSON); the reference is a hand-written Python loop doing the same work in the same process with the
+same output (a deque window, a ``Counter`` multiset for the ISTREAM difference, incremental group
+counters) — the best one would write by hand, not a literal re-evaluation of the relation. Every run
+checks that the kernel and the reference emitted the same multiset of rows.
+
+With ``--spark N`` (default 200000; 0 skips it) the filter and the ISTREAM ``[RANGE 50 TUPLES]``
+statements also run through the Spark operator (journal → ``applyInPandasWithState`` →
+``foreachBatch``) over N journaled tuples; their µs/tuple is Spark's busy time (sum of
+``triggerExecution``) over N.
+
+Run: ``/work/venv/bin/python bench/b3_per_tuple.py [--n 100000] [--spark 200000]``. Prints a table.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import orjson  # noqa: E402
+
+import benchlib  # noqa: E402
+
+START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+STEP = dt.timedelta(milliseconds=10)  # 100 tuples/s: [RANGE 5 SECONDS] holds 501 tuples
+
+Item = tuple[str, dict[str, Any], dt.datetime]  # (input name, data, timestamp)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def single_input(n: int) -> list[Item]:
+    return [("src", benchlib.row_of(i), START + i * STEP) for i in range(n)]
+
+
+def join_input(n: int) -> list[Item]:
+    """Alternating s1/s2 tuples; ``k`` in 0..3 so a new tuple matches ~1.25 of the other window's 5."""
+    out: list[Item] = []
+    for i in range(n):
+        j = i // 2
+        if i % 2 == 0:
+            out.append(("s1", {"id": j, "k": j % 4}, START + i * STEP))
+        else:
+            out.append(("s2", {"id": j, "k": (j * 3) % 4}, START + i * STEP))
+    return out
+
+
+# ---------------------------------------------------------------- hand-written references
+
+
+class IStream:
+    """ISTREAM over a relation kept as a multiset of row keys: emit what the step added (max(0, new-old))."""
+
+    def __init__(self) -> None:
+        self.rel: Counter = Counter()
+
+    def step(self, added: list[tuple], removed: list[tuple]) -> list[tuple]:
+        delta = Counter(added)
+        delta.subtract(removed)
+        out = []
+        for key, d in delta.items():
+            if d > 0:
+                out.extend([key] * d)
+        self.rel.update(added)
+        self.rel.subtract(removed)
+        return out
+
+
+def ref_filter(items: list[Item]) -> list[dict]:
+    out = []
+    for _, d, _ in items:
+        if d["price"] < 8:
+            out.append({"id": d["id"], "price": d["price"]})
+    return out
+
+
+def ref_istream_tuples(size: int) -> Callable[[list[Item]], list[dict]]:
+    def run(items: list[Item]) -> list[dict]:
+        win: deque = deque()
+        ist = IStream()
+        out = []
+        for _, d, _ in items:
+            row = (d["id"], d["price"])
+            win.append(row)
+            removed = [win.popleft()] if len(win) > size else []
+            for r in ist.step([row], removed):
+                out.append({"id": r[0], "price": r[1]})
+        return out
+
+    return run
+
+
+def ref_istream_seconds(seconds: float) -> Callable[[list[Item]], list[dict]]:
+    span = dt.timedelta(seconds=seconds)
+
+    def run(items: list[Item]) -> list[dict]:
+        win: deque = deque()
+        ist = IStream()
+        out = []
+        for _, d, ts in items:
+            row = (d["id"], d["price"])
+            win.append((ts, row))
+            low = ts - span
+            removed = []
+            while win[0][0] < low:
+                removed.append(win.popleft()[1])
+            for r in ist.step([row], removed):
+                out.append({"id": r[0], "price": r[1]})
+        return out
+
+    return run
+
+
+def ref_group_by(size: int) -> Callable[[list[Item]], list[dict]]:
+    def run(items: list[Item]) -> list[dict]:
+        win: deque = deque()
+        count: dict[Any, int] = {}
+        total: dict[Any, float] = {}
+        out = []
+        for _, d, _ in items:
+            k, p = d["k"], d["price"]
+            win.append((k, p))
+            count[k] = count.get(k, 0) + 1
+            total[k] = total.get(k, 0) + p
+            if len(win) > size:
+                ok, op = win.popleft()
+                count[ok] -= 1
+                total[ok] -= op
+                if not count[ok]:
+                    del count[ok], total[ok]
+            for g, c in count.items():
+                out.append({"k": g, "n": c, "total": total[g]})
+        return out
+
+    return run
+
+
+def ref_join(size: int) -> Callable[[list[Item]], list[dict]]:
+    def run(items: list[Item]) -> list[dict]:
+        wins: dict[str, deque] = {"s1": deque(), "s2": deque()}
+        ist = IStream()
+        out = []
+        for name, d, _ in items:
+            mine, other = wins[name], wins["s2" if name == "s1" else "s1"]
+            mine.append(d)
+            removed = []
+            if len(mine) > size:
+                old = mine.popleft()
+                removed = [(old["id"], o["id"]) if name == "s1" else (o["id"], old["id"])
+                           for o in other if o["k"] == old["k"]]
+            added = [(d["id"], o["id"]) if name == "s1" else (o["id"], d["id"]) for o in other if o["k"] == d["k"]]
+            for r in ist.step(added, removed):
+                out.append({"aid": r[0], "bid": r[1]})
+        return out
+
+    return run
+
+
+# ---------------------------------------------------------------- cases
+
+CASES: list[tuple[str, str, Callable[[int], list[Item]], Callable[[list[Item]], list[dict]]]] = [
+    ("filter", "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8", single_input, ref_filter),
+    ("ISTREAM [RANGE 5 TUPLES]", "SELECT ISTREAM id, price FROM src [RANGE 5 TUPLES]", single_input,
+     ref_istream_tuples(5)),
+    ("ISTREAM [RANGE 50 TUPLES]", "SELECT ISTREAM id, price FROM src [RANGE 50 TUPLES]", single_input,
+     ref_istream_tuples(50)),
+    ("ISTREAM [RANGE 5 SECONDS] (501 tuples)", "SELECT ISTREAM id, price FROM src [RANGE 5 SECONDS]",
+     single_input, ref_istream_seconds(5)),
+    ("GROUP BY k over [RANGE 50 TUPLES]",
+     "SELECT RSTREAM k, count(*) AS n, sum(price) AS total FROM src [RANGE 50 TUPLES] GROUP BY k",
+     single_input, ref_group_by(50)),
+    ("join of two [RANGE 5 TUPLES]",
+     "SELECT ISTREAM a:id AS aid, b:id AS bid FROM s1 [RANGE 5 TUPLES] AS a, s2 [RANGE 5 TUPLES] AS b "
+     "WHERE a:k = b:k", join_input, ref_join(5)),
+]
+SPARK_CASES = ("filter", "ISTREAM [RANGE 50 TUPLES]")
+
+
+def _key(row: dict) -> bytes:
+    return orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
+
+
+def run_kernel(query: str, items: list[Item]) -> tuple[float, list[dict]]:
+    from sbpy.bql.runtime import build_processor
+    from sbpy.bql.runtime.processor import Tuple
+    from sbpy.bql.runtime.testing import parse_select
+
+    proc = build_processor(parse_select(query), None)
+    tuples = [Tuple(d, ts, seq, name) for seq, (name, d, ts) in enumerate(items, 1)]
+    out: list[dict] = []
+    t0 = time.perf_counter()
+    for t in tuples:
+        res = proc.process(t)
+        for o in res.outputs:
+            out.append(o.data)
+    return time.perf_counter() - t0, out
+
+
+def run_reference(fn: Callable[[list[Item]], list[dict]], items: list[Item]) -> tuple[float, list[dict]]:
+    t0 = time.perf_counter()
+    out = fn(items)
+    return time.perf_counter() - t0, out
+
+
+def in_process(n: int, only: set[str] | None = None) -> list[dict[str, Any]]:
+    results = []
+    for name, query, make, ref in CASES:
+        if only and name not in only:
+            continue
+        items = make(n)
+        k_s, k_out = run_kernel(query, items)
+        r_s, r_out = run_reference(ref, items)
+        same = Counter(map(_key, k_out)) == Counter(map(_key, r_out))
+        results.append({"name": name, "query": query, "n": n, "kernel_us": k_s / n * 1e6,
+                        "ref_us": r_s / n * 1e6, "outputs": len(k_out), "same": same})
+    return results
+
+
+# ---------------------------------------------------------------- through Spark
+
+
+def through_spark(n: int, master: str) -> dict[str, float]:
+    import shutil
+    import tempfile
+
+    from sbpy.bql.spark import journal_format as jf
+    from sbpy.bql.spark.operator import StageSpec
+    from sbpy.bql.spark.query import QuerySpec, start_query
+    from sbpy.server.context import ServerContext
+    from sbpy.server.journal import JournalWriter
+
+    tmp = Path(tempfile.mkdtemp(prefix="sbpy-b3-"))
+    out: dict[str, float] = {}
+    ctx = ServerContext(data_dir=tmp / "data", master=master)
+    try:
+        spark = ctx.spark()
+        journal = JournalWriter(tmp / "journal")
+        items = single_input(n)
+        for start in range(0, n, 10_000):
+            journal.append("src", [(jf.ts_to_us(ts), d) for _, d, ts in items[start:start + 10_000]])
+        for name, query, _, _ in CASES:
+            if name not in SPARK_CASES:
+                continue
+            count = [0]
+
+            def on_batch(batch_id: int, rows: list[dict[str, Any]], count: list[int] = count) -> None:
+                count[0] += sum(1 for r in rows if r["kind"] == "out")
+
+            spec = QuerySpec(f"b3.{len(out)}", tmp / "journal", ("src",), [StageSpec("q", query, ("src",))],
+                             tmp / f"ck{len(out)}", on_batch=on_batch, max_seqs=50_000)
+            handle = start_query(spark, spec)
+            try:
+                handle.process_all_available()
+                prog = [p for p in handle._query.recentProgress if p.get("numInputRows")]
+            finally:
+                handle.stop()
+            busy = sum(p["durationMs"].get("triggerExecution", 0) for p in prog) / 1000
+            out[name] = busy / n * 1e6
+            print(f"  spark {name}: {n:,} tuples in {len(prog)} batches, {busy:.1f} s busy, {count[0]:,} out")
+    finally:
+        ctx.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=100_000, help="tuples per in-process case")
+    ap.add_argument("--spark", type=int, default=200_000, help="tuples through the Spark operator (0: skip)")
+    ap.add_argument("--master", default="local[2]")
+    a = ap.parse_args()
+    print(f"B3: per-tuple cost, {a.n:,} tuples per case; {benchlib.load_note()}")
+    res = in_process(a.n)
+    spark = through_spark(a.spark, a.master) if a.spark else {}
+    rows = []
+    for r in res:
+        s = spark.get(r["name"])
+        rows.append((r["name"], r["kernel_us"], r["ref_us"], r["kernel_us"] / r["ref_us"],
+                     "-" if s is None else s, "-" if s is None else s / r["kernel_us"],
+                     r["outputs"], "yes" if r["same"] else "NO"))
+    print()
+    print(benchlib.table(("statement", "kernel µs", "hand-written µs", "× ref", "Spark µs", "Spark/kernel",
+                          "outputs", "same rows"), rows))
+    for r in res:
+        print(f"  {r['name']}: {r['query']}")
+    if not all(r["same"] for r in res):
+        print("!! some kernel outputs differ from the hand-written reference")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Small helpers shared by the bench scripts (no Spark import at module level).
+
+Every script puts ``bench/`` on ``sys.path`` (running ``python bench/bX.py`` does it already), so
+``import benchlib`` works from the scripts and from tests/bench.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values`` by nearest rank on the sorted list."""
+    if not values:
+        raise ValueError("no values")
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))]
+
+
+def summary_ms(values_s: Sequence[float]) -> dict[str, float]:
+    """p50 / p99 / min / max in milliseconds of durations given in seconds."""
+    ms = [v * 1000 for v in values_s]
+    return {"p50": statistics.median(ms), "p99": percentile(ms, 0.99), "min": min(ms), "max": max(ms)}
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A plain fixed-width table (numbers right-aligned)."""
+    cells = [[str(h) for h in header]] + [[_fmt(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = []
+    for k, r in enumerate(cells):
+        parts = []
+        for i, c in enumerate(r):
+            parts.append(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]))
+        lines.append("  ".join(parts))
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if v == 0:
+            return "0"
+        if abs(v) >= 100:
+            return f"{v:,.0f}"
+        if abs(v) >= 10:
+            return f"{v:.1f}"
+        return f"{v:.2f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def price_of(i: int) -> float:
+    """The generated price of row ``i``: 0.0 .. 11.25 in steps of 0.75 (11 of 16 values are < 8)."""
+    return ((i * 7) % 16) * 0.75
+
+
+def row_of(i: int) -> dict[str, Any]:
+    """The generated tuple ``i`` (about 80 bytes of JSON, like spark-facts.md's 82 B lines)."""
+    return {"id": i, "price": price_of(i), "name": f"sensor-{i % 100}", "k": i % 10, "unit": "EUR",
+            "note": "lorem ipsum"}
+
+
+def write_jsonl(path: str | os.PathLike[str], n: int, chunk: int = 100_000) -> int:
+    """Write ``n`` generated rows as JSON lines; returns the file size in bytes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        for start in range(0, n, chunk):
+            f.write(b"".join(orjson.dumps(row_of(i)) + b"\n" for i in range(start, min(n, start + chunk))))
+    return path.stat().st_size
+
+
+def expected_filter_count(n: int) -> int:
+    """How many of rows 0..n-1 have ``price < 8``."""
+    return sum(1 for i in range(n) if price_of(i) < 8)
+
+
+def wait_until(pred: Callable[[], bool], timeout: float, step: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def load_note() -> str:
+    """The 1-minute load average and CPU count, for the printed header."""
+    try:
+        one, five, _ = os.getloadavg()
+    except OSError:
+        return "load n/a"
+    return f"load avg {one:.2f} (1 min) {five:.2f} (5 min) on {os.cpu_count()} CPUs"

@@ -1,0 +1,113 @@
+"""Keep the bench scripts from rotting: their pure-Python parts in-process, their Spark paths at a tiny size.
+
+No timing is asserted anywhere; the checks are that the scripts run and that their own correctness
+checks (same rows as the hand-written reference, expected row counts) hold.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import benchlib  # noqa: E402
+
+
+def test_benchlib_helpers(tmp_path):
+    assert benchlib.percentile([5, 1, 3, 2, 4], 0.5) == 3
+    assert benchlib.percentile([5, 1, 3, 2, 4], 0.99) == 5
+    size = benchlib.write_jsonl(tmp_path / "x.jsonl", 160, chunk=50)
+    lines = (tmp_path / "x.jsonl").read_bytes().splitlines()
+    assert len(lines) == 160 and size == (tmp_path / "x.jsonl").stat().st_size
+    assert benchlib.expected_filter_count(160) == 110  # 11 of every 16 prices are < 8
+    text = benchlib.table(("a", "b"), [("x", 1.5), ("yy", 12345)])
+    assert text.splitlines()[2].startswith("x ") and "12,345" in text
+
+
+def test_b3_kernel_matches_hand_written_references():
+    import b3_per_tuple
+
+    results = b3_per_tuple.in_process(400)
+    assert [r["name"] for r in results] == [c[0] for c in b3_per_tuple.CASES]
+    for r in results:
+        assert r["same"], r["name"]
+        assert r["outputs"] > 0
+
+
+def test_profile_operator_copy_runs_without_spark(tmp_path):
+    """The instrumented operator function still fits the operator module it copies."""
+    import json
+
+    import pandas as pd
+
+    import profile_batch
+    from sbpy.bql.spark import journal_format as jf
+    from sbpy.bql.spark.operator import OUTPUT_COLUMNS, StageSpec
+
+    class State:
+        def __init__(self):
+            self.value = None
+
+        @property
+        def exists(self):
+            return self.value is not None
+
+        @property
+        def get(self):
+            return self.value
+
+        def update(self, value):
+            self.value = value
+
+    stages = [StageSpec(*s) for s in profile_batch.STAGES]
+    log = tmp_path / "w.jsonl"
+    fn = profile_batch.instrumented_state_function("smoke", stages, str(log))
+    state = State()
+    ts = jf.ts_to_us(dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))
+    frame = pd.DataFrame({"seq": [2, 1], "input": ["src", "src"], "ts": [ts, ts],
+                          "data": [jf.encode_data({"id": 2, "price": 9.0}), jf.encode_data({"id": 1, "price": 3.0})],
+                          "end": [False, False]})
+    (out,) = list(fn((0,), iter([frame]), state))
+    assert list(out.columns) == OUTPUT_COLUMNS
+    outs = out[out["kind"] == "out"]
+    assert [jf.decode_data(d) for d in outs["data"]] == [{"id": 1, "p2": 6.0}]
+    assert state.exists
+    rec = json.loads(log.read_text())
+    assert rec["rows_in"] == 2 and rec["snap_bytes"] > 0
+    summary = profile_batch.summarize({"progress": [], "worker": [rec], "timers": {"collect_ms": [1.0]},
+                                       "lat": [0.1]})
+    assert summary["worker.run_ms"] >= 0 and summary["driver.collect_ms"] == 1.0
+
+
+def _run(script: str, *args: str) -> str:
+    proc = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True,
+                          timeout=540)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "!!" not in proc.stdout, proc.stdout  # the scripts flag wrong row counts with "!!"
+    return proc.stdout
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_b1_runs_tiny():
+    out = _run("b1_filter.py", "--rows", "3000")
+    assert "sbpy topology" in out and "× streaming ref" in out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_b2_runs_tiny():
+    out = _run("b2_latency.py", "--n", "3", "--gap-ms", "0")
+    assert "ratio sbpy / PySpark" in out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_profile_runs_tiny():
+    out = _run("profile_batch.py", "--batches", "2", "--only", "production (RocksDB),no operator")
+    assert "worker.run_ms" in out and "spark.triggerExecution" in out
