@@ -35,6 +35,7 @@ from typing import Any
 from sbpy.bql.runtime.processor import StepResult, Tuple, next_tick_of, tick_period_of
 
 from . import journal_format as jf
+from .buffers import Buffer, overflow, stage_buffers
 
 OUTPUT_SCHEMA = ("kind string, node string, seq long, idx long, ts long, data string, error string, "
                  "input string, event string")
@@ -100,12 +101,13 @@ def _error_text(exc: BaseException) -> str:
 
 
 class _Stat:
-    __slots__ = ("received", "sent", "dropped")
+    __slots__ = ("received", "sent", "dropped", "refused")
 
     def __init__(self) -> None:
         self.received: dict[str, int] = {}
         self.sent = 0
         self.dropped = 0
+        self.refused: dict[str, int] = {}  # input -> tuples its full buffer dropped
 
 
 class Pipeline:
@@ -120,10 +122,16 @@ class Pipeline:
             for name in dict.fromkeys(spec.inputs):
                 self.consumers.setdefault(name, []).append(k)
         self.output_node = self.stages[-1].node if self.stages else None
+        names = {s.node for s in self.stages}
+        self.buffers = [{} if s.factory is not None else
+                        {i: b for i, b in stage_buffers(s.bql_text).items() if i not in names}
+                        for s in self.stages]
+        self._refused: dict[int, dict[int, Buffer]] = {}  # stage -> seqs its full buffers drop
         self.ended_inputs: list[set[str]] = [set() for _ in self.stages]
         self.ended: set[int] = set()
         self.ended_sources: set[str] = set()
         self.saved: bytes | None = None  # the last snapshot saved to / loaded from Spark state
+        self.dirty = False  # run() began after the last save: the processors are ahead of ``saved``
         self._rows: list[tuple] = []
         self._stats: dict[int, _Stat] = {}
         self._seq = 0
@@ -155,6 +163,9 @@ class Pipeline:
     def run(self, rows: Iterable[tuple[int, str, int, str | None, bool]]) -> list[tuple]:
         """Feed journal rows ``(seq, input, ts_us, data_text, end)`` (sorted by seq); return output rows."""
         self._rows, self._stats = [], {}
+        if any(self.buffers):
+            rows = list(rows)
+            self._refused = self._overflow(rows)
         for seq, name, ts_us, text, end in rows:
             self._seq = seq
             if end:
@@ -166,12 +177,23 @@ class Pipeline:
                 self._emit("dropped", name, ts_us, text, _error_text(exc), name, "input")
                 continue
             self._deliver(name, tup)
+        self._refused = {}
         return self._batch_rows()
+
+    def _overflow(self, rows: list[tuple]) -> dict[int, dict[int, Buffer]]:
+        by_input: dict[str, list[int]] = {}
+        for seq, name, _ts, _text, end in rows:
+            if not end:
+                by_input.setdefault(name, []).append(seq)
+        return {k: refused for k, bufs in enumerate(self.buffers)
+                if bufs and (refused := overflow(by_input, bufs))}
 
     def _batch_rows(self) -> list[tuple]:
         """The batch's rows plus one ``stat`` row per active stage; resets the batch."""
         for k, stat in self._stats.items():
             data = {"received": stat.received, "sent": stat.sent, "dropped": stat.dropped}
+            if stat.refused:
+                data["refused"] = stat.refused
             self._emit("stat", self.stages[k].node, 0, jf.encode_data(data), None, None, None)
         rows_out, self._rows = self._rows, []
         return rows_out
@@ -226,6 +248,11 @@ class Pipeline:
             if k in self.ended:
                 continue
             stat = self._stat(k)
+            refused = self._refused.get(k)
+            if refused and tup.seq in refused and name in self.buffers[k]:
+                stat.refused[name] = stat.refused.get(name, 0) + 1
+                self._emit_dropped(name, tup, None, name, "output")
+                continue
             stat.received[name] = stat.received.get(name, 0) + 1
             self._step(k, "process", Tuple(tup.data, tup.ts, tup.seq, name), name)
 
@@ -300,7 +327,7 @@ _PIPELINES: dict[tuple, Pipeline] = {}
 
 def _pipeline(cache_key: tuple, stages: list[StageSpec], topology: str, snap: bytes | None) -> Pipeline:
     pipeline = _PIPELINES.get(cache_key)
-    if pipeline is None or (snap is None and pipeline.saved is not None):
+    if pipeline is None or pipeline.dirty or (snap is None and pipeline.saved is not None):
         pipeline = _PIPELINES[cache_key] = Pipeline(stages, topology)
     if snap is not None and snap != pipeline.saved:
         try:
@@ -366,6 +393,7 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "", t
         rows: list[tuple] = []
         if pdf is not None:
             pdf = pdf.sort_values("seq", kind="stable")
+            pipeline.dirty = True  # ahead of Spark's state until the new snapshot is saved
             try:
                 rows = pipeline.run(zip(pdf["seq"].tolist(), pdf["input"].tolist(), pdf["ts"].tolist(),
                                         pdf["data"].tolist(), pdf["end"].tolist()))
@@ -374,6 +402,7 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "", t
                 raise
         if ticks:
             now_ms = int(state.getCurrentProcessingTimeMs())
+            pipeline.dirty = True
             try:
                 more = pipeline.tick(jf.us_to_ts(now_ms * 1000))
             except BaseException:
@@ -383,7 +412,7 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "", t
             rows = rows + [r[:3] + (base + r[3],) + r[4:] for r in more]
         new = pipeline.snapshot()
         state.update((new,))
-        pipeline.saved = new
+        pipeline.saved, pipeline.dirty = new, False
         if ticks:
             due = pipeline.next_tick()
             if due is not None:

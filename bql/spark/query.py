@@ -36,7 +36,8 @@ _NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 class QuerySpec:
     """Everything needed to start one fused query.
 
-    ``start_seq``: read journal entries with seq > start_seq (ignored when the checkpoint exists).
+    ``start_seq``: read journal entries with seq > start_seq; pinned in the checkpoint at the first start
+    (``journal_format.pin_start_seq``), so a restart replays batch 0 over the same range.
     ``pool``: the FAIR scheduler pool (default: ``topology`` or the query id).
     ``trigger_ms``: micro-batch interval (None = next batch as soon as the previous one ends).
     ``max_seqs``: cap on seqs per micro-batch (0 = all available).
@@ -222,7 +223,7 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     reader = (spark.readStream.format(SOURCE_NAME)
               .option("dir", str(spec.journal_dir))
               .option("inputs", ",".join(spec.inputs))
-              .option("start_seq", str(int(spec.start_seq))))
+              .option("start_seq", str(jf.pin_start_seq(spec.checkpoint_dir, spec.start_seq))))
     if spec.max_seqs:
         reader = reader.option("max_seqs", str(int(spec.max_seqs)))
     tick_ms = spec.tick_ms if spec.tick_ms is not None else tick_interval_ms(spec.stages, spec.topology)

@@ -155,6 +155,10 @@ class Consumer:
         node.counters.add_sent(int(data.get("sent") or 0))
         if data.get("dropped"):
             node.counters.add_error(int(data["dropped"]))
+        for inp, n in (data.get("refused") or {}).items():  # dropped by a full BUFFER SIZE
+            sender = self.topology.sources.get(inp) or self.topology.streams.get(inp)
+            if sender is not None:
+                sender.counters.add_dropped(int(n))
 
     def _end(self, name: str) -> None:
         topo = self.topology

@@ -30,6 +30,7 @@ class Counters:
         self.num_sent_total = 0
         self.num_dropped = 0
         self.sent_to: dict[str, int] = {}  # output node -> tuples sent to it
+        self.queue_sizes: dict[str, int] = {}  # input node -> its BUFFER SIZE (streams)
 
     def add_received(self, inp: str, n: int) -> None:
         with self.lock:
@@ -51,7 +52,8 @@ class Counters:
 
     def input_stats(self) -> dict[str, Any]:
         with self.lock:
-            inputs = {k: {"num_received": v, "queue_size": 0, "num_queued": 0} for k, v in self.received.items()}
+            inputs = {k: {"num_received": self.received.get(k, 0), "queue_size": self.queue_sizes.get(k, 0),
+                          "num_queued": 0} for k in {**self.queue_sizes, **self.received}}
             return {"num_received_total": sum(self.received.values()), "num_errors": self.num_errors,
                     "inputs": inputs}
 
