@@ -2,8 +2,8 @@
 
 ``generate(n, seed)`` gives tweets ``{"id_str", "lang", "screen_name", "text", "description", "age",
 "gender"}`` whose words depend on the labels (with shared noise words), so an online classifier
-learns them quickly. ``python -m sbpy.plugins.examples.tweets N > training_tweets.json`` writes JSON
-Lines.
+learns them quickly. ``python -m sbpy.plugins.examples.tweets N [SEED] > training_tweets.json`` writes
+JSON Lines.
 
 >>> t = generate(2, seed=1)[0]; sorted(t)
 ['age', 'description', 'gender', 'id_str', 'lang', 'screen_name', 'text']
@@ -46,6 +46,13 @@ def generate(n: int, seed: int = 0, lang: str = "en") -> list[dict[str, Any]]:
     return out
 
 
-if __name__ == "__main__":  # pragma: no cover
-    for tweet in generate(int(sys.argv[1]) if len(sys.argv) > 1 else 500):
+def main(argv: list[str]) -> None:
+    """``python -m sbpy.plugins.examples.tweets [N [SEED]]``: N tweets (default 500) as JSON Lines."""
+    n = int(argv[0]) if argv else 500
+    seed = int(argv[1]) if len(argv) > 1 else 0
+    for tweet in generate(n, seed=seed):
         print(json.dumps(tweet))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(sys.argv[1:])
