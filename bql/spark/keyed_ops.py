@@ -1,0 +1,268 @@
+"""The three segments of a keyed MATCH_RECOGNIZE query as pure-Python cores (Spark-free, testable).
+
+Rows between segments are tuples in ``ROW_COLUMNS`` order. Besides the operator's kinds (``out``,
+``dropped``, ``stat``, ``end``, see ``operator.py``) two internal kinds flow between segments:
+``tuple`` (a tuple produced by ``node``, a journal input or a stage) and ``eof`` (``node`` ended).
+``(seq, idx, sub)`` is the order key: the driver and the tail sort by it to restore the in-process
+arrival order (``sub`` numbers the outputs of one routed row inside the keyed segment).
+
+- ``RouterCore`` (one group): runs the upstream Pipeline, computes each routed tuple's partition key
+  (``keyed_plan.route_key`` of K's PARTITION BY values), keeps the keys seen so far in creation order,
+  and when K's input ends sends one ``eof`` row to *every* known key (a keyed operator only sees the
+  keys that have rows in a batch), then K's ``end``. Rows for downstream journal inputs pass through.
+- ``KeyedCore`` (one group per partition key): K's ``MatchRecognizeProcessor`` holding that one
+  partition; its snapshot is the group's state.
+- ``TailCore`` (one group): the downstream Pipeline over K's outputs and its journal inputs.
+"""
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sbpy.bql.eval import Env
+from sbpy.bql.runtime.processor import StepResult, Tuple
+
+from . import journal_format as jf
+from .keyed_plan import ERROR_KEY, PASS_KEY, KeyedPlan, route_key
+from .operator import Pipeline, _error_text, build_stage
+
+ROW_COLUMNS = ["kind", "node", "seq", "idx", "sub", "ts", "data", "error", "input", "event", "key"]
+ROW_SCHEMA = ("kind string, node string, seq long, idx long, sub long, ts long, data string, error string, "
+              "input string, event string, key string")
+STATE_VERSION = 1
+
+
+class RouterCore:
+    """The sequential head: upstream stages, partition keys, end-of-input broadcast."""
+
+    def __init__(self, plan: KeyedPlan, topology: str = ""):
+        self.plan = plan
+        self.pipeline = Pipeline(plan.upstream, topology) if plan.upstream else None
+        mr = build_stage(plan.keyed, topology)
+        self.part_fns, self.alias = mr.part_fns, mr.in_alias
+        self.route = plan.route
+        self.down = set(plan.down_inputs)
+        self.keys: dict[str, int] = {}  # partition key -> creation rank
+        self.route_ended = False
+        self.saved: bytes | None = None
+        self.dirty = False
+        self._out: list[tuple] = []
+
+    def snapshot(self) -> bytes:
+        import pickle
+        return pickle.dumps({"v": STATE_VERSION, "keys": self.keys, "route_ended": self.route_ended,
+                             "pipeline": self.pipeline.snapshot() if self.pipeline else None})
+
+    def restore(self, data: bytes) -> None:
+        import pickle
+        st = pickle.loads(data)
+        if st.get("v") != STATE_VERSION:
+            raise ValueError(f"unsupported router state version {st.get('v')}")
+        self.keys, self.route_ended = dict(st["keys"]), bool(st["route_ended"])
+        if self.pipeline is not None:
+            self.pipeline.restore(st["pipeline"])
+        self.saved = data
+
+    def run(self, rows: Iterable[tuple[int, str, int, str | None, bool]]) -> list[tuple]:
+        """Journal rows ``(seq, input, ts_us, data_text, end)`` sorted by seq → rows for the keyed segment."""
+        self._out = []
+        direct, fed = [], []
+        consumers = self.pipeline.consumers if self.pipeline is not None else {}
+        for r in rows:
+            (fed if r[1] in consumers else direct).append(r)
+        piped = self.pipeline.run(fed) if fed else []
+        # per seq only one lineage (keyed_plan's separability rule): a merge by seq keeps arrival order
+        merged = heapq.merge(((r[0], 0, i) for i, r in enumerate(direct)),
+                             ((r[2], 1, i) for i, r in enumerate(piped)))
+        for _, src, i in merged:
+            if src == 0:
+                seq, name, ts, text, end = direct[i]
+                if name == self.route:
+                    if end:
+                        self._end_route(seq)
+                    else:
+                        self._route(seq, name, ts, text)
+                elif name in self.down:
+                    self._emit("eof" if end else "tuple", name, seq, ts, text, None, name, None)
+            else:
+                kind, node, seq, _idx, ts, data, error, input_name, event = piped[i]
+                if kind == "out" and node == self.route:
+                    self._route(seq, node, ts, data)
+                    continue
+                self._emit(kind, node, seq, ts, data, error, input_name, event)
+                if kind == "end" and node == self.route:
+                    self._end_route(seq)
+        out, self._out = self._out, []
+        return out
+
+    def _emit(self, kind: str, node: str, seq: int, ts: int, data: Any, error: Any, input_name: Any,
+              event: Any, key: str = PASS_KEY) -> None:
+        self._out.append((kind, node, seq, len(self._out), 0, ts, data, error, input_name, event, key))
+
+    def _route(self, seq: int, name: str, ts: int, text: str | None) -> None:
+        try:
+            tup = Tuple(jf.decode_data(text), jf.us_to_ts(ts), seq, name)
+        except Exception as exc:  # noqa: BLE001 - a bad entry drops only its own step
+            self._emit("dropped", name, seq, ts, text, _error_text(exc), name, "input")
+            return
+        env = Env({self.alias: tup})
+        try:
+            key = route_key(tuple(f(env) for f in self.part_fns), f"{seq}.{len(self._out)}")
+        except Exception:  # noqa: BLE001 - K's own processor reports the failure as a dropped step
+            key = ERROR_KEY
+        else:
+            if key not in self.keys:
+                self.keys[key] = len(self.keys)
+        self._emit("tuple", name, seq, ts, text, None, name, None, key)
+
+    def _end_route(self, seq: int) -> None:
+        if self.route_ended:
+            return
+        self.route_ended = True
+        for key in self.keys:  # creation order: K finishes its partitions in this order in-process
+            self._emit("eof", self.route, seq, 0, None, None, self.route, None, key)
+        node = self.plan.keyed.node
+        self._emit("end", node, seq, 0, None, None, None, None)
+        if not self.plan.keyed_is_final:
+            self._emit("eof", node, seq, 0, None, None, node, None)
+
+
+class KeyedCore:
+    """K's processor, run for one partition key at a time (``load`` its state, ``run``, ``snapshot``)."""
+
+    def __init__(self, plan: KeyedPlan, topology: str = ""):
+        self.plan = plan
+        self.node = plan.keyed.node
+        self.proc = build_stage(plan.keyed, topology)
+        self.out_kind = "out" if plan.keyed_is_final else "tuple"
+
+    def load(self, snap: bytes | None) -> None:
+        if snap is None:
+            self.proc.parts = {}
+        else:
+            self.proc.restore(snap)
+
+    def snapshot(self) -> bytes:
+        return self.proc.snapshot()
+
+    def run(self, rows: list[tuple]) -> list[tuple]:
+        """Rows ``(seq, idx, kind, ts, data, input)`` of one key, sorted by (seq, idx) → output rows."""
+        out: list[tuple] = []
+        received: dict[str, int] = {}
+        sent = dropped = 0
+        last = 0
+        for seq, idx, kind, ts, text, name in rows:
+            last = seq
+            tup = None
+            try:
+                if kind == "eof":
+                    result: StepResult = self.proc.finish(name)
+                else:
+                    received[name] = received.get(name, 0) + 1
+                    tup = Tuple(jf.decode_data(text), jf.us_to_ts(ts), seq, name)
+                    result = self.proc.process(tup)
+            except Exception as exc:  # noqa: BLE001 - a bad tuple drops only its own step
+                dropped += 1
+                out.append(_dropped(self.node, seq, idx, len(out), tup, _error_text(exc), name, "other"))
+                continue
+            for d in result.dropped:
+                dropped += 1
+                out.append(_dropped(self.node, seq, idx, len(out), d.tuple, d.error, name, d.event_type))
+            for o in result.outputs:
+                try:
+                    data, ots = jf.encode_data(o.data), jf.ts_to_us(o.ts)
+                except Exception as exc:  # noqa: BLE001
+                    out.append(("dropped", self.node, seq, idx, len(out), 0, None, _error_text(exc),
+                                self.node, "output", None))
+                    continue
+                sent += 1
+                out.append((self.out_kind, self.node, seq, idx, len(out), ots, data, None, self.node, None, None))
+        if rows:
+            stat = {"received": received, "sent": sent, "dropped": dropped}
+            out.append(("stat", self.node, last, 1 << 62, 0, 0, jf.encode_data(stat), None, None, None, None))
+        return out
+
+
+def _dropped(node: str, seq: int, idx: int, sub: int, tup: Tuple | None, error: str, input_name: str,
+             event: str) -> tuple:
+    text, ts = None, 0
+    if tup is not None:
+        try:
+            text, ts = jf.encode_data(tup.data), jf.ts_to_us(tup.ts)
+        except Exception:  # noqa: BLE001
+            pass
+        input_name = tup.input or input_name
+    return ("dropped", node, seq, idx, sub, ts, text, error, input_name, event, None)
+
+
+class TailCore:
+    """The downstream Pipeline: feeds ``tuple``/``eof`` rows in (seq, idx, sub) order, passes the rest."""
+
+    def __init__(self, plan: KeyedPlan, topology: str = ""):
+        self.pipeline = Pipeline(plan.downstream, topology)
+        self.saved: bytes | None = None
+        self.dirty = False
+
+    def snapshot(self) -> bytes:
+        return self.pipeline.snapshot()
+
+    def restore(self, data: bytes) -> None:
+        self.pipeline.restore(data)
+        self.saved = data
+
+    def run(self, rows: list[tuple]) -> list[tuple]:
+        """Rows in ``ROW_COLUMNS`` order (any order) → output rows."""
+        rows = sorted(rows, key=lambda r: (r[2], r[3], r[4]))
+        fed = [(r[2], r[1], r[5], r[6], r[0] == "eof") for r in rows if r[0] in ("tuple", "eof")]
+        out = [r for r in rows if r[0] not in ("tuple", "eof")]
+        for kind, node, seq, idx, ts, data, error, input_name, event in self.pipeline.run(fed):
+            out.append((kind, node, seq, idx, 0, ts, data, error, input_name, event, None))
+        return out
+
+
+def order_key(row: dict[str, Any]) -> tuple[int, int, int]:
+    """The driver-side sort key of an output row (rows of the sequential path have no ``sub``)."""
+    return (row["seq"], row["idx"], row.get("sub") or 0)
+
+
+
+def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str = "",
+                 group_order: Callable[[list[str]], list[str]] | None = None) -> list[list[tuple]]:
+    """Run journal row batches through router → keyed → tail in-process, snapshotting every core
+    between batches as Spark's state store would (tests and benchmarks). ``group_order`` permutes the
+    keys of a batch (Spark gives no order across groups). Returns each batch's output rows in the
+    driver's order."""
+    router_snap = tail_snap = None
+    key_snaps: dict[str, bytes] = {}
+    keyed = KeyedCore(plan, topology)
+    result = []
+    for batch in batches:
+        router = RouterCore(plan, topology)
+        if router_snap is not None:
+            router.restore(router_snap)
+        rows = router.run(batch)
+        router_snap = router.snapshot()
+        groups: dict[str, list[tuple]] = {}
+        for r in rows:
+            groups.setdefault(r[10], []).append(r)
+        keys = list(groups)
+        produced: list[tuple] = []
+        for key in group_order(keys) if group_order else keys:
+            grows = groups[key]
+            if key == PASS_KEY:
+                produced.extend(grows)
+                continue
+            keyed.load(key_snaps.get(key))
+            grows.sort(key=lambda r: (r[2], r[3]))
+            produced.extend(keyed.run([(r[2], r[3], r[0], r[5], r[6], r[8]) for r in grows]))
+            key_snaps[key] = keyed.snapshot()
+        if plan.downstream:
+            tail = TailCore(plan, topology)
+            if tail_snap is not None:
+                tail.restore(tail_snap)
+            produced = tail.run(produced)
+            tail_snap = tail.snapshot()
+        produced.sort(key=lambda r: (r[2], r[3], r[4]))
+        result.append(produced)
+    return result

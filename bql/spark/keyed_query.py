@@ -1,0 +1,160 @@
+"""The Spark side of a keyed MATCH_RECOGNIZE query: three chained stateful operators.
+
+::
+
+    sbpy_journal ─► groupBy(0).transformWithStateInPandas(router)        one group: upstream stages, keys
+                 ─► groupBy(key).applyInPandasWithState(keyed)           one group per PARTITION BY key
+                 ─► groupBy(0).transformWithStateInPandas(tail)          only if stages follow K
+
+Spark accepts one ``applyInPandasWithState`` per query but chains ``transformWithStateInPandas``
+operators in Append mode without watermarks; the per-key operator is the ``applyInPandasWithState``
+because it is the cheaper one per key group (docs/spark-facts). Each operator keeps its state as one
+pickled snapshot per group (``snap binary``): the router's Pipeline + key list, the tail's Pipeline,
+and per key that partition's matcher state. Warm cores are cached per Python worker and reused while
+Spark's state equals what they saved (as ``operator._pipeline`` does).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .keyed_ops import ROW_COLUMNS, ROW_SCHEMA, KeyedCore, RouterCore, TailCore
+from .keyed_plan import PASS_KEY, KeyedPlan
+
+STATE_SCHEMA = "snap binary"
+_INT_COLUMNS = ("seq", "idx", "sub", "ts")
+_MAX_CACHED_KEYS = 4096
+
+# Per worker process: warm cores and per-key partition states.
+_CORES: dict[tuple, Any] = {}
+_PARTS: dict[tuple, tuple[bytes, Any]] = {}
+
+
+def _frame(rows: list[tuple]) -> Any:
+    import pandas as pd
+
+    if rows:
+        return pd.DataFrame.from_records(rows, columns=ROW_COLUMNS)
+    return pd.DataFrame({c: pd.Series(dtype="int64" if c in _INT_COLUMNS else "object") for c in ROW_COLUMNS})
+
+
+def _concat(frames: Iterator[Any]) -> Any:
+    import pandas as pd
+
+    parts = [f for f in frames if len(f)]
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+
+def _core(cache_key: tuple, make: Callable[[], Any], snap: bytes | None) -> Any:
+    """A warm core whose state equals ``snap`` (rebuilt/restored when it does not)."""
+    core = _CORES.get(cache_key)
+    if core is None or core.dirty or (snap is None and core.saved is not None):
+        core = _CORES[cache_key] = make()
+    if snap is not None and snap != core.saved:
+        try:
+            core.restore(snap)
+        except BaseException:
+            _CORES.pop(cache_key, None)
+            raise
+    return core
+
+
+def _plan_key(plan: KeyedPlan) -> tuple:
+    return (tuple(s.key() for s in plan.upstream), plan.keyed.key(), tuple(s.key() for s in plan.downstream))
+
+
+def _sequential(role: str, query_id: str, plan: KeyedPlan, topology: str, make: Callable[[], Any]) -> Any:
+    """A ``StatefulProcessor`` running one sequential core (router or tail) in a single group."""
+    from pyspark.sql.streaming import StatefulProcessor
+
+    cache_key = (role, query_id, _plan_key(plan))
+
+    class _Sequential(StatefulProcessor):
+        def init(self, handle: Any) -> None:
+            self.state = handle.getValueState("snap", STATE_SCHEMA)
+
+        def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+            pdf = _concat(rows)
+            value = self.state.get() if self.state.exists() else None
+            snap = bytes(value[0]) if value is not None and value[0] is not None else None
+            core = _core(cache_key, make, snap)
+            out: list[tuple] = []
+            if pdf is not None:
+                core.dirty = True  # ahead of Spark's state until the new snapshot is saved
+                try:
+                    out = _feed(role, core, pdf)
+                except BaseException:
+                    _CORES.pop(cache_key, None)
+                    raise
+            new = core.snapshot()
+            self.state.update((new,))
+            core.saved, core.dirty = new, False
+            yield _frame(out)
+
+        def close(self) -> None:
+            pass
+
+    return _Sequential()
+
+
+def _feed(role: str, core: Any, pdf: Any) -> list[tuple]:
+    if role == "router":
+        pdf = pdf.sort_values("seq", kind="stable")
+        return core.run(zip(pdf["seq"].tolist(), pdf["input"].tolist(), pdf["ts"].tolist(),
+                            pdf["data"].tolist(), pdf["end"].tolist()))
+    return core.run(list(pdf[ROW_COLUMNS].itertuples(index=False, name=None)))
+
+
+def keyed_function(query_id: str, plan: KeyedPlan, topology: str = "") -> Callable:
+    """The ``applyInPandasWithState`` function running K for one partition key."""
+    cache_key = ("keyed", query_id, _plan_key(plan))
+
+    def run_key(key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
+        gkey = key[0]
+        pdf = _concat(frames)
+        if gkey == PASS_KEY or gkey is None:
+            yield pdf[ROW_COLUMNS] if pdf is not None else _frame([])
+            return
+        snap = bytes(state.get[0]) if state.exists and state.get[0] is not None else None
+        core = _CORES.get(cache_key)
+        if core is None:
+            core = _CORES[cache_key] = KeyedCore(plan, topology)
+        pkey = (query_id, gkey)
+        cached = _PARTS.pop(pkey, None)
+        if cached is not None and snap is not None and cached[0] == snap:
+            core.proc.parts = cached[1]
+        else:
+            core.load(snap)
+        out: list[tuple] = []
+        if pdf is not None:
+            pdf = pdf.sort_values(["seq", "idx"], kind="stable")
+            out = core.run(list(zip(pdf["seq"].tolist(), pdf["idx"].tolist(), pdf["kind"].tolist(),
+                                    pdf["ts"].tolist(), pdf["data"].tolist(), pdf["input"].tolist())))
+        new = core.snapshot()
+        state.update((new,))
+        _PARTS[pkey] = (new, core.proc.parts)
+        core.proc.parts = {}
+        while len(_PARTS) > _MAX_CACHED_KEYS:
+            _PARTS.pop(next(iter(_PARTS)))
+        yield _frame(out)
+
+    return run_key
+
+
+def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "") -> Any:
+    """The keyed chain over the journal DataFrame ``reader``; its rows have ``ROW_SCHEMA``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    router = _sequential("router", query_id, plan, topology, lambda: RouterCore(plan, topology))
+    df = (reader.withColumn("_g", F.lit(0)).groupBy("_g")
+          .transformWithStateInPandas(router, ROW_SCHEMA, "Append", "None"))
+    df = df.groupBy("key").applyInPandasWithState(keyed_function(query_id, plan, topology), ROW_SCHEMA,
+                                                  STATE_SCHEMA, "Append", GroupStateTimeout.NoTimeout)
+    if plan.downstream:
+        tail = _sequential("tail", query_id, plan, topology, lambda: TailCore(plan, topology))
+        df = (df.withColumn("_g", F.lit(0)).groupBy("_g")
+              .transformWithStateInPandas(tail, ROW_SCHEMA, "Append", "None"))
+    return df
