@@ -24,7 +24,6 @@ import logging
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,28 +34,27 @@ from sbpy.bql.parsed import ParsedStatement
 from sbpy.bql.spark import journal_format as jf
 
 from .journal import JournalWriter
-from .states import StateManager
 from .nodes import graph
 from .nodes import status as st
-from .nodes.consumer import MAX_RESTARTS, Consumer
+from .nodes.consumer import Consumer
 from .nodes.cursor import SelectCursor
 from .nodes.sink_node import SinkNode
 from .nodes.source_node import SourceNode
 from .nodes.stream_node import StreamNode, select_inputs, select_text
+from .states import StateManager
+from .topology_queries import TopologyQueries
+from .topology_views import NODE_TYPES, TopologyViews
 
 log = logging.getLogger("sbpy.topology")
-drop_log = logging.getLogger("sbpy.dropped")
 
-NODE_TYPES = {"source": "source", "stream": "box", "sink": "sink"}
-
-__all__ = ["Topology", "SelectCursor"]
+__all__ = ["NODE_TYPES", "Topology", "SelectCursor"]
 
 
 def _fail(message: str, stmt: Any = None) -> BQLExecutionError:
     return BQLExecutionError(message, getattr(stmt, "span", None))
 
 
-class Topology:
+class Topology(TopologyQueries, TopologyViews):
     """One named topology. Thread-safe: REST handlers call it from a thread pool.
 
     ``query_starter(**spec) -> handle`` replaces the Spark launcher (tests); ``spec`` holds the fields
@@ -197,13 +195,6 @@ class Topology:
         except Exception as e:  # noqa: BLE001 - a plugin (UDSF constructor) failed
             raise _fail(f"cannot build the query: {type(e).__name__}: {e}", stmt) from None
 
-    def processor_context(self) -> Any:
-        """The ``ProcessorContext`` of this topology: its functions, UDSFs and states."""
-        from sbpy.bql.runtime import ProcessorContext
-
-        return ProcessorContext(functions=self.plugins.functions, udsfs=self.plugins.udsfs, states=self.states,
-                                topology=self.name)
-
     def _create_sink(self, parsed: ParsedStatement) -> None:
         stmt: ast.CreateSink = parsed.stmt
         name = stmt.name.lower()
@@ -285,27 +276,6 @@ class Topology:
             node.resume()
         elif not self.recovering:  # a replayed REWIND would emit the file again
             node.rewind()
-
-    def _update(self, parsed: ParsedStatement) -> None:
-        stmt: ast.UpdateNode = parsed.stmt
-        if stmt.kind.lower() != "state":
-            raise UnsupportedFeatureError(f"UPDATE {stmt.kind.upper()} is not supported yet", stmt.span)
-        self._state_statement(parsed)
-
-    def _state_statement(self, parsed: ParsedStatement) -> None:
-        """CREATE / DROP / SAVE / LOAD / UPDATE STATE (``states.StateManager``). While persisted statements
-        are replayed at server start SAVE STATE is skipped (it would overwrite the saved state with a
-        fresh one) and a failing state statement is logged, not raised (e.g. LOAD STATE of an
-        ``in_memory`` save that did not survive the restart), so the rest of the topology comes back."""
-        stmt = parsed.stmt
-        if self.recovering and isinstance(stmt, ast.SaveState):
-            return
-        try:
-            self.states.execute(stmt)
-        except BQLError as e:
-            if not self.recovering:
-                raise
-            log.warning("topology '%s': replaying '%s' failed: %s", self.name, parsed.text.strip(), e.message)
 
     # ------------------------------------------------------------ ad-hoc SELECT
 
@@ -394,87 +364,6 @@ class Topology:
         if consumer.kind == "journal":
             self.materialized.discard(consumer.target)
 
-    def start_query(self, consumer: Consumer) -> Any:
-        """Launch ``consumer``'s query (Spark, or the injected starter)."""
-        from sbpy.bql.spark.operator import StageSpec
-        from sbpy.plugins.loader import loaded_plugins
-
-        plugins = loaded_plugins()
-        stages = [StageSpec(node, text, tuple(inputs), plugins=plugins)
-                  for node, text, inputs in consumer.chain.stages]
-        spec = dict(query_id=f"{self.name}.{consumer.id}", journal_dir=str(self.journal.dir),
-                    inputs=tuple(consumer.chain.inputs), stages=stages,
-                    checkpoint_dir=str(consumer.checkpoint_dir), start_seq=consumer.start_seq,
-                    on_batch=consumer.on_batch, topology=self.name)
-        on_driver = self.stateful_calls(consumer.chain.stages)
-        consumer.on_driver = bool(on_driver)
-        if self._starter is not None:
-            return self._starter(**spec, processor_context=self.processor_context() if on_driver else None)
-        from sbpy.bql.spark.query import QuerySpec
-
-        if on_driver:
-            from sbpy.bql.spark.driver_query import start_driver_query
-
-            log.info("query '%s' runs on the driver (it calls %s)", consumer.id, ", ".join(on_driver))
-            return start_driver_query(self.context.spark(), QuerySpec(**spec), self.processor_context())
-        from sbpy.bql.spark.query import start_query
-
-        return start_query(self.context.spark(), QuerySpec(**spec))
-
-    def stateful_calls(self, stages: list[tuple[str, str, Any]]) -> list[str]:
-        """The functions/UDSFs of ``stages`` (``(node, text, inputs)``) that may reach this topology's
-        states: a query calling any of them must run where the states live (the driver)."""
-        from sbpy.bql.parser import parse_one
-
-        found: list[str] = []
-        for _, text, _ in stages:
-            try:
-                stmt = parse_one(text)
-            except BQLError:
-                continue
-            found += [n for n in self.plugins.stateful_calls(stmt) if n not in found]
-        return found
-
-    def _ensure_monitor(self) -> None:
-        if self._monitor is None or not self._monitor.is_alive():
-            self._monitor = threading.Thread(target=self._watch, name=f"sbpy-monitor-{self.name}", daemon=True)
-            self._monitor.start()
-
-    def _watch(self) -> None:
-        """Restart failed queries (see ``nodes/consumer.py``); exits when no query is left running."""
-        while not self._stopped:
-            live = [c for c in list(self.consumers.values()) if not c.stopped and not c.done]
-            if not live:
-                return
-            for c in live:
-                err = c.failed()
-                if err is None:
-                    continue
-                c.error = err
-                if c.restarts < MAX_RESTARTS:
-                    if not c.next_restart:
-                        c.next_restart = time.monotonic() + 2 ** c.restarts
-                    elif time.monotonic() >= c.next_restart:
-                        c.next_restart = 0.0
-                        try:
-                            c.restart()
-                        except Exception as e:  # noqa: BLE001
-                            c.error = str(e)
-                    continue
-                self._query_failed(c, err)
-            self._wake.wait(0.5)
-
-    def _query_failed(self, c: Consumer, err: str) -> None:
-        log.error("query '%s' of topology '%s' failed: %s", c.id, self.name, err)
-        c.stopped = True
-        for name in c.stage_names:
-            node = self.streams.get(name)
-            if node is not None and node.stats_owner in (None, c.id):
-                node.state, node.error = st.STOPPED, err
-        if c.cursor is not None:
-            c.cursor.finish(err)
-        self.cascade()
-
     # ------------------------------------------------------------ runtime callbacks
 
     def _source_stopped(self, node: SourceNode) -> None:
@@ -497,79 +386,6 @@ class Topology:
     def _is_stopped(self, name: str) -> bool:
         node = self.sources.get(name) or self.streams.get(name)
         return node is None or node.state == st.STOPPED
-
-    def subscribe_dropped(self, callback: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
-        """Call ``callback(event)`` for every dropped tuple; returns the unsubscribe function."""
-        self._drop_listeners.append(callback)
-        return lambda: self._drop_listeners.remove(callback) if callback in self._drop_listeners else None
-
-    def report_dropped(self, node: str, data: Any, error: str | None, event: str) -> None:
-        kind = "box" if node in self.streams or node.startswith("select-") else \
-            "sink" if node in self.sinks else "source"
-        ev: dict[str, Any] = {"node_type": kind, "node_name": node, "event_type": event, "data": data}
-        if error:
-            ev["error"] = error
-        cfg = getattr(getattr(self.context, "config", None), "logging", None)
-        if getattr(cfg, "log_dropped_tuples", False):
-            drop_log.info("tuple dropped by %s '%s' (%s): %s", kind, node, event, error or "")
-        for cb in list(self._drop_listeners):
-            try:
-                cb(ev)
-            except Exception:  # noqa: BLE001
-                log.exception("dropped_tuples listener failed")
-
-    # ------------------------------------------------------------ views
-
-    def _outputs(self, name: str) -> list[str]:
-        return graph.consumers_of(name, self.streams, self.sinks)
-
-    def _view(self, kind: str, node: Any) -> dict[str, Any]:
-        if kind == "source":
-            status = node.status(self._outputs(node.name))
-        elif kind == "stream":
-            status = node.status(self._outputs(node.name))
-        else:
-            status = node.status()
-        return {"node_type": NODE_TYPES[kind], "name": node.name, "state": node.state, "status": status}
-
-    def _nodes(self, kind: str) -> dict[str, Any]:
-        try:
-            return {"source": self.sources, "stream": self.streams, "sink": self.sinks}[kind]
-        except KeyError:
-            raise BQLExecutionError(f"unknown node kind '{kind}'") from None
-
-    def list_nodes(self, kind: str) -> list[dict[str, Any]]:
-        """``kind`` is source, stream or sink: ``[{"node_type", "name", "state"}]``."""
-        return [{"node_type": NODE_TYPES[kind], "name": n.name, "state": n.state}
-                for n in list(self._nodes(kind).values())]
-
-    def node(self, kind: str, name: str) -> dict[str, Any]:
-        """The node's REST view ``{"node_type", "name", "state", "status"}``."""
-        node = self._nodes(kind).get(name.lower())
-        if node is None:
-            raise BQLExecutionError(f"{kind} '{name}' was not found")
-        return self._view(kind, node)
-
-    def node_statuses(self) -> list[tuple[str, str, dict[str, Any]]]:
-        """``(node_type, name, status)`` of every node (the ``node_statuses`` source)."""
-        out = []
-        for kind in ("source", "stream", "sink"):
-            for n in list(self._nodes(kind).values()):
-                out.append((NODE_TYPES[kind], n.name, self._view(kind, n)["status"]))
-        return out
-
-    def edge_statuses(self) -> list[dict[str, Any]]:
-        """One ``{sender, receiver, stats}`` per edge (the ``edge_statuses`` source)."""
-        out = []
-        for sender, receiver in graph.edges(self.sources, self.streams, self.sinks):
-            got = receiver.counters.input_stats()["inputs"].get(sender.name, {}).get("num_received", 0)
-            out.append({"sender": {"node_name": sender.name, "node_type": NODE_TYPES[sender.kind]},
-                        "receiver": {"node_name": receiver.name, "node_type": NODE_TYPES[receiver.kind]},
-                        "stats": {"num_received": got, "queue_size": 0, "num_queued": 0}})
-        return out
-
-    def all_sources_stopped(self) -> bool:
-        return all(s.state == st.STOPPED for s in list(self.sources.values()))
 
     # ------------------------------------------------------------ stop
 

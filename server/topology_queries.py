@@ -1,0 +1,146 @@
+"""How a topology runs its queries: launching a consumer's fused query on Spark's workers or on the
+driver, restarting failed ones, and the plugin side (the ``ProcessorContext`` with the topology's
+functions, UDSFs and states, and the state statements). A mixin of ``topology.Topology``.
+
+Where a query runs: a chain whose stages call a function or UDSF that may reach the topology's states
+(``TopologyPlugins.stateful_calls``: context-taking plugins such as ``my_next_count`` or
+``jubaclassify``) runs on the driver (``sbpy.bql.spark.driver_query``), where the states live; every
+other chain runs in ``applyInPandasWithState`` on the workers, which rebuild the functions and UDSFs
+from the loaded plugin modules named in ``StageSpec.plugins``.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from sbpy.bql import ast
+from sbpy.bql.errors import BQLError, UnsupportedFeatureError
+from sbpy.bql.parsed import ParsedStatement
+
+from .nodes import status as st
+from .nodes.consumer import MAX_RESTARTS, Consumer
+
+log = logging.getLogger("sbpy.topology")
+
+
+class TopologyQueries:
+    """Query launching, the restart monitor, the plugin context and the state statements."""
+
+    name: str
+    context: Any
+    plugins: Any
+    states: Any
+    recovering: bool
+    consumers: dict[str, Consumer]
+    streams: dict[str, Any]
+
+    def start_query(self, consumer: Consumer) -> Any:
+        """Launch ``consumer``'s query (Spark, or the injected starter)."""
+        from sbpy.bql.spark.operator import StageSpec
+        from sbpy.plugins.loader import loaded_plugins
+
+        plugins = loaded_plugins()
+        stages = [StageSpec(node, text, tuple(inputs), plugins=plugins)
+                  for node, text, inputs in consumer.chain.stages]
+        spec = dict(query_id=f"{self.name}.{consumer.id}", journal_dir=str(self.journal.dir),
+                    inputs=tuple(consumer.chain.inputs), stages=stages,
+                    checkpoint_dir=str(consumer.checkpoint_dir), start_seq=consumer.start_seq,
+                    on_batch=consumer.on_batch, topology=self.name)
+        on_driver = self.stateful_calls(consumer.chain.stages)
+        consumer.on_driver = bool(on_driver)
+        if self._starter is not None:
+            return self._starter(**spec, processor_context=self.processor_context() if on_driver else None)
+        from sbpy.bql.spark.query import QuerySpec
+
+        if on_driver:
+            from sbpy.bql.spark.driver_query import start_driver_query
+
+            log.info("query '%s' runs on the driver (it calls %s)", consumer.id, ", ".join(on_driver))
+            return start_driver_query(self.context.spark(), QuerySpec(**spec), self.processor_context())
+        from sbpy.bql.spark.query import start_query
+
+        return start_query(self.context.spark(), QuerySpec(**spec))
+
+    def _ensure_monitor(self) -> None:
+        if self._monitor is None or not self._monitor.is_alive():
+            self._monitor = threading.Thread(target=self._watch, name=f"sbpy-monitor-{self.name}", daemon=True)
+            self._monitor.start()
+
+    def _watch(self) -> None:
+        """Restart failed queries (see ``nodes/consumer.py``); exits when no query is left running."""
+        while not self._stopped:
+            live = [c for c in list(self.consumers.values()) if not c.stopped and not c.done]
+            if not live:
+                return
+            for c in live:
+                err = c.failed()
+                if err is None:
+                    continue
+                c.error = err
+                if c.restarts < MAX_RESTARTS:
+                    if not c.next_restart:
+                        c.next_restart = time.monotonic() + 2 ** c.restarts
+                    elif time.monotonic() >= c.next_restart:
+                        c.next_restart = 0.0
+                        try:
+                            c.restart()
+                        except Exception as e:  # noqa: BLE001
+                            c.error = str(e)
+                    continue
+                self._query_failed(c, err)
+            self._wake.wait(0.5)
+
+    def _query_failed(self, c: Consumer, err: str) -> None:
+        log.error("query '%s' of topology '%s' failed: %s", c.id, self.name, err)
+        c.stopped = True
+        for name in c.stage_names:
+            node = self.streams.get(name)
+            if node is not None and node.stats_owner in (None, c.id):
+                node.state, node.error = st.STOPPED, err
+        if c.cursor is not None:
+            c.cursor.finish(err)
+        self.cascade()
+
+    def processor_context(self) -> Any:
+        """The ``ProcessorContext`` of this topology: its functions, UDSFs and states."""
+        from sbpy.bql.runtime import ProcessorContext
+
+        return ProcessorContext(functions=self.plugins.functions, udsfs=self.plugins.udsfs, states=self.states,
+                                topology=self.name)
+
+    def _update(self, parsed: ParsedStatement) -> None:
+        stmt: ast.UpdateNode = parsed.stmt
+        if stmt.kind.lower() != "state":
+            raise UnsupportedFeatureError(f"UPDATE {stmt.kind.upper()} is not supported yet", stmt.span)
+        self._state_statement(parsed)
+
+    def _state_statement(self, parsed: ParsedStatement) -> None:
+        """CREATE / DROP / SAVE / LOAD / UPDATE STATE (``states.StateManager``). While persisted statements
+        are replayed at server start SAVE STATE is skipped (it would overwrite the saved state with a
+        fresh one) and a failing state statement is logged, not raised (e.g. LOAD STATE of an
+        ``in_memory`` save that did not survive the restart), so the rest of the topology comes back."""
+        stmt = parsed.stmt
+        if self.recovering and isinstance(stmt, ast.SaveState):
+            return
+        try:
+            self.states.execute(stmt)
+        except BQLError as e:
+            if not self.recovering:
+                raise
+            log.warning("topology '%s': replaying '%s' failed: %s", self.name, parsed.text.strip(), e.message)
+
+    def stateful_calls(self, stages: list[tuple[str, str, Any]]) -> list[str]:
+        """The functions/UDSFs of ``stages`` (``(node, text, inputs)``) that may reach this topology's
+        states: a query calling any of them must run where the states live (the driver)."""
+        from sbpy.bql.parser import parse_one
+
+        found: list[str] = []
+        for _, text, _ in stages:
+            try:
+                stmt = parse_one(text)
+            except BQLError:
+                continue
+            found += [n for n in self.plugins.stateful_calls(stmt) if n not in found]
+        return found
