@@ -218,3 +218,50 @@ def test_runfile_saves_only_the_listed_states(tmp_path, monkeypatch, capsys):
     assert "state 'nope' was not found" in capsys.readouterr().err
     assert main(["runfile", "-c", "sb.yaml", "s.bql"]) == 0  # no -s: nothing more saved
     assert sorted(p.name for p in (tmp_path / "uds").iterdir()) == ["s-a-default.state", "s-b-default.state"]
+
+
+def test_sbpy_run_with_the_wordcount_config_and_the_shell(tmp_path):
+    """``sbpy run -c`` (a real process) with examples/wordcount/sensorbee.yaml (port, data folder and
+    Spark warm-up changed for the test) and the tutorial's first shell statements."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    import yaml
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    doc = yaml.safe_load((WORDCOUNT / "sensorbee.yaml").read_text())
+    for name, entry in doc["topologies"].items():
+        entry["bql_file"] = str((WORDCOUNT / entry["bql_file"]).resolve())
+    doc["network"] = {"listen_on": f"127.0.0.1:{port}"}
+    doc["spark"] = {"warm_up": False, "data_dir": str(tmp_path / "data")}
+    doc["logging"] = {"min_log_level": "warn"}
+    (tmp_path / "sensorbee.yaml").write_text(yaml.safe_dump(doc))
+    proc = subprocess.Popen([sys.executable, "-m", "sbpy.server.cli.main", "run", "-c", "sensorbee.yaml"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                r = httpx.get(url + "api/v1/topologies/wordcount/sources/sentences", timeout=2)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.communicate()[1]
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert r.json()["source"]["state"] == "running"
+        streams = httpx.get(url + "api/v1/topologies/wordcount/streams", timeout=5).json()["streams"]
+        assert sorted(s["name"] for s in streams) == ["word_counts", "words"]
+        shell = subprocess.run([sys.executable, "-m", "sbpy.server.cli.main", "shell", "-t", "wordcount", "--uri",
+                                url], input='EVAL 1 + 1;\nEVAL power(2.0, 2.5);\nEVAL "Hello" || ", world!";\n',
+                               capture_output=True, text=True, timeout=60)
+        assert shell.stdout.split("\n")[:3] == ["2", "5.656854249492381", '"Hello, world!"'], shell.stderr
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
