@@ -271,3 +271,43 @@ def test_replayed_statements_do_not_save_and_recreate_states(tmp_path):
         assert ev(t2, 'my_next_count("c")') == 11
     finally:
         t2.stop()
+
+
+def test_server_restart_replays_state_statements_and_load_gives_the_saved_state(tmp_path):
+    """A real server (REST) with ``storage.uds: fs``: SAVE STATE, restart on the same data folder (the
+    topology is restored from its statements; the replayed SAVE does not overwrite the save), LOAD."""
+    import httpx
+
+    from sbpy.server.config import config_from_dict
+    from server_harness import start_server
+
+    config = config_from_dict({"plugins": ["sbpy.plugins.examples"],
+                               "storage": {"uds": {"type": "fs", "params": {"dir": str(tmp_path / "uds")}}}})
+
+    def post(srv, q):
+        r = httpx.post(f"{srv.api}/topologies/t/queries", json={"queries": q}, timeout=30)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    srv = start_server(config, tmp_path / "data")
+    try:
+        assert httpx.post(f"{srv.api}/topologies", json={"name": "t"}, timeout=10).status_code == 200
+        post(srv, 'CREATE STATE c TYPE my_counter WITH start = 5; CREATE STATE m TYPE jubaclassifier_arow '
+                  'WITH label_field = "l";')
+        assert [post(srv, 'EVAL my_next_count("c");')["result"] for _ in range(3)] == [5, 6, 7]
+        post(srv, "SAVE STATE c; SAVE STATE m TAG empty;")
+        assert post(srv, 'EVAL my_next_count("c");')["result"] == 8
+    finally:
+        srv.stop()
+    saved = (tmp_path / "uds" / "t-c-default.state").read_bytes()
+    srv = start_server(config, tmp_path / "data")
+    try:
+        assert post(srv, 'EVAL my_next_count("c");')["result"] == 5  # CREATE STATE came back, fresh
+        assert (tmp_path / "uds" / "t-c-default.state").read_bytes() == saved  # the SAVE was not replayed
+        post(srv, "LOAD STATE c TYPE my_counter; LOAD STATE m TYPE jubaclassifier_arow TAG empty;")
+        assert post(srv, 'EVAL my_next_count("c");')["result"] == 8  # what was saved: 7 issued before
+        r = httpx.post(f"{srv.api}/topologies/t/queries", json={"queries": "LOAD STATE c TYPE my_counter TAG x;"},
+                       timeout=30)
+        assert r.status_code == 400 and r.json()["error"]["meta"]["error"] == "state 'c' was not saved with tag 'x'"
+    finally:
+        srv.stop()
