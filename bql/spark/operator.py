@@ -73,7 +73,13 @@ def _worker_context(topology: str, plugins: tuple[str, ...]) -> Any:
     from sbpy.plugins.loader import load_modules
     from sbpy.plugins.registry import default_registries
 
-    load_modules(plugins)
+    for name in plugins:  # one a worker cannot load fails only the stages that use it, by name
+        try:
+            load_modules([name])
+        except Exception as err:  # noqa: BLE001
+            import logging
+
+            logging.getLogger("sbpy.spark").warning("worker cannot load plugin: %s", err)
     tp = default_registries().for_topology(topology)
     return ProcessorContext(functions=tp.functions, udsfs=tp.udsfs, topology=topology)
 
