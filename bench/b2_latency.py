@@ -115,9 +115,9 @@ def sbpy_topology(ctx: Any, n: int, gap_ms: float) -> tuple[list[float], dict[st
     q: queue.Queue = queue.Queue()
     probe = Probe()
     push, sink = make_types(q, probe)
-    ctx.source_types = {"bench_push": push}
-    ctx.sink_types = {"bench_probe": sink}
     t = Topology("b2", ctx)
+    t.plugins.source_types.register("bench_push", push, replace=True)
+    t.plugins.sink_types.register("bench_probe", sink, replace=True)
     lat: list[float] = []
     try:
         t0 = time.perf_counter()

@@ -89,6 +89,7 @@ def instrumented_state_function(query_id: str, stages: list[Any], log_path: str)
             cols = (pdf["seq"].tolist(), pdf["input"].tolist(), pdf["ts"].tolist(), pdf["data"].tolist(),
                     pdf["end"].tolist())
             c3b = _t.perf_counter()
+            pipeline.dirty = True  # as the operator does: ahead of Spark's state until saved
             rows = pipeline.run(zip(*cols))
         else:
             c3b = _t.perf_counter()
@@ -98,7 +99,7 @@ def instrumented_state_function(query_id: str, stages: list[Any], log_path: str)
         new = pipeline.snapshot()
         c6 = _t.perf_counter()
         state.update((new,))
-        pipeline.saved = new
+        pipeline.saved, pipeline.dirty = new, False
         c7 = _t.perf_counter()
         out = pd.DataFrame.from_records(rows, columns=OUTPUT_COLUMNS) if rows else \
             pd.DataFrame({c: pd.Series(dtype="int64" if c in ("seq", "idx", "ts") else "object")
