@@ -22,6 +22,7 @@ from .keyed_ops import ROW_COLUMNS, ROW_SCHEMA, KeyedCore, RouterCore, TailCore
 from .keyed_plan import PASS_KEY, KeyedPlan
 
 STATE_SCHEMA = "snap binary"
+CHECKPOINT_SUBDIR = "keyed-v1"  # inside the consumer's checkpoint folder: a different plan, its own layout
 _INT_COLUMNS = ("seq", "idx", "sub", "ts")
 _MAX_CACHED_KEYS = 4096
 

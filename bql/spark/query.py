@@ -25,6 +25,7 @@ from typing import Any
 
 from . import journal_format as jf
 from .journal_source import NAME as SOURCE_NAME, register as register_source
+from .keyed_plan import plan_keyed
 from .operator import OUTPUT_SCHEMA, STATE_SCHEMA, StageSpec, state_function, tick_interval_ms
 
 log = logging.getLogger("sbpy.spark")
@@ -62,7 +63,9 @@ class QuerySpec:
     max_seqs: int = 0
     name: str | None = None
     shuffle_partitions: int | None = 1  # the operator has one group: one state-store partition
+    keyed_partitions: int | None = None  # keyed MATCH_RECOGNIZE plans: state partitions (None = session's)
     tick_ms: int | None = None  # wall-clock ticks: trigger interval; None = from the stages, 0 = none
+    initial_state: bytes | None = None  # a pipeline snapshot handed over by re-planning (``handoff.py``)
 
 
 class QueryHandle:
@@ -207,7 +210,7 @@ def _collect(batch_df: Any) -> list[dict[str, Any]]:
         rows = batch_df.toArrow().to_pylist()
     except AttributeError:
         rows = [r.asDict() for r in batch_df.collect()]
-    rows.sort(key=lambda r: (r["seq"], r["idx"]))
+    rows.sort(key=lambda r: (r["seq"], r["idx"], r.get("sub") or 0))  # keyed plans add ``sub``
     for row in rows:
         if row["data"] is not None:
             row["data"] = jf.decode_data(row["data"])
@@ -220,17 +223,28 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     _ensure_listener(spark)
+    tick_ms = spec.tick_ms if spec.tick_ms is not None else tick_interval_ms(spec.stages, spec.topology)
+    # MATCH_RECOGNIZE keyed by its PARTITION BY (bql/spark/keyed_query.py) unless a stage needs ticks
+    keyed = None if tick_ms else plan_keyed(spec.stages, spec.inputs)
+    checkpoint, partitions = Path(spec.checkpoint_dir), spec.shuffle_partitions
+    if keyed is not None:  # another plan: its own checkpoint layout inside the consumer's folder
+        from . import keyed_query
+
+        checkpoint, partitions = checkpoint / keyed_query.CHECKPOINT_SUBDIR, spec.keyed_partitions
     reader = (spark.readStream.format(SOURCE_NAME)
               .option("dir", str(spec.journal_dir))
               .option("inputs", ",".join(spec.inputs))
-              .option("start_seq", str(jf.pin_start_seq(spec.checkpoint_dir, spec.start_seq))))
+              .option("start_seq", str(jf.pin_start_seq(checkpoint, spec.start_seq))))
     if spec.max_seqs:
         reader = reader.option("max_seqs", str(int(spec.max_seqs)))
-    tick_ms = spec.tick_ms if spec.tick_ms is not None else tick_interval_ms(spec.stages, spec.topology)
-    fn = state_function(spec.query_id, spec.stages, spec.topology, ticks=bool(tick_ms))
-    timeout = GroupStateTimeout.ProcessingTimeTimeout if tick_ms else GroupStateTimeout.NoTimeout
-    out = (reader.load().withColumn("k", F.lit(0)).groupBy("k")
-           .applyInPandasWithState(fn, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", timeout))
+    if keyed is None:
+        fn = state_function(spec.query_id, spec.stages, spec.topology, ticks=bool(tick_ms),
+                            initial=spec.initial_state)
+        timeout = GroupStateTimeout.ProcessingTimeTimeout if tick_ms else GroupStateTimeout.NoTimeout
+        out = (reader.load().withColumn("k", F.lit(0)).groupBy("k")
+               .applyInPandasWithState(fn, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", timeout))
+    else:
+        out = keyed_query.build(reader.load(), spec.query_id, keyed, spec.topology)
     holder: dict[str, QueryHandle] = {}
 
     def bridge(batch_df: Any, batch_id: int) -> None:
@@ -242,7 +256,7 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
             spec.on_batch(batch_id, rows)
 
     writer = (out.writeStream.queryName(spec.name or spec.query_id)
-              .option("checkpointLocation", str(spec.checkpoint_dir))
+              .option("checkpointLocation", str(checkpoint))
               .foreachBatch(bridge))
     trigger_ms = min(spec.trigger_ms or tick_ms, tick_ms) if tick_ms else spec.trigger_ms
     if trigger_ms:
@@ -251,8 +265,8 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     with _START_LOCK:
         previous = spark.conf.get("spark.sql.shuffle.partitions")
         no_data = spark.conf.get(_NO_DATA_BATCHES, None)
-        if spec.shuffle_partitions:
-            spark.conf.set("spark.sql.shuffle.partitions", str(int(spec.shuffle_partitions)))
+        if partitions:
+            spark.conf.set("spark.sql.shuffle.partitions", str(int(partitions)))
         if tick_ms:  # timeouts are only checked in a micro-batch: run them without data too
             spark.conf.set(_NO_DATA_BATCHES, "true")
         sc.setLocalProperty("spark.scheduler.pool", spec.pool or spec.topology or spec.query_id)
