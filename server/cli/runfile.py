@@ -122,7 +122,6 @@ def save_states(topology, names: str) -> int:
     return 0
 
 
-
 def _finished(topology) -> bool:
     """Every source stopped and every query drained (its input ended) or failed."""
     if not topology.all_sources_stopped():
