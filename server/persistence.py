@@ -101,10 +101,13 @@ def restore(manager: Any, config: Any = None) -> list[str]:
         try:
             topology = manager.create(name)
             topology.recovering = True
+            topology.defer_consumers = True  # queries are planned with the final graph
             try:
                 for parsed in parse_script(script):
                     topology.execute(check_statement(parsed))
+                topology.start_deferred()
             finally:
+                topology.defer_consumers = False
                 topology.recovering = False
             done.append(name)
             log.info("restored topology '%s'", name)

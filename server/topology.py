@@ -34,7 +34,7 @@ from sbpy.bql.parsed import ParsedStatement
 from sbpy.bql.spark import journal_format as jf
 
 from .journal import JournalWriter
-from .nodes import graph
+from .nodes import graph, replan
 from .nodes import status as st
 from .nodes.consumer import Consumer
 from .nodes.cursor import SelectCursor
@@ -86,6 +86,7 @@ class Topology(TopologyQueries, TopologyViews):
         self.consumers: dict[str, Consumer] = {}
         self.materialized: set[str] = set()
         self.recovering = False  # set by persistence while it replays statements
+        self.defer_consumers = False  # set by persistence: plan queries once the replay has ended
         self._lock = threading.RLock()
         self._drop_listeners: list[Callable[[dict[str, Any]], None]] = []
         self._selects = 0
@@ -308,18 +309,46 @@ class Topology(TopologyQueries, TopologyViews):
     # ------------------------------------------------------------ consumers
 
     def _attach(self, consumer: Consumer) -> None:
-        """Plan and start ``consumer``'s query (materializing shared streams first)."""
+        """Plan and start ``consumer``'s query (materializing shared streams first: a stream fused into a
+        running query is split out of it, ``nodes/replan.py``). During a persistence replay the consumer
+        is only recorded; ``start_deferred`` plans it with the final graph."""
+        if self.defer_consumers:
+            consumer.chain, consumer.deferred = graph.Chain(), True
+            self.consumers[consumer.id] = consumer
+            return
         select_stage = getattr(consumer, "select_stage", None)
         targets = select_stage[2] if select_stage else [consumer.target]
-        fused = self._fused()
         for target in targets:
             extra = list(select_stage[2]) if select_stage else []
             for shared in graph.shared_streams(target, self.sources, self.streams, self.sinks,
-                                               self.materialized, fused, extra):
+                                               self.materialized, extra):
+                owner = replan.owner_of(self, shared)
+                if owner is not None and replan.split(self, owner, shared):
+                    continue
+                # not fused anywhere (or its owner cannot be split and keeps its own copy)
                 chain = graph.plan(shared, self.sources, self.streams, self.materialized, consumer=shared)
                 self.materialized.add(shared)
                 self._start(Consumer(self, shared, "journal", shared, chain))
-                fused = self._fused()
+        consumer.chain = self.plan_chain(consumer)
+        self._start(consumer)
+
+    def new_consumer(self, cid: str, kind: str, target: str, chain: graph.Chain) -> Consumer:
+        return Consumer(self, cid, kind, target, chain)
+
+    def start_deferred(self) -> None:
+        """Plan and start the consumers recorded during a persistence replay, in their order."""
+        self.defer_consumers = False
+        for c in [c for c in self.consumers.values() if c.deferred]:
+            del self.consumers[c.id]
+            c.deferred = False
+            if c.sink is not None and c.sink not in self.sinks.values():
+                continue
+            self._attach(c)
+
+    def plan_chain(self, consumer: Consumer) -> graph.Chain:
+        """The chain ``consumer``'s query runs with the current graph."""
+        select_stage = getattr(consumer, "select_stage", None)
+        targets = select_stage[2] if select_stage else [consumer.target]
         chain = graph.Chain()
         for target in targets:
             sub = graph.plan(target, self.sources, self.streams, self.materialized)
@@ -327,17 +356,19 @@ class Topology(TopologyQueries, TopologyViews):
             chain.stages += [s for s in sub.stages if s[0] not in chain.stage_names]
         if select_stage:
             chain.stages.append(select_stage)
-        consumer.chain = chain
-        self._start(consumer)
+        return chain
 
     def _start(self, consumer: Consumer) -> None:
-        consumer.checkpoint_dir = jf.checkpoint_dir(self.data_dir, self.name, consumer.id)
+        """Start ``consumer``'s planned query. Its checkpoint is named by the consumer and its chain, so
+        a re-planned chain gets a fresh one and the same plan after a restart finds its own."""
+        consumer.query_key = f"{consumer.id}-{graph.chain_tag(consumer.chain)}"
+        consumer.checkpoint_dir = jf.checkpoint_dir(self.data_dir, self.name, consumer.query_key)
         if consumer.temporary or not self.recovering:
             shutil.rmtree(consumer.checkpoint_dir, ignore_errors=True)
         self.consumers[consumer.id] = consumer
         journal = self.journal
         if consumer.chain.inputs and all(journal.ended(i) for i in consumer.chain.inputs) \
-                and not consumer.checkpoint_dir.exists():
+                and not consumer.checkpoint_dir.exists() and consumer.resume_seq is None:
             # everything it would read has already ended: nothing will arrive
             for name in consumer.stage_names:
                 if name in self.streams:
@@ -346,15 +377,8 @@ class Topology(TopologyQueries, TopologyViews):
             if consumer.cursor is not None:
                 consumer.cursor.finish()
             return
-        consumer.start(journal.head)
+        consumer.start(journal.head if consumer.resume_seq is None else consumer.resume_seq)
         self._ensure_monitor()
-
-    def _fused(self) -> set[str]:
-        out: set[str] = set()
-        for c in self.consumers.values():
-            if not c.stopped:
-                out.update(c.stage_names)
-        return out
 
     def _detach(self, consumer: Consumer, remove_checkpoint: bool) -> None:
         self.consumers.pop(consumer.id, None)

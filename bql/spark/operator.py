@@ -331,13 +331,17 @@ class Pipeline:
 _PIPELINES: dict[tuple, Pipeline] = {}
 
 
-def _pipeline(cache_key: tuple, stages: list[StageSpec], topology: str, snap: bytes | None) -> Pipeline:
+def _pipeline(cache_key: tuple, stages: list[StageSpec], topology: str, snap: bytes | None,
+              initial: bytes | None = None) -> Pipeline:
+    """The worker's warm pipeline in the state ``snap`` (Spark's; None = the query's first batch, which
+    starts from ``initial``, a state handed over by re-planning, or from scratch)."""
     pipeline = _PIPELINES.get(cache_key)
-    if pipeline is None or pipeline.dirty or (snap is None and pipeline.saved is not None):
+    target = snap if snap is not None else initial
+    if pipeline is None or pipeline.dirty or (target is None and pipeline.saved is not None):
         pipeline = _PIPELINES[cache_key] = Pipeline(stages, topology)
-    if snap is not None and snap != pipeline.saved:
+    if target is not None and target != pipeline.saved:
         try:
-            pipeline.restore(snap)
+            pipeline.restore(target)
         except BaseException:
             _PIPELINES.pop(cache_key, None)
             raise
@@ -377,7 +381,8 @@ def _timeout_ms(due: _dt.datetime, now_ms: int) -> int:
     return max(1, due_ms - 1 - now_ms)
 
 
-def state_function(query_id: str, stages: list[StageSpec], topology: str = "", ticks: bool = False) -> Callable:
+def state_function(query_id: str, stages: list[StageSpec], topology: str = "", ticks: bool = False,
+                   initial: bytes | None = None) -> Callable:
     """The ``applyInPandasWithState`` function of a fused pipeline (picklable closure).
 
     ``ticks``: the query runs with ``GroupStateTimeout.ProcessingTimeTimeout`` (see
@@ -395,7 +400,7 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "", t
         parts = [f for f in frames if len(f)]
         pdf = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True) if parts else None
         snap = bytes(state.get[0]) if state.exists and state.get[0] is not None else None
-        pipeline = _pipeline(cache_key, stages, topology, snap)
+        pipeline = _pipeline(cache_key, stages, topology, snap, initial)
         rows: list[tuple] = []
         if pdf is not None:
             pdf = pdf.sort_values("seq", kind="stable")

@@ -60,6 +60,11 @@ class Consumer:
         self.temporary = temporary  # remove the checkpoint when the consumer goes away
         self.handle: Any = None
         self.start_seq = 0
+        self.resume_seq: int | None = None  # start here instead of the journal HEAD (re-planning)
+        self.initial_state: bytes | None = None  # the pipeline snapshot to start from (re-planning)
+        self.deferred = False  # attached during a persistence replay; planned when it ends
+        self.query_key = cid  # names the query in sink commit records: its checkpoint's name
+        self.last_batch: int | None = None  # the last micro-batch whose rows were fully handled
         self.restarts = 0
         self.next_restart = 0.0
         self.done = False  # the consumer's input ended; the query is (being) stopped
@@ -123,7 +128,7 @@ class Consumer:
         topo = self.topology
         if self.kind == "sink":
             tuples = [_decode(r["data"]) for r in outs]
-            self.sink.write(self.target, tuples, (self.id, int(batch_id)))
+            self.sink.write(self.target, tuples, (self.query_key, int(batch_id)))
         elif self.kind == "cursor":
             for r in outs:
                 if not self.cursor.put(_decode(r["data"])):
@@ -140,6 +145,7 @@ class Consumer:
         ended = [r["node"] for r in rows if r["kind"] == "end"]
         for node in ended:
             self._end(node)
+        self.last_batch = int(batch_id)
 
     def _stat(self, row: dict[str, Any]) -> None:
         node = self.topology.streams.get(row["node"])

@@ -6,13 +6,13 @@ exactly one consumer is fused into the query (a *stage*); a source, or a stream 
 (computed once by its own query that appends its output to the journal because several consumers read
 it), is an *input* read from the journal.
 
-Limitation (documented): a stream already fused into a running query that later gains a second
-consumer is not re-planned; the new consumer computes its own copy of the stream starting from the
-current journal HEAD (fresh window state), and the stream's status keeps showing the first query's
-counts.
+A stream already fused into a running query that later gains a second consumer is split out of that
+query with its state (``replan.py``), so it is still computed once.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,13 @@ class Chain:
     @property
     def stage_names(self) -> list[str]:
         return [s[0] for s in self.stages]
+
+
+def chain_tag(chain: Chain) -> str:
+    """A short stable name of a chain's shape (inputs, stage names, texts, their inputs): part of its
+    query's checkpoint name, so another plan never resumes a checkpoint of a different shape."""
+    shape = json.dumps([list(chain.inputs), [[n, t, list(i)] for n, t, i in chain.stages]])
+    return hashlib.sha1(shape.encode()).hexdigest()[:10]
 
 
 def consumers_of(name: str, streams: dict[str, Any], sinks: dict[str, Any], extra: list[str] = ()) -> list[str]:
@@ -64,9 +71,9 @@ def plan(target: str, sources: dict[str, Any], streams: dict[str, Any], material
 
 
 def shared_streams(target: str, sources: dict[str, Any], streams: dict[str, Any], sinks: dict[str, Any],
-                   materialized: set[str], fused: set[str], extra: list[str] = ()) -> list[str]:
-    """Streams upstream of ``target`` (inclusive) that need their own query now: several consumers,
-    not yet materialized and not fused into a running query. Dependency order (upstream first)."""
+                   materialized: set[str], extra: list[str] = ()) -> list[str]:
+    """Streams upstream of ``target`` (inclusive) that need their own query now: several consumers and
+    not yet materialized (a running query may have it fused: ``replan.split``). Upstream first."""
     out: list[str] = []
     seen: set[str] = set()
 
@@ -76,7 +83,7 @@ def shared_streams(target: str, sources: dict[str, Any], streams: dict[str, Any]
         seen.add(name)
         for inp in streams[name].inputs:
             visit(inp)
-        if name in materialized or name in fused:
+        if name in materialized:
             return
         if len(consumers_of(name, streams, sinks, extra)) > 1:
             out.append(name)

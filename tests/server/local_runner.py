@@ -17,12 +17,14 @@ from sbpy.bql.spark.operator import OUTPUT_COLUMNS, Pipeline
 
 class LocalQuery:
     def __init__(self, query_id, journal_dir, inputs, stages, checkpoint_dir, start_seq, on_batch, topology="",
-                 processor_context=None, **_):
+                 processor_context=None, initial_state=None, **_):
         self.on_driver = processor_context is not None
         if self.on_driver:
             self.driver = DriverPipeline(stages, topology, processor_context, f"{checkpoint_dir}/{STATE_DIR}")
         else:
             self.pipeline = Pipeline(stages, topology)
+            if initial_state is not None:  # handed over by re-planning
+                self.pipeline.restore(initial_state)
         self.journal_dir, self.inputs = journal_dir, list(inputs)
         self.pos = start_seq
         self.on_batch = on_batch

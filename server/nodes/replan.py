@@ -1,0 +1,93 @@
+"""Re-planning: a stream fused into a running query gains another consumer.
+
+SensorBee computes a stream once however many nodes read it, so a later consumer must not compute its
+own copy. The query that has the stream fused (the *owner*) is stopped at a batch boundary; from its
+last committed journal position and its operator state (``bql/spark/handoff.py``) two queries continue:
+one computing the stream (its output journaled, as for any stream with several consumers) and the owner
+re-planned to read the stream's journal. Each starts from the owner's position with the processor
+snapshots of its own stages, so windows, emitters and counters go on as if nothing happened; the stream's
+outputs for the tuples between that position and the journal HEAD are journaled after HEAD, which the
+new consumer (starting at HEAD) also sees — it starts from the stream's current output.
+
+The owner's old checkpoint is removed once both queries run; their checkpoints are named by their chains
+(``Topology._start``), so a server restart plans the same chains and resumes from them.
+
+Owners that run on the driver (UDS-backed calls) or with a keyed MATCH_RECOGNIZE plan are not split
+(the new consumer computes its own copy, as before); this is logged.
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+from typing import Any
+
+from sbpy.bql.spark import handoff
+
+from . import graph
+
+log = logging.getLogger("sbpy.runtime")
+
+
+def owner_of(topology: Any, stream: str) -> Any:
+    """The running consumer whose query has ``stream`` fused as a stage (None if none)."""
+    for c in topology.consumers.values():
+        if not c.stopped and not c.done and not getattr(c, "deferred", False) and stream in c.stage_names:
+            return c
+    return None
+
+
+def _splittable(topology: Any, owner: Any) -> str | None:
+    """Why ``owner`` cannot be split (None: it can)."""
+    if getattr(owner, "on_driver", False):
+        return "its query runs on the driver"
+    ck = owner.checkpoint_dir
+    if ck is not None and ck.is_dir() and any(p.name.startswith("keyed") for p in ck.iterdir()):
+        return "its query is keyed by a MATCH_RECOGNIZE partition"
+    return None
+
+
+def _position_and_state(topology: Any, handle: Any, owner: Any) -> tuple[int, bytes | None]:
+    """Where the stopped owner's query got to and its pipeline snapshot there."""
+    if hasattr(handle, "pipeline") and hasattr(handle, "pos"):  # the in-process stand-in (tests)
+        return int(handle.pos), handle.pipeline.snapshot()
+    batch = owner.last_batch  # the last batch whose rows the consumer fully handled
+    pos = handoff.position(owner.checkpoint_dir, batch)
+    if pos is None:
+        return topology.journal.head, None
+    if batch is None:
+        return pos, None
+    return pos, handoff.read_snapshot(topology.context.spark(), owner.checkpoint_dir, batch)
+
+
+def split(topology: Any, owner: Any, stream: str) -> bool:
+    """Split ``stream`` out of ``owner``'s query (see the module doc); False if it cannot be split."""
+    why = _splittable(topology, owner)
+    if why is not None:
+        log.warning("stream '%s' gains a consumer but %s: the new consumer computes its own copy", stream, why)
+        return False
+    handle, old_stages, old_ck = owner.handle, list(owner.stage_names), owner.checkpoint_dir
+    temporary, owner.temporary = owner.temporary, False  # keep the checkpoint: its state is read below
+    owner.stop()
+    owner.temporary = temporary
+    pos, snap = _position_and_state(topology, handle, owner)
+
+    shared = topology.new_consumer(stream, "journal", stream,
+                                   graph.plan(stream, topology.sources, topology.streams, topology.materialized,
+                                              consumer=stream))
+    shared.resume_seq = pos
+    shared.initial_state = handoff.split_snapshot(snap, old_stages, shared.stage_names)
+    topology.materialized.add(stream)
+    topology._start(shared)
+    for name in shared.stage_names:
+        if name in topology.streams:
+            topology.streams[name].stats_owner = shared.id
+
+    owner.stopped, owner.handle, owner.last_batch = False, None, None
+    owner.chain = topology.plan_chain(owner)
+    owner.resume_seq = pos
+    owner.initial_state = handoff.split_snapshot(snap, old_stages, owner.stage_names)
+    topology._start(owner)
+    if old_ck is not None and old_ck != owner.checkpoint_dir:
+        shutil.rmtree(old_ck, ignore_errors=True)
+    log.info("stream '%s' split out of query '%s' at seq %d", stream, owner.id, pos)
+    return True

@@ -1,0 +1,56 @@
+"""On Spark: a stream fused into a running query gains a second consumer; its state is read from the
+stopped query's checkpoint (Spark's state data source) and handed to the two queries that replace it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sbpy.bql.parser import parse_script
+from sbpy.bql.runtime.testing import run_query
+from sbpy.server.nodes.source_node import wait_until
+from sbpy.server.topology import Topology
+
+pytestmark = pytest.mark.spark
+
+N = 100
+QUERY = "SELECT RSTREAM count(*) AS n, max(a) AS last, sum(a) AS s FROM src [RANGE 5 TUPLES]"
+
+
+def lines(path):
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_split_on_spark_keeps_window_state(server_context, tmp_path):
+    rows = [{"a": i} for i in range(N)]
+    src, k1, k2 = tmp_path / "in.jsonl", tmp_path / "k1.jsonl", tmp_path / "k2.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    expected = run_query(QUERY, {"src": rows})
+    t = Topology("split", server_context)
+    try:
+        for p in parse_script(f"""
+                CREATE PAUSED SOURCE src TYPE file WITH path = "{src}", interval = 0.05;
+                CREATE STREAM x AS {QUERY};
+                CREATE SINK k1 TYPE file WITH path = "{k1}";
+                INSERT INTO k1 FROM x;
+                RESUME SOURCE src;"""):
+            t.execute(p)
+        assert wait_until(lambda: len(lines(k1)) >= 3, 180, 0.05)
+        old_ck = t.consumers["k1"].checkpoint_dir
+        for p in parse_script(f'CREATE SINK k2 TYPE file WITH path = "{k2}"; INSERT INTO k2 FROM x;'):
+            t.execute(p)
+        assert t.consumers["x"].stage_names == ["x"] and t.consumers["k1"].stage_names == []
+        assert not old_ck.exists()
+        assert wait_until(lambda: t.node("stream", "x")["state"] == "stopped", 240, 0.1)
+        done = wait_until(lambda: len(lines(k1)) == N and lines(k2)[-1:] == expected[-1:], 60, 0.1)
+        assert done, (len(lines(k1)), lines(k1)[-2:], lines(k2)[-2:],
+                      {c.id: (c.error, c.done, c.stopped, c.start_seq, c.chain.inputs,
+                              c.handle and c.handle.is_active, c.handle and c.handle.error,
+                              c.handle and (c.handle.last_progress or {}).get("sources"))
+                       for c in t.consumers.values()},
+                      t.journal.head, (t.journal.dir / "x" / "log.jsonl").read_text().splitlines()[-3:])
+    finally:
+        t.stop()
+    assert lines(k1) == expected  # the window state went on through the split
+    got2 = lines(k2)
+    assert got2 and got2 == expected[N - len(got2):]
