@@ -37,6 +37,7 @@ class JournalWriter:
         self._files: dict[str, Any] = {}
         self._counts: dict[str, int] = {}  # data entries per node log
         self._ended: set[str] = set()
+        self._batches: dict[str, list] = jf.read_head_batches(self.dir)  # node -> [query key, batch id]
         self._seq = self._recover()
 
     # ------------------------------------------------------------ recovery
@@ -88,11 +89,17 @@ class JournalWriter:
             self._files[node] = f
         return f
 
-    def append(self, node: str, items: Iterable[tuple[int, Any]]) -> int:
-        """Append ``(ts_us, data)`` items to ``node``'s log, commit them (HEAD) and return the last seq."""
+    def append(self, node: str, items: Iterable[tuple[int, Any]], batch: tuple[str, int] | None = None) -> int:
+        """Append ``(ts_us, data)`` items to ``node``'s log, commit them (HEAD) and return the last seq.
+
+        ``batch`` = ``(query key, batch id)`` of the micro-batch that computed the items (a stream's own
+        query): a batch already appended (replayed after a crash) is skipped."""
         with self._lock:
             if node in self._ended:
                 raise ValueError(f"node '{node}' has already ended")
+            last = self._batches.get(node)
+            if batch is not None and last is not None and last[0] == batch[0] and int(last[1]) >= batch[1]:
+                return self._seq
             f = self._file(node)
             seq = self._seq
             lines = []
@@ -103,7 +110,9 @@ class JournalWriter:
                 return self._seq
             f.write("\n".join(lines) + "\n")
             f.flush()
-            jf.write_head(self.dir, seq)
+            if batch is not None:
+                self._batches[node] = [batch[0], int(batch[1])]
+            jf.write_head(self.dir, seq, self._batches)
             self._seq = seq
             self._counts[node] = self._counts.get(node, 0) + len(lines)
             return seq
@@ -117,7 +126,7 @@ class JournalWriter:
             self._seq += 1
             f.write(jf.encode_end(self._seq) + "\n")
             f.flush()
-            jf.write_head(self.dir, self._seq)
+            jf.write_head(self.dir, self._seq, self._batches)
             self._ended.add(node)
             return self._seq
 
@@ -137,6 +146,7 @@ class JournalWriter:
             if f is not None:
                 f.close()
             self._counts.pop(node, None)
+            self._batches.pop(node, None)
             self._ended.discard(node)
             shutil.rmtree(self.dir / node, ignore_errors=True)
 

@@ -220,12 +220,24 @@ def read_head(journal_dir: str | os.PathLike[str]) -> int:
         return 0
 
 
-def write_head(journal_dir: str | os.PathLike[str], seq: int) -> None:
-    """Atomically set HEAD to ``seq`` (write a temp file, fsync-free, then ``os.replace``)."""
+def read_head_batches(journal_dir: str | os.PathLike[str]) -> dict[str, list]:
+    """The last micro-batch appended to each query-written node log, ``{node: [query key, batch id]}``,
+    committed together with HEAD (see ``write_head``)."""
+    try:
+        with open(Path(journal_dir) / HEAD_FILE, "rb") as f:
+            return dict(orjson.loads(f.read()).get("batches") or {})
+    except FileNotFoundError:
+        return {}
+
+
+def write_head(journal_dir: str | os.PathLike[str], seq: int, batches: dict[str, list] | None = None) -> None:
+    """Atomically set HEAD to ``seq`` (write a temp file, fsync-free, then ``os.replace``); ``batches``
+    (``{node: [query key, batch id]}``) commits which query batch wrote a node log last, in the same
+    atomic step, so a batch replayed after a crash is appended once."""
     path = Path(journal_dir)
     path.mkdir(parents=True, exist_ok=True)
     tmp = path / f".{HEAD_FILE}.{os.getpid()}.tmp"
-    tmp.write_bytes(orjson.dumps({"seq": int(seq)}))
+    tmp.write_bytes(orjson.dumps({"seq": int(seq), "batches": batches} if batches else {"seq": int(seq)}))
     os.replace(tmp, path / HEAD_FILE)
 
 

@@ -134,7 +134,8 @@ class Consumer:
                 if not self.cursor.put(_decode(r["data"])):
                     break
         elif outs:
-            topo.journal.append(self.target, [(int(r["ts"]), _decode(r["data"])) for r in outs])
+            topo.journal.append(self.target, [(int(r["ts"]), _decode(r["data"])) for r in outs],
+                                batch=(self.query_key, int(batch_id)))
         for r in rows:
             kind = r["kind"]
             if kind == "stat":
