@@ -15,6 +15,7 @@ Spark's state equals what they saved (as ``operator._pipeline`` does).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -66,8 +67,38 @@ def _plan_key(plan: KeyedPlan) -> tuple:
     return (tuple(s.key() for s in plan.upstream), plan.keyed.key(), tuple(s.key() for s in plan.downstream))
 
 
+def _run_sequential(role: str, cache_key: tuple, make: Callable[[], Any], state: Any, rows: Iterator[Any]) -> Any:
+    """One micro-batch of a sequential core (router or tail) in its single group."""
+    import os, time as _t
+    _t0 = _t.perf_counter()
+    pdf = _concat(rows)
+    _t1 = _t.perf_counter()
+    value = state.get() if state.exists() else None
+    snap = bytes(value[0]) if value is not None and value[0] is not None else None
+    core = _core(cache_key, make, snap)
+    out: list[tuple] = []
+    if pdf is not None:
+        core.dirty = True  # ahead of Spark's state until the new snapshot is saved
+        try:
+            out = _feed(role, core, pdf)
+        except BaseException:
+            _CORES.pop(cache_key, None)
+            raise
+    new = core.snapshot()
+    state.update((new,))
+    core.saved, core.dirty = new, False
+    fr = _frame(out)
+    with open("/tmp/kproto/trace.log", "a") as f:
+        f.write(f"{role} pid={os.getpid()} n={0 if pdf is None else len(pdf)} in={_t1-_t0:.3f} total={_t.perf_counter()-_t0:.3f} {_t.time():.3f}\n")
+    return fr
+
+
 def _sequential(role: str, query_id: str, plan: KeyedPlan, topology: str, make: Callable[[], Any]) -> Any:
-    """A ``StatefulProcessor`` running one sequential core (router or tail) in a single group."""
+    """A ``StatefulProcessor`` running one sequential core (router or tail) in a single group.
+
+    The class is built here (pyspark is imported lazily) and so pickled by value; everything that
+    touches the per-worker caches is a module-level function, which pickles by reference (a by-value
+    function would carry its own copy of ``_CORES`` and never find a warm core)."""
     from pyspark.sql.streaming import StatefulProcessor
 
     cache_key = (role, query_id, _plan_key(plan))
@@ -77,22 +108,7 @@ def _sequential(role: str, query_id: str, plan: KeyedPlan, topology: str, make: 
             self.state = handle.getValueState("snap", STATE_SCHEMA)
 
         def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-            pdf = _concat(rows)
-            value = self.state.get() if self.state.exists() else None
-            snap = bytes(value[0]) if value is not None and value[0] is not None else None
-            core = _core(cache_key, make, snap)
-            out: list[tuple] = []
-            if pdf is not None:
-                core.dirty = True  # ahead of Spark's state until the new snapshot is saved
-                try:
-                    out = _feed(role, core, pdf)
-                except BaseException:
-                    _CORES.pop(cache_key, None)
-                    raise
-            new = core.snapshot()
-            self.state.update((new,))
-            core.saved, core.dirty = new, False
-            yield _frame(out)
+            yield _run_sequential(role, cache_key, make, self.state, rows)
 
         def close(self) -> None:
             pass
@@ -108,40 +124,47 @@ def _feed(role: str, core: Any, pdf: Any) -> list[tuple]:
     return core.run(list(pdf[ROW_COLUMNS].itertuples(index=False, name=None)))
 
 
+def _run_key(cache_key: tuple, query_id: str, plan: KeyedPlan, topology: str, key: Any, frames: Iterator[Any],
+             state: Any) -> Iterator[Any]:
+    import os, time as _t
+    _t0 = _t.perf_counter()
+    gkey = key[0]
+    pdf = _concat(frames)
+    _t1 = _t.perf_counter()
+    if gkey == PASS_KEY or gkey is None:
+        yield pdf[ROW_COLUMNS] if pdf is not None else _frame([])
+        return
+    snap = bytes(state.get[0]) if state.exists and state.get[0] is not None else None
+    core = _CORES.get(cache_key)
+    if core is None:
+        core = _CORES[cache_key] = KeyedCore(plan, topology)
+    pkey = (query_id, gkey)
+    cached = _PARTS.pop(pkey, None)
+    if cached is not None and snap is not None and cached[0] == snap:
+        core.proc.parts = cached[1]  # warm: the partition objects Spark's state was saved from
+    else:
+        core.load(snap)
+    out: list[tuple] = []
+    if pdf is not None:
+        pdf = pdf.sort_values(["seq", "idx"], kind="stable")
+        out = core.run(list(zip(pdf["seq"].tolist(), pdf["idx"].tolist(), pdf["kind"].tolist(),
+                                pdf["ts"].tolist(), pdf["data"].tolist(), pdf["input"].tolist())))
+    new = core.snapshot()
+    state.update((new,))
+    _PARTS[pkey] = (new, core.proc.parts)
+    core.proc.parts = {}
+    while len(_PARTS) > _MAX_CACHED_KEYS:
+        _PARTS.pop(next(iter(_PARTS)))
+    fr = _frame(out)
+    with open("/tmp/kproto/trace.log", "a") as f:
+        f.write(f"keyed pid={os.getpid()} warm={cached is not None} n={0 if pdf is None else len(pdf)} in={_t1-_t0:.3f} total={_t.perf_counter()-_t0:.3f} {_t.time():.3f}\n")
+    yield fr
+
+
 def keyed_function(query_id: str, plan: KeyedPlan, topology: str = "") -> Callable:
-    """The ``applyInPandasWithState`` function running K for one partition key."""
-    cache_key = ("keyed", query_id, _plan_key(plan))
-
-    def run_key(key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
-        gkey = key[0]
-        pdf = _concat(frames)
-        if gkey == PASS_KEY or gkey is None:
-            yield pdf[ROW_COLUMNS] if pdf is not None else _frame([])
-            return
-        snap = bytes(state.get[0]) if state.exists and state.get[0] is not None else None
-        core = _CORES.get(cache_key)
-        if core is None:
-            core = _CORES[cache_key] = KeyedCore(plan, topology)
-        pkey = (query_id, gkey)
-        cached = _PARTS.pop(pkey, None)
-        if cached is not None and snap is not None and cached[0] == snap:
-            core.proc.parts = cached[1]
-        else:
-            core.load(snap)
-        out: list[tuple] = []
-        if pdf is not None:
-            pdf = pdf.sort_values(["seq", "idx"], kind="stable")
-            out = core.run(list(zip(pdf["seq"].tolist(), pdf["idx"].tolist(), pdf["kind"].tolist(),
-                                    pdf["ts"].tolist(), pdf["data"].tolist(), pdf["input"].tolist())))
-        new = core.snapshot()
-        state.update((new,))
-        _PARTS[pkey] = (new, core.proc.parts)
-        core.proc.parts = {}
-        while len(_PARTS) > _MAX_CACHED_KEYS:
-            _PARTS.pop(next(iter(_PARTS)))
-        yield _frame(out)
-
-    return run_key
+    """The ``applyInPandasWithState`` function running K for one partition key (a partial of a
+    module-level function, so the worker's caches persist between micro-batches)."""
+    return functools.partial(_run_key, ("keyed", query_id, _plan_key(plan)), query_id, plan, topology)
 
 
 def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "") -> Any:

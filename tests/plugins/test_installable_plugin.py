@@ -20,7 +20,6 @@ import tomllib
 from pathlib import Path
 
 import httpx
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ROOT / "examples" / "my_plugin"
