@@ -69,10 +69,7 @@ def _plan_key(plan: KeyedPlan) -> tuple:
 
 def _run_sequential(role: str, cache_key: tuple, make: Callable[[], Any], state: Any, rows: Iterator[Any]) -> Any:
     """One micro-batch of a sequential core (router or tail) in its single group."""
-    import os, time as _t
-    _t0 = _t.perf_counter()
     pdf = _concat(rows)
-    _t1 = _t.perf_counter()
     value = state.get() if state.exists() else None
     snap = bytes(value[0]) if value is not None and value[0] is not None else None
     core = _core(cache_key, make, snap)
@@ -87,10 +84,7 @@ def _run_sequential(role: str, cache_key: tuple, make: Callable[[], Any], state:
     new = core.snapshot()
     state.update((new,))
     core.saved, core.dirty = new, False
-    fr = _frame(out)
-    with open("/tmp/kproto/trace.log", "a") as f:
-        f.write(f"{role} pid={os.getpid()} n={0 if pdf is None else len(pdf)} in={_t1-_t0:.3f} total={_t.perf_counter()-_t0:.3f} {_t.time():.3f}\n")
-    return fr
+    return _frame(out)
 
 
 def _sequential(role: str, query_id: str, plan: KeyedPlan, topology: str, make: Callable[[], Any]) -> Any:
@@ -126,11 +120,8 @@ def _feed(role: str, core: Any, pdf: Any) -> list[tuple]:
 
 def _run_key(cache_key: tuple, query_id: str, plan: KeyedPlan, topology: str, key: Any, frames: Iterator[Any],
              state: Any) -> Iterator[Any]:
-    import os, time as _t
-    _t0 = _t.perf_counter()
     gkey = key[0]
     pdf = _concat(frames)
-    _t1 = _t.perf_counter()
     if gkey == PASS_KEY or gkey is None:
         yield pdf[ROW_COLUMNS] if pdf is not None else _frame([])
         return
@@ -155,10 +146,7 @@ def _run_key(cache_key: tuple, query_id: str, plan: KeyedPlan, topology: str, ke
     core.proc.parts = {}
     while len(_PARTS) > _MAX_CACHED_KEYS:
         _PARTS.pop(next(iter(_PARTS)))
-    fr = _frame(out)
-    with open("/tmp/kproto/trace.log", "a") as f:
-        f.write(f"keyed pid={os.getpid()} warm={cached is not None} n={0 if pdf is None else len(pdf)} in={_t1-_t0:.3f} total={_t.perf_counter()-_t0:.3f} {_t.time():.3f}\n")
-    yield fr
+    yield _frame(out)
 
 
 def keyed_function(query_id: str, plan: KeyedPlan, topology: str = "") -> Callable:
