@@ -26,6 +26,27 @@ from ...values import MISSING
 
 MR = "\x00mr"
 ROW = "\x00row"
+POS = "\x00pos"
+
+
+class _NoRow:
+    """A row outside the partition: every field reads as NULL."""
+
+    __slots__ = ()
+    data: dict = {}
+
+
+class _BlockedRow:
+    """A row that has not arrived yet: reading a field of it raises ``Blocked``."""
+
+    __slots__ = ()
+
+    @property
+    def data(self) -> dict:
+        raise Blocked(-1)
+
+
+_NO_ROW, _BLOCKED = _NoRow(), _BlockedRow()
 
 
 class Blocked(Exception):
@@ -220,12 +241,17 @@ class MRContext:
         self._flush_aggregates()
         return lambda view: fn(view.env())
 
-    def compile_row_local(self, expr: Any, var: str) -> Callable[[Any], Any] | None:
-        """A fast ``f(row tuple) -> value`` for a DEFINE condition of ``var`` that reads only the
-        current row (no navigation, CLASSIFIER, MATCH_NUMBER or aggregate); None otherwise."""
+    def compile_row_local(self, expr: Any, var: str) -> Callable[[Any, int], Any] | None:
+        """A fast ``f(rows, p) -> value`` for a DEFINE condition of ``var`` that reads only the row at
+        position ``p`` and rows at physical offsets from it (``PREV``/``NEXT`` over ``var``'s or
+        universal fields, not nested; no CLASSIFIER, MATCH_NUMBER, FIRST/LAST or aggregate); None
+        otherwise. Its values equal those of ``compile`` on a view of that one row."""
         expr = self.normalise(expr)
         for n in expr.walk():
-            if isinstance(n, (Navigation, Classifier, MatchNumber, RunningFinal, TimestampRef)):
+            if isinstance(n, (Classifier, MatchNumber, RunningFinal, TimestampRef)):
+                return None
+            if isinstance(n, Navigation) and (n.kind.lower() not in ("prev", "next") or any(
+                    isinstance(m, Navigation) for m in n.operand.walk())):
                 return None
             if isinstance(n, PatternFieldRef) and n.var not in (None, var):
                 return None
@@ -242,8 +268,27 @@ class MRContext:
                 return None if v is MISSING else v
             return ref
 
-        fn = compile_expr(expr, Scope((ROW,), self.registry, None, True, {PatternFieldRef: row_ref}))
-        return lambda tup: fn(Env({ROW: tup}))
+        def row_nav(node: Navigation, scope: Scope, child: Callable) -> Callable:
+            n = 1 if node.offset is None else node.offset
+            if node.kind.lower() == "prev":
+                n = -n
+            inner = child(node.operand)
+
+            def nav(env: Env) -> Any:
+                rows, p = env.tuples[POS]
+                idx = p + n
+                if idx < 0:
+                    return None
+                try:
+                    tup = rows.get(idx)
+                except Blocked:
+                    tup = _BLOCKED  # a row still to come: Blocked once a field of it is read
+                return inner(Env({ROW: _NO_ROW if tup is None else tup, POS: (rows, idx)}))
+            return nav
+
+        fn = compile_expr(expr, Scope((ROW,), self.registry, None, True,
+                                      {PatternFieldRef: row_ref, Navigation: row_nav}))
+        return lambda rows, p: fn(Env({ROW: rows.get(p), POS: (rows, p)}))
 
     # ------------------------------------------------------------ aggregates
 

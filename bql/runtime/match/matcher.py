@@ -259,8 +259,8 @@ class Matcher:
             if r is None:
                 if fast is not None:
                     try:
-                        r = fast(self.rows.get(p)) is True
-                    except BQLError:
+                        r = fast(self.rows, p) is True
+                    except (BQLError, Blocked):
                         r = False
                 else:
                     r = _truth(fn, View(self.rows, p, [var], p, p, self.mno + 1, self.spec.ctx))
