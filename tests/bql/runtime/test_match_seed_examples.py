@@ -85,3 +85,16 @@ def test_flink_output_mode_example():
     rows = [{"symbol": "XYZ", "tax": 1, "price": p, "rowtime": 1537178402 + i} for i, p in enumerate([10, 12, 13, 11])]
     assert feed(mr(q, stream="Ticker"), rows, stream="Ticker") == [
         {"symbol": "XYZ", "startPrice": 10, "topPrice": 13, "lastPrice": 11}]
+
+
+def test_flink_within_price_drop_of_10_in_one_hour():
+    """Flink's WITHIN example: the 11 drop from 10:00 (20) to 11:40 (9) spans more than an hour and is
+    not a match; the 14 drop from 12:00 (15) to 13:00 (1) is (equal to the bound is kept)."""
+    q = ("PARTITION BY symbol ORDER BY rowtime MEASURES C.rowtime AS dropTime, A.price - C.price AS dropDiff "
+         "ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B* C) WITHIN 3600 SECONDS "
+         "DEFINE B AS B.price > A.price - 10, C AS C.price < A.price - 10")
+    prices = [20, 17, 18, 11, 14, 9, 15, 14, 24, 1, 19]
+    t10 = FLINK_T0  # 01-Apr-11 10:00:00, rows every 20 minutes
+    rows = [{"symbol": "ACME", "rowtime": t10 + 1200 * i, "price": p, "tax": 1} for i, p in enumerate(prices)]
+    assert feed(mr(q, stream="Ticker"), rows, stream="Ticker") == [
+        {"symbol": "ACME", "dropTime": t10 + 3 * 3600, "dropDiff": 14}]
