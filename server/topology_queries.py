@@ -47,7 +47,8 @@ class TopologyQueries:
         spec = dict(query_id=f"{self.name}.{consumer.id}", journal_dir=str(self.journal.dir),
                     inputs=tuple(consumer.chain.inputs), stages=stages,
                     checkpoint_dir=str(consumer.checkpoint_dir), start_seq=consumer.start_seq,
-                    on_batch=consumer.on_batch, topology=self.name, initial_state=consumer.initial_state)
+                    on_batch=consumer.on_batch, before_batch=consumer.before_batch, topology=self.name,
+                    initial_state=consumer.initial_state)
         on_driver = self.stateful_calls(consumer.chain.stages)
         consumer.on_driver = bool(on_driver)
         if self._starter is not None:

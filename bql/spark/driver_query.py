@@ -43,8 +43,10 @@ STATE_DIR = "driver-state"
 class DriverPipeline:
     """A ``Pipeline`` with per-batch snapshot files under ``state_dir`` (Spark-free)."""
 
-    def __init__(self, stages: Iterable[StageSpec], topology: str, context: Any, state_dir: str | Path):
+    def __init__(self, stages: Iterable[StageSpec], topology: str, context: Any, state_dir: str | Path,
+                 initial: bytes | None = None):
         self.stages = list(stages)
+        self.initial = initial  # the state before the first batch (handed over by re-planning)
         self.topology = topology
         self.context = context
         self.dir = Path(state_dir)
@@ -86,6 +88,8 @@ class DriverPipeline:
         if before:
             pipeline.restore(self._path(before[-1]).read_bytes())
             self.restores += 1
+        elif self.initial is not None:
+            pipeline.restore(self.initial)
         self.pipeline = pipeline
 
     def _save(self, batch_id: int, data: bytes) -> None:
@@ -131,10 +135,13 @@ def start_driver_query(spark: Any, spec: QuerySpec, context: Any) -> QueryHandle
               .option("start_seq", str(jf.pin_start_seq(spec.checkpoint_dir, spec.start_seq))))
     if spec.max_seqs:
         reader = reader.option("max_seqs", str(int(spec.max_seqs)))
-    runner = DriverPipeline(spec.stages, spec.topology, context, Path(spec.checkpoint_dir) / STATE_DIR)
+    runner = DriverPipeline(spec.stages, spec.topology, context, Path(spec.checkpoint_dir) / STATE_DIR,
+                            initial=spec.initial_state)
     holder: dict[str, QueryHandle] = {}
 
     def bridge(batch_df: Any, batch_id: int) -> None:
+        if spec.before_batch is not None:  # before the pipeline: a refused batch has no UDS effects
+            spec.before_batch(batch_id)
         out = runner.run_batch(int(batch_id), _journal_rows(batch_df))
         handle = holder.get("h")
         if handle is not None:

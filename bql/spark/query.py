@@ -56,6 +56,7 @@ class QuerySpec:
     checkpoint_dir: str | Path
     start_seq: int = 0
     on_batch: Callable[[int, list[dict[str, Any]]], None] | None = None
+    before_batch: Callable[[int], None] | None = None  # called first in the callback; raising refuses the batch
     on_error: Callable[[str], None] | None = None
     topology: str = ""
     pool: str | None = None
@@ -248,6 +249,8 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     holder: dict[str, QueryHandle] = {}
 
     def bridge(batch_df: Any, batch_id: int) -> None:
+        if spec.before_batch is not None:
+            spec.before_batch(batch_id)
         rows = _collect(batch_df)
         handle = holder.get("h")
         if handle is not None:

@@ -65,6 +65,7 @@ class Consumer:
         self.deferred = False  # attached during a persistence replay; planned when it ends
         self.query_key = cid  # names the query in sink commit records: its checkpoint's name
         self.last_batch: int | None = None  # the last micro-batch whose rows were fully handled
+        self.freezing = False  # re-planning: refuse new batches (they fail uncommitted) until stopped
         self.restarts = 0
         self.next_restart = 0.0
         self.done = False  # the consumer's input ended; the query is (being) stopped
@@ -120,7 +121,13 @@ class Consumer:
 
     # ------------------------------------------------------------ micro-batches
 
+    def before_batch(self, batch_id: int) -> None:
+        """Refuse a batch while the query is being re-planned (it fails, uncommitted and without effects)."""
+        if self.freezing:
+            raise RuntimeError(f"query '{self.id}' is being re-planned: batch {batch_id} is left uncommitted")
+
     def on_batch(self, batch_id: int, rows: Any) -> None:
+        self.before_batch(batch_id)
         if self.stopped and self.kind == "cursor":
             return
         rows = _rows(rows)

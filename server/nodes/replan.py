@@ -12,16 +12,19 @@ new consumer (starting at HEAD) also sees — it starts from the stream's curren
 The owner's old checkpoint is removed once both queries run; their checkpoints are named by their chains
 (``Topology._start``), so a server restart plans the same chains and resumes from them.
 
-Owners that run on the driver (UDS-backed calls) or with a keyed MATCH_RECOGNIZE plan are not split
-(the new consumer computes its own copy, as before); this is logged.
+An owner that runs on the driver (UDS-backed calls) hands over the snapshot file of its last batch
+(``driver_query.DriverPipeline``). Owners with a keyed MATCH_RECOGNIZE plan are not split (their
+state is spread over partitions; the new consumer computes its own copy, as before); this is logged.
 """
 from __future__ import annotations
 
 import logging
 import shutil
+import time
 from typing import Any
 
 from sbpy.bql.spark import handoff
+from sbpy.bql.spark.driver_query import STATE_DIR
 
 from . import graph
 
@@ -38,24 +41,40 @@ def owner_of(topology: Any, stream: str) -> Any:
 
 def _splittable(topology: Any, owner: Any) -> str | None:
     """Why ``owner`` cannot be split (None: it can)."""
-    if getattr(owner, "on_driver", False):
-        return "its query runs on the driver"
     ck = owner.checkpoint_dir
     if ck is not None and ck.is_dir() and any(p.name.startswith("keyed") for p in ck.iterdir()):
         return "its query is keyed by a MATCH_RECOGNIZE partition"
     return None
 
 
+def _quiesce(owner: Any, handle: Any, timeout: float = 60.0) -> None:
+    """Bring the owner's query to rest with its last handled batch committed: from now on a new batch
+    fails in the callback, before the sink (so it is neither delivered nor committed); wait until no
+    batch is running (a batch whose callback returned is committed before the next one starts)."""
+    owner.stopped = True  # the monitor must not restart the query the refused batch fails
+    owner.freezing = True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = getattr(handle, "status", None)
+        if not isinstance(status, dict) or not handle.is_active or not status.get("isTriggerActive"):
+            return
+        time.sleep(0.05)
+
+
 def _position_and_state(topology: Any, handle: Any, owner: Any) -> tuple[int, bytes | None]:
     """Where the stopped owner's query got to and its pipeline snapshot there."""
-    if hasattr(handle, "pipeline") and hasattr(handle, "pos"):  # the in-process stand-in (tests)
-        return int(handle.pos), handle.pipeline.snapshot()
+    if hasattr(handle, "pos"):  # the in-process stand-in (tests)
+        pipeline = handle.driver.pipeline if getattr(handle, "on_driver", False) else handle.pipeline
+        return int(handle.pos), pipeline.snapshot() if pipeline is not None else None
     batch = owner.last_batch  # the last batch whose rows the consumer fully handled
     pos = handoff.position(owner.checkpoint_dir, batch)
     if pos is None:
         return topology.journal.head, None
     if batch is None:
         return pos, None
+    if getattr(owner, "on_driver", False):
+        path = owner.checkpoint_dir / STATE_DIR / f"{batch}.snap"
+        return pos, path.read_bytes() if path.exists() else None
     return pos, handoff.read_snapshot(topology.context.spark(), owner.checkpoint_dir, batch)
 
 
@@ -67,8 +86,9 @@ def split(topology: Any, owner: Any, stream: str) -> bool:
         return False
     handle, old_stages, old_ck = owner.handle, list(owner.stage_names), owner.checkpoint_dir
     temporary, owner.temporary = owner.temporary, False  # keep the checkpoint: its state is read below
+    _quiesce(owner, handle)
     owner.stop()
-    owner.temporary = temporary
+    owner.temporary, owner.freezing = temporary, False
     pos, snap = _position_and_state(topology, handle, owner)
 
     shared = topology.new_consumer(stream, "journal", stream,

@@ -54,3 +54,37 @@ def test_split_on_spark_keeps_window_state(server_context, tmp_path):
     assert lines(k1) == expected  # the window state went on through the split
     got2 = lines(k2)
     assert got2 and got2 == expected[N - len(got2):]
+
+
+def test_split_of_a_driver_mode_query_on_spark(server_context, tmp_path):
+    """The owner calls a UDS-backed function, so its query runs on the driver: its last batch's snapshot
+    file is handed over; the counter is called once per tuple and both sinks see the same ids."""
+    from sbpy.plugins.loader import load_modules
+    from sbpy.server.uds_storage import InMemoryStorage
+
+    load_modules(["sbpy.plugins.examples"])
+    if getattr(server_context, "uds_storage", None) is None:
+        server_context.uds_storage = InMemoryStorage()
+    src, k1, k2 = tmp_path / "in.jsonl", tmp_path / "k1.jsonl", tmp_path / "k2.jsonl"
+    src.write_text("".join(json.dumps({"a": i}) + "\n" for i in range(N)))
+    t = Topology("splitd", server_context)
+    try:
+        for p in parse_script(f"""
+                CREATE STATE c TYPE my_counter WITH start = 1;
+                CREATE PAUSED SOURCE src TYPE file WITH path = "{src}", interval = 0.05;
+                CREATE STREAM ids AS SELECT RSTREAM my_next_count("c") AS id, a FROM src [RANGE 1 TUPLES];
+                CREATE SINK k1 TYPE file WITH path = "{k1}";
+                INSERT INTO k1 FROM ids;
+                RESUME SOURCE src;"""):
+            t.execute(p)
+        assert wait_until(lambda: len(lines(k1)) >= 3, 180, 0.05)
+        assert t.consumers["k1"].on_driver
+        for p in parse_script(f'CREATE SINK k2 TYPE file WITH path = "{k2}"; INSERT INTO k2 FROM ids;'):
+            t.execute(p)
+        assert wait_until(lambda: t.node("stream", "ids")["state"] == "stopped", 240, 0.1)
+        assert wait_until(lambda: len(lines(k1)) == N and lines(k2)[-1:] == lines(k1)[-1:], 60, 0.1)
+    finally:
+        t.stop()
+    got1, got2 = lines(k1), lines(k2)
+    assert got1 == [{"id": i + 1, "a": i} for i in range(N)]
+    assert got2 and got2 == got1[N - len(got2):]

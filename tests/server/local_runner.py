@@ -20,7 +20,8 @@ class LocalQuery:
                  processor_context=None, initial_state=None, **_):
         self.on_driver = processor_context is not None
         if self.on_driver:
-            self.driver = DriverPipeline(stages, topology, processor_context, f"{checkpoint_dir}/{STATE_DIR}")
+            self.driver = DriverPipeline(stages, topology, processor_context, f"{checkpoint_dir}/{STATE_DIR}",
+                                         initial=initial_state)
         else:
             self.pipeline = Pipeline(stages, topology)
             if initial_state is not None:  # handed over by re-planning

@@ -95,3 +95,36 @@ def test_replayed_topology_plans_with_the_final_graph(tmp_path):
         assert lines(tmp_path / "k1.jsonl") == lines(tmp_path / "k2.jsonl") == [{"a": 0}, {"a": 1}, {"a": 2}]
     finally:
         t.stop()
+
+
+def test_driver_mode_owner_is_split_too(tmp_path):
+    """A stream calling a UDS-backed function (its query runs on the driver) gains a consumer: the counter
+    is still called once per tuple, and both consumers see the same ids."""
+    from sbpy.plugins.loader import load_modules
+    from sbpy.server.uds_storage import InMemoryStorage
+
+    load_modules(["sbpy.plugins.examples"])
+    ctx = Ctx(tmp_path / "data")
+    ctx.uds_storage = InMemoryStorage()
+    t = Topology("t3", ctx, query_starter=start_local)
+    src, k1, k2 = tmp_path / "in.jsonl", tmp_path / "k1.jsonl", tmp_path / "k2.jsonl"
+    src.write_text("".join(json.dumps({"a": i}) + "\n" for i in range(N)))
+    try:
+        run(t, f"""
+            CREATE STATE c TYPE my_counter WITH start = 1;
+            CREATE PAUSED SOURCE src TYPE file WITH path = "{src}", interval = 0.01;
+            CREATE STREAM ids AS SELECT RSTREAM my_next_count("c") AS id, a FROM src [RANGE 1 TUPLES];
+            CREATE SINK k1 TYPE file WITH path = "{k1}";
+            INSERT INTO k1 FROM ids;
+            RESUME SOURCE src;""")
+        assert wait_until(lambda: len(lines(k1)) >= 5, 20)
+        assert t.consumers["k1"].on_driver
+        run(t, f'CREATE SINK k2 TYPE file WITH path = "{k2}"; INSERT INTO k2 FROM ids;')
+        assert t.consumers["ids"].stage_names == ["ids"] and t.consumers["ids"].on_driver
+        assert wait_until(lambda: t.node("stream", "ids")["state"] == "stopped", 30)
+        assert wait_until(lambda: len(lines(k1)) == N and lines(k2)[-1:] == lines(k1)[-1:], 10)
+    finally:
+        t.stop()
+    got1, got2 = lines(k1), lines(k2)
+    assert got1 == [{"id": i + 1, "a": i} for i in range(N)]  # one counter call per tuple, in order
+    assert got2 and got2 == got1[N - len(got2):]
