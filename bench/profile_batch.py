@@ -13,7 +13,7 @@ journal, wait until foreachBatch has seen them, repeat ``--batches`` times. For 
 The operator function here is an instrumented copy of ``bql/spark/operator.state_function`` (same
 ``Pipeline`` and worker cache); the query is built like ``bql/spark/query.start_query`` — neither
 module is changed. Variants: the production settings (RocksDB), HDFS-backed state store, RocksDB with
-changelog checkpointing, checkpoints on tmpfs, no operator at all (journal → foreachBatch), a big
+changelog checkpointing, checkpoints on tmpfs, no operator at all (journal → foreachBatch), a 2000-tuple
 window state (pickling cost), and a fixed 100 ms trigger.
 
 Run: ``/work/venv/bin/python bench/profile_batch.py [--batches 25] [--tuples 1] [--only NAME,...]``.
@@ -37,24 +37,32 @@ import benchlib  # noqa: E402
 
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+# the checkpoint logs through Hadoop's FileSystem API instead of FileContext (no chmod/readlink forks)
+FS_MANAGER = {"spark.sql.streaming.checkpointFileManagerClass":
+              "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"}
 
 STAGES = [
     ("s1", "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8", ("src",)),
     ("s2", "SELECT ISTREAM id, price * 2 AS p2 FROM s1 [RANGE 2 TUPLES]", ("s1",)),
 ]
-BIG_STAGES = [("big", "SELECT RSTREAM count(*) AS n, max(id) AS last FROM src [RANGE 20000 TUPLES]", ("src",))]
+# a window of 2000 tuples: every batch pickles (and Spark stores) ~2000 tuples of state
+BIG_N = 2000
+BIG_STAGES = [("big", f"SELECT RSTREAM count(*) AS n, max(id) AS last FROM src [RANGE {BIG_N} TUPLES]", ("src",))]
 
 # name -> (extra SQL conf, options)
 VARIANTS: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
     "production (RocksDB)": ({}, {}),
     "HDFS state store": ({"spark.sql.streaming.stateStore.providerClass": HDFS}, {}),
-    "RocksDB changelog ckpt": ({"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
-                               {}),
+    "RocksDB changelog ckpt": ({CHANGELOG: "true"}, {}),
+    "FileSystem ckpt manager": (FS_MANAGER, {}),
+    "changelog + FS manager": ({CHANGELOG: "true", **FS_MANAGER}, {}),
+    "HDFS + FS manager": ({"spark.sql.streaming.stateStore.providerClass": HDFS, **FS_MANAGER}, {}),
     "checkpoint on tmpfs": ({}, {"tmpfs": True}),
     "no operator": ({}, {"no_operator": True}),
     "HDFS + tmpfs": ({"spark.sql.streaming.stateStore.providerClass": HDFS}, {"tmpfs": True}),
-    "big state (20k window)": ({}, {"big": True}),
-    "big state, HDFS": ({"spark.sql.streaming.stateStore.providerClass": HDFS}, {"big": True}),
+    "2k-tuple window state": ({}, {"big": True}),
+    "2k-tuple window, HDFS": ({"spark.sql.streaming.stateStore.providerClass": HDFS}, {"big": True}),
     "trigger 100 ms": ({}, {"trigger_ms": 100}),
 }
 
@@ -203,8 +211,7 @@ def run_variant(spark: Any, tmp: Path, name: str, conf: dict[str, str], opts: di
                 spark.conf.set(k, v)
     try:
         if opts.get("big"):
-            for _ in range(4):
-                feed(5000)  # fill the window: 20k tuples in state
+            feed(BIG_N)  # fill the window
         feed(tuples)  # warm: first batch of this query
         skip = len(q.recentProgress)
         for k in timers:
@@ -224,6 +231,19 @@ def run_variant(spark: Any, tmp: Path, name: str, conf: dict[str, str], opts: di
     if opts.get("tmpfs"):
         shutil.rmtree(base, ignore_errors=True)
     return {"name": name, "progress": progress, "worker": worker, "timers": timers, "lat": lat}
+
+
+def merge(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One result from several runs of a variant (their batches pooled)."""
+    out: dict[str, Any] = {"name": runs[0]["name"], "progress": [], "worker": [], "lat": [],
+                           "timers": {k: [] for k in runs[0]["timers"]}}
+    for r in runs:
+        out["progress"] += r["progress"]
+        out["worker"] += r["worker"]
+        out["lat"] += r["lat"]
+        for k, v in r["timers"].items():
+            out["timers"][k] += v
+    return out
 
 
 def _mean(xs: list[float]) -> float:
@@ -263,6 +283,8 @@ def main() -> None:
     ap.add_argument("--tuples", type=int, default=1, help="tuples per micro-batch")
     ap.add_argument("--only", default="", help="comma-separated variant names (default: all)")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--rounds", type=int, default=1, help="run every variant this many times, alternating order")
+    ap.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up query")
     a = ap.parse_args()
     names = [n for n in VARIANTS if not a.only or n in a.only.split(",")]
     print(f"profile: {a.batches} micro-batches of {a.tuples} tuple(s) per variant; {benchlib.load_note()}")
@@ -278,11 +300,16 @@ def main() -> None:
     try:
         ctx.warm_up().join()
         spark = ctx.spark()
-        for name in names:
-            conf, opts = VARIANTS[name]
-            t0 = time.perf_counter()
-            results.append(run_variant(spark, tmp, name, conf, opts, a.batches, a.tuples))
-            print(f"  {name}: done in {time.perf_counter() - t0:.0f} s ({benchlib.load_note()})", flush=True)
+        if not a.no_warmup:  # JIT, Python workers and the first stateful query's setup, not reported
+            run_variant(spark, tmp, "warm-up", {}, {}, 3, a.tuples)
+        runs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+        for r in range(a.rounds):  # alternate the order so load drift and warm-up do not favour one variant
+            for name in (names if r % 2 == 0 else names[::-1]):
+                conf, opts = VARIANTS[name]
+                t0 = time.perf_counter()
+                runs[name].append(run_variant(spark, tmp, f"{name}", conf, opts, a.batches, a.tuples))
+                print(f"  {name}: done in {time.perf_counter() - t0:.0f} s ({benchlib.load_note()})", flush=True)
+        results = [merge(runs[n]) for n in names]
     finally:
         ctx.close()
         shutil.rmtree(tmp, ignore_errors=True)
