@@ -92,7 +92,7 @@ class Consumer:
     def failed(self) -> str | None:
         """The query's error if it stopped by failing (not by ``stop``/end)."""
         h = self.handle
-        if h is None or self.done or self.stopped:
+        if h is None or self.done or self.stopped or self.freezing:  # a refused batch fails it on purpose
             return None
         try:
             if h.is_active:
@@ -127,7 +127,7 @@ class Consumer:
             raise RuntimeError(f"query '{self.id}' is being re-planned: batch {batch_id} is left uncommitted")
 
     def on_batch(self, batch_id: int, rows: Any) -> None:
-        self.before_batch(batch_id)
+        # no ``before_batch`` here: a batch the callback accepted is delivered completely
         if self.stopped and self.kind == "cursor":
             return
         rows = _rows(rows)

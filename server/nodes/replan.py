@@ -51,8 +51,7 @@ def _quiesce(owner: Any, handle: Any, timeout: float = 60.0) -> None:
     """Bring the owner's query to rest with its last handled batch committed: from now on a new batch
     fails in the callback, before the sink (so it is neither delivered nor committed); wait until no
     batch is running (a batch whose callback returned is committed before the next one starts)."""
-    owner.stopped = True  # the monitor must not restart the query the refused batch fails
-    owner.freezing = True
+    owner.freezing = True  # the monitor leaves a freezing query alone (``Consumer.failed``)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status = getattr(handle, "status", None)
@@ -97,10 +96,10 @@ def split(topology: Any, owner: Any, stream: str) -> bool:
     shared.resume_seq = pos
     shared.initial_state = handoff.split_snapshot(snap, old_stages, shared.stage_names)
     topology.materialized.add(stream)
-    topology._start(shared)
-    for name in shared.stage_names:
+    for name in shared.stage_names:  # before it starts: its first batch's counts are its own
         if name in topology.streams:
             topology.streams[name].stats_owner = shared.id
+    topology._start(shared)
 
     owner.stopped, owner.handle, owner.last_batch = False, None, None
     owner.chain = topology.plan_chain(owner)

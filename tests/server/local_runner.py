@@ -17,7 +17,7 @@ from sbpy.bql.spark.operator import OUTPUT_COLUMNS, Pipeline
 
 class LocalQuery:
     def __init__(self, query_id, journal_dir, inputs, stages, checkpoint_dir, start_seq, on_batch, topology="",
-                 processor_context=None, initial_state=None, **_):
+                 processor_context=None, initial_state=None, before_batch=None, **_):
         self.on_driver = processor_context is not None
         if self.on_driver:
             self.driver = DriverPipeline(stages, topology, processor_context, f"{checkpoint_dir}/{STATE_DIR}",
@@ -29,6 +29,7 @@ class LocalQuery:
         self.journal_dir, self.inputs = journal_dir, list(inputs)
         self.pos = start_seq
         self.on_batch = on_batch
+        self.before_batch = before_batch
         self.error = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -44,6 +45,8 @@ class LocalQuery:
             while not self._stop.is_set():
                 head = jf.read_head(self.journal_dir)
                 if head > self.pos:
+                    if self.before_batch is not None:
+                        self.before_batch(self.batch)  # raises: refused before any work, as on Spark
                     rows = jf.read_entries(self.journal_dir, self.inputs, self.pos, head)
                     self.pos = head
                     if rows:

@@ -11,13 +11,9 @@ from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.topology import Topology
 
 from local_runner import start_local
+from topology_util import Ctx
 
 N = 200
-
-
-class Ctx:
-    def __init__(self, d):
-        self.data_dir = d
 
 
 @pytest.fixture

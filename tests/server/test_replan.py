@@ -6,29 +6,15 @@ import json
 
 import pytest
 
-from sbpy.bql.parser import parse_script
 from sbpy.bql.runtime.testing import run_query
 from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.topology import Topology
 
 from local_runner import start_local
+from topology_util import Ctx, lines, run
 
 N = 120
 QUERY = "SELECT RSTREAM count(*) AS n, max(a) AS last, sum(a) AS s FROM src [RANGE 5 TUPLES]"
-
-
-class Ctx:
-    def __init__(self, d):
-        self.data_dir = d
-
-
-def run(t, script):
-    for p in parse_script(script):
-        t.execute(p)
-
-
-def lines(path):
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 @pytest.fixture
@@ -104,8 +90,7 @@ def test_driver_mode_owner_is_split_too(tmp_path):
     from sbpy.server.uds_storage import InMemoryStorage
 
     load_modules(["sbpy.plugins.examples"])
-    ctx = Ctx(tmp_path / "data")
-    ctx.uds_storage = InMemoryStorage()
+    ctx = Ctx(tmp_path / "data", InMemoryStorage())
     t = Topology("t3", ctx, query_starter=start_local)
     src, k1, k2 = tmp_path / "in.jsonl", tmp_path / "k1.jsonl", tmp_path / "k2.jsonl"
     src.write_text("".join(json.dumps({"a": i}) + "\n" for i in range(N)))
@@ -122,7 +107,9 @@ def test_driver_mode_owner_is_split_too(tmp_path):
         run(t, f'CREATE SINK k2 TYPE file WITH path = "{k2}"; INSERT INTO k2 FROM ids;')
         assert t.consumers["ids"].stage_names == ["ids"] and t.consumers["ids"].on_driver
         assert wait_until(lambda: t.node("stream", "ids")["state"] == "stopped", 30)
-        assert wait_until(lambda: len(lines(k1)) == N and lines(k2)[-1:] == lines(k1)[-1:], 10)
+        done = wait_until(lambda: len(lines(k1)) == N and lines(k2)[-1:] == lines(k1)[-1:], 10)
+        assert done, (len(lines(k1)), lines(k1)[-2:], lines(k2)[-2:],
+                      {c.id: (c.error, c.done, c.stopped, c.handle and c.handle.error) for c in t.consumers.values()})
     finally:
         t.stop()
     got1, got2 = lines(k1), lines(k2)

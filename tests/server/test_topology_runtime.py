@@ -1,7 +1,6 @@
 """Topology runtime with the in-process stand-in query runner (no Spark)."""
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -12,11 +11,7 @@ from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.topology import Topology
 
 from local_runner import start_local
-
-
-class Ctx:
-    def __init__(self, d):
-        self.data_dir = d
+from topology_util import Ctx, lines, run, write
 
 
 @pytest.fixture
@@ -24,21 +19,6 @@ def topo(tmp_path):
     t = Topology("t1", Ctx(tmp_path / "data"), query_starter=start_local)
     yield t
     t.stop()
-
-
-def run(t, script):
-    out = []
-    for p in parse_script(script):
-        out.append(t.execute(p))
-    return out
-
-
-def write(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def lines(path):
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_file_to_sink_through_stream(topo, tmp_path):
