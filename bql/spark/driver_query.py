@@ -33,7 +33,7 @@ from typing import Any
 from . import journal_format as jf
 from .journal_source import NAME as SOURCE_NAME
 from .operator import OUTPUT_COLUMNS, Pipeline, StageSpec
-from .query import _HANDLES, _PENDING, _REG_LOCK, _START_LOCK, QueryHandle, QuerySpec, _ensure_listener
+from .query import _START_LOCK, QueryHandle, QuerySpec, _ensure_listener, register
 
 log = logging.getLogger("sbpy.spark")
 
@@ -161,12 +161,7 @@ def start_driver_query(spark: Any, spec: QuerySpec, context: Any) -> QueryHandle
             query = writer.start()
         finally:
             sc.setLocalProperty("spark.scheduler.pool", None)
-    handle = QueryHandle(spec, query)
+    handle = register(spec, query)
     handle.runner = runner  # type: ignore[attr-defined]
     holder["h"] = handle
-    with _REG_LOCK:
-        _HANDLES[handle.id] = handle
-        pending = _PENDING.pop(handle.id, "<none>")
-    if pending != "<none>":
-        handle._terminated(pending)
     return handle

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -283,8 +283,15 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
                     spark.conf.unset(_NO_DATA_BATCHES)
                 else:
                     spark.conf.set(_NO_DATA_BATCHES, no_data)
-    handle = QueryHandle(spec, query)
+    handle = register(spec, query)
     holder["h"] = handle
+    return handle
+
+
+def register(spec: QuerySpec, query: Any) -> QueryHandle:
+    """Wrap a started ``StreamingQuery`` in a handle the failure listener reports to (also a failure
+    that happened between ``start()`` and now)."""
+    handle = QueryHandle(spec, query)
     with _REG_LOCK:
         _HANDLES[handle.id] = handle
         pending = _PENDING.pop(handle.id, "<none>")
