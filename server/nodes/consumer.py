@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
-import time
 from typing import Any
 
 from sbpy.bql.spark import journal_format as jf

@@ -8,7 +8,6 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-import pytest
 
 from sbpy.bql.parser import parse_script
 from sbpy.plugins.examples import tweets

@@ -4,7 +4,6 @@ import datetime as dt
 import sys
 import types
 
-import pytest
 
 from sbpy.bql.runtime import build_processor
 from sbpy.bql.runtime.processor import Tuple
