@@ -62,7 +62,7 @@ VARIANTS: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
     "no operator": ({}, {"no_operator": True}),
     "HDFS + tmpfs": ({"spark.sql.streaming.stateStore.providerClass": HDFS}, {"tmpfs": True}),
     "2k-tuple window state": ({}, {"big": True}),
-    "2k-tuple window, HDFS": ({"spark.sql.streaming.stateStore.providerClass": HDFS}, {"big": True}),
+    "2k-tuple window + HDFS": ({"spark.sql.streaming.stateStore.providerClass": HDFS}, {"big": True}),
     "trigger 100 ms": ({}, {"trigger_ms": 100}),
 }
 
