@@ -6,7 +6,8 @@ Rows between segments are tuples in ``ROW_COLUMNS`` order. Besides the operator'
 ``(seq, idx, sub)`` is the order key: the driver and the tail sort by it to restore the in-process
 arrival order (``sub`` numbers the outputs of one routed row inside the keyed segment).
 
-- ``RouterCore`` (one group): runs the upstream Pipeline, computes each routed tuple's partition key
+- ``RouterCore`` (one group) / ``JournalRouter`` (stateless, when no stage precedes K): runs the
+  upstream Pipeline, computes each routed tuple's partition key
   (``keyed_plan.route_key`` of K's PARTITION BY values), keeps the keys seen so far in creation order,
   and when K's input ends sends one ``eof`` row to *every* known key (a keyed operator only sees the
   keys that have rows in a batch), then K's ``end``. Rows for downstream journal inputs pass through.
@@ -48,6 +49,7 @@ class RouterCore:
         self.saved: bytes | None = None
         self.dirty = False
         self._out: list[tuple] = []
+        self._key_seq, self._key_n = -1, 0
 
     def snapshot(self) -> bytes:
         import pickle
@@ -106,15 +108,26 @@ class RouterCore:
         except Exception as exc:  # noqa: BLE001 - a bad entry drops only its own step
             self._emit("dropped", name, seq, ts, text, _error_text(exc), name, "input")
             return
-        env = Env({self.alias: tup})
-        try:
-            key = route_key(tuple(f(env) for f in self.part_fns), f"{seq}.{len(self._out)}")
-        except Exception:  # noqa: BLE001 - K's own processor reports the failure as a dropped step
-            key = ERROR_KEY
-        else:
-            if key not in self.keys:
-                self.keys[key] = len(self.keys)
+        key = self._key(tup)
+        if key != ERROR_KEY:
+            self._register(key)
         self._emit("tuple", name, seq, ts, text, None, name, None, key)
+
+    def _key(self, tup: Tuple) -> str:
+        """``tup``'s partition key; ``ERROR_KEY`` when its PARTITION BY values fail (K reports the drop)."""
+        if tup.seq == self._key_seq:
+            self._key_n += 1
+        else:
+            self._key_seq, self._key_n = tup.seq, 0
+        env = Env({self.alias: tup})
+        try:  # a NaN value is a partition of its own: tagged by the tuple's place in the arrival order
+            return route_key(tuple(f(env) for f in self.part_fns), f"{tup.seq}.{self._key_n}")
+        except Exception:  # noqa: BLE001
+            return ERROR_KEY
+
+    def _register(self, key: str) -> None:
+        if key not in self.keys:
+            self.keys[key] = len(self.keys)
 
     def _end_route(self, seq: int) -> None:
         if self.route_ended:
@@ -126,6 +139,40 @@ class RouterCore:
         self._emit("end", node, seq, 0, None, None, None, None)
         if not self.plan.keyed_is_final:
             self._emit("eof", node, seq, 0, None, None, node, None)
+
+
+class JournalRouter(RouterCore):
+    """The router of a plan without upstream stages, as a stateless ``mapInPandas``: when K's input
+    ends, the keys K has seen are recomputed from that input's journal entries since the query's start
+    (``scan(end_seq)`` returns them), in arrival order — so no operator has to keep the key list."""
+
+    def __init__(self, plan: KeyedPlan, topology: str, scan: Callable[[int], list[tuple]]):
+        if plan.upstream:
+            raise ValueError("a plan with upstream stages needs the stateful RouterCore")
+        super().__init__(plan, topology)
+        self.scan = scan
+
+    def _register(self, key: str) -> None:
+        pass
+
+    def _end_route(self, seq: int) -> None:
+        keys: dict[str, int] = {}
+        self._key_seq = -1
+        for s, name, ts, text, end in self.scan(seq):
+            if end:
+                return  # an earlier end marker already finished K
+            try:
+                tup = Tuple(jf.decode_data(text), jf.us_to_ts(ts), s, name)
+            except Exception:  # noqa: BLE001 - dropped when it arrived: no partition
+                continue
+            key = self._key(tup)
+            if key != ERROR_KEY and key not in keys:
+                keys[key] = len(keys)
+        self.keys, self.route_ended = keys, False
+        try:
+            super()._end_route(seq)
+        finally:
+            self.keys, self.route_ended = {}, False
 
 
 class KeyedCore:
@@ -233,16 +280,22 @@ def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str 
     between batches as Spark's state store would (tests and benchmarks). ``group_order`` permutes the
     keys of a batch (Spark gives no order across groups). Returns each batch's output rows in the
     driver's order."""
+    batches = [list(b) for b in batches]
+    journal = [r for b in batches for r in b]
     router_snap = tail_snap = None
     key_snaps: dict[str, bytes] = {}
     keyed = KeyedCore(plan, topology)
     result = []
     for batch in batches:
-        router = RouterCore(plan, topology)
-        if router_snap is not None:
-            router.restore(router_snap)
-        rows = router.run(batch)
-        router_snap = router.snapshot()
+        if plan.upstream:
+            router = RouterCore(plan, topology)
+            if router_snap is not None:
+                router.restore(router_snap)
+            rows = router.run(batch)
+            router_snap = router.snapshot()
+        else:
+            rows = JournalRouter(plan, topology, lambda e: [r for r in journal if r[1] == plan.route and r[0] < e]
+                                 ).run(batch)
         groups: dict[str, list[tuple]] = {}
         for r in rows:
             groups.setdefault(r[10], []).append(r)

@@ -2,7 +2,8 @@
 
 ::
 
-    sbpy_journal ─► groupBy(0).transformWithStateInPandas(router)        one group: upstream stages, keys
+    sbpy_journal ─► mapInPandas(JournalRouter)                           no stage before K: stateless
+                 │  or groupBy(0).transformWithStateInPandas(router)     one group: upstream stages, keys
                  ─► groupBy(key).applyInPandasWithState(keyed)           one group per PARTITION BY key
                  ─► groupBy(0).transformWithStateInPandas(tail)          only if stages follow K
 
@@ -19,11 +20,11 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .keyed_ops import ROW_COLUMNS, ROW_SCHEMA, KeyedCore, RouterCore, TailCore
+from .keyed_ops import ROW_COLUMNS, ROW_SCHEMA, JournalRouter, KeyedCore, RouterCore, TailCore
 from .keyed_plan import PASS_KEY, KeyedPlan
 
 STATE_SCHEMA = "snap binary"
-CHECKPOINT_SUBDIR = "keyed-v1"  # inside the consumer's checkpoint folder: a different plan, its own layout
+CHECKPOINT_SUBDIR = "keyed-v2"  # inside the consumer's checkpoint folder: a different plan, its own layout
 _INT_COLUMNS = ("seq", "idx", "sub", "ts")
 _MAX_CACHED_KEYS = 4096
 
@@ -155,14 +156,39 @@ def keyed_function(query_id: str, plan: KeyedPlan, topology: str = "") -> Callab
     return functools.partial(_run_key, ("keyed", query_id, _plan_key(plan)), query_id, plan, topology)
 
 
-def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "") -> Any:
-    """The keyed chain over the journal DataFrame ``reader``; its rows have ``ROW_SCHEMA``."""
+def _route_chunks(cache_key: tuple, plan: KeyedPlan, topology: str, journal_dir: str, start_seq: int,
+                  frames: Iterator[Any]) -> Iterator[Any]:
+    """The ``mapInPandas`` function of a plan without upstream stages (``JournalRouter``)."""
+    core = _CORES.get(cache_key)
+    if core is None:
+        from . import journal_format as jf
+
+        log = jf.node_log_path(journal_dir, plan.route)
+        core = _CORES[cache_key] = JournalRouter(
+            plan, topology, lambda end_seq: jf.read_log(log, plan.route, start_seq, end_seq - 1))
+    for pdf in frames:
+        if not len(pdf):
+            continue
+        pdf = pdf.sort_values("seq", kind="stable")
+        yield _frame(core.run(zip(pdf["seq"].tolist(), pdf["input"].tolist(), pdf["ts"].tolist(),
+                                  pdf["data"].tolist(), pdf["end"].tolist())))
+
+
+def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journal_dir: str = "",
+          start_seq: int = 0) -> Any:
+    """The keyed chain over the journal DataFrame ``reader`` (entries with seq > ``start_seq``, the
+    query's first start); its rows have ``ROW_SCHEMA``."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    router = _sequential("router", query_id, plan, topology, lambda: RouterCore(plan, topology))
-    df = (reader.withColumn("_g", F.lit(0)).groupBy("_g")
-          .transformWithStateInPandas(router, ROW_SCHEMA, "Append", "None"))
+    if plan.upstream:
+        router = _sequential("router", query_id, plan, topology, lambda: RouterCore(plan, topology))
+        df = (reader.withColumn("_g", F.lit(0)).groupBy("_g")
+              .transformWithStateInPandas(router, ROW_SCHEMA, "Append", "None"))
+    else:  # stateless routing: no operator start-up and no state commit per micro-batch
+        route = functools.partial(_route_chunks, ("jrouter", query_id, _plan_key(plan), str(journal_dir),
+                                                  int(start_seq)), plan, topology, str(journal_dir), int(start_seq))
+        df = reader.mapInPandas(route, ROW_SCHEMA)
     df = df.groupBy("key").applyInPandasWithState(keyed_function(query_id, plan, topology), ROW_SCHEMA,
                                                   STATE_SCHEMA, "Append", GroupStateTimeout.NoTimeout)
     if plan.downstream:

@@ -232,10 +232,11 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
         from . import keyed_query
 
         checkpoint, partitions = checkpoint / keyed_query.CHECKPOINT_SUBDIR, spec.keyed_partitions
+    start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
     reader = (spark.readStream.format(SOURCE_NAME)
               .option("dir", str(spec.journal_dir))
               .option("inputs", ",".join(spec.inputs))
-              .option("start_seq", str(jf.pin_start_seq(checkpoint, spec.start_seq))))
+              .option("start_seq", str(start_seq)))
     if spec.max_seqs:
         reader = reader.option("max_seqs", str(int(spec.max_seqs)))
     if keyed is None:
@@ -245,7 +246,7 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
         out = (reader.load().withColumn("k", F.lit(0)).groupBy("k")
                .applyInPandasWithState(fn, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", timeout))
     else:
-        out = keyed_query.build(reader.load(), spec.query_id, keyed, spec.topology)
+        out = keyed_query.build(reader.load(), spec.query_id, keyed, spec.topology, str(spec.journal_dir), start_seq)
     holder: dict[str, QueryHandle] = {}
 
     def bridge(batch_df: Any, batch_id: int) -> None:

@@ -99,7 +99,7 @@ spark:
         server.kill()
         before = lines(out)
         assert before == done_before == expected[:len(before)]
-        assert list((tmp_path / "data/topologies/mr/checkpoints").glob("*/keyed-v1/commits"))
+        assert list((tmp_path / "data/topologies/mr/checkpoints").glob("*/keyed-v2/commits"))
 
         server.start()
         server.queries("mr", "RESUME SOURCE src;")  # the replayed statements end with the PAUSE
