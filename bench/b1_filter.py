@@ -131,13 +131,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra Spark setting for the session (repeatable), as sensorbee.yaml's spark.conf")
     ap.add_argument("--max-seqs", type=int, default=0, help="cap per micro-batch for the query-only run")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--keep", action="store_true", help="keep the temp folder")
     a = ap.parse_args()
     n = a.rows
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-b1-"))
-    print(f"B1: {QUERY}\n{n:,} JSONL lines; master {a.master}; {benchlib.load_note()}")
+    print(f"B1: {QUERY}\n{n:,} JSONL lines; master {a.master}; {benchlib.load_note()}"
+          + (f"\nextra conf: {a.conf}" if a.conf else ""))
     src_dir = tmp / "in"
     src = src_dir / "rows.jsonl"
     size = benchlib.write_jsonl(src, n)
@@ -146,7 +149,7 @@ def main() -> None:
 
     from sbpy.server.context import ServerContext
 
-    ctx = ServerContext(data_dir=tmp / "data", master=a.master)
+    ctx = ServerContext(data_dir=tmp / "data", master=a.master, conf=dict(c.split("=", 1) for c in a.conf))
     try:
         t0 = time.perf_counter()
         ctx.warm_up().join()

@@ -187,12 +187,15 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=60, help="tuples measured per path")
     ap.add_argument("--gap-ms", type=float, default=100, help="max random pause between tuples")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra Spark setting for the session (repeatable), as sensorbee.yaml's spark.conf")
     a = ap.parse_args()
-    print(f"B2: one tuple through source → 2 streams → sink, {a.n} tuples; {benchlib.load_note()}")
+    print(f"B2: one tuple through source → 2 streams → sink, {a.n} tuples; {benchlib.load_note()}"
+          + (f"\nextra conf: {a.conf}" if a.conf else ""))
     from sbpy.server.context import ServerContext
 
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-b2-"))
-    ctx = ServerContext(data_dir=tmp / "data", master=a.master)
+    ctx = ServerContext(data_dir=tmp / "data", master=a.master, conf=dict(c.split("=", 1) for c in a.conf))
     try:
         t0 = time.perf_counter()
         ctx.warm_up().join()
