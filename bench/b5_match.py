@@ -143,6 +143,16 @@ def through_spark(rows: list[dict[str, Any]], master: str, sequential: bool,
             for start in range(0, len(data), 10_000):
                 journal.append(name, [(jf.ts_to_us(T0), d) for d in data[start:start + 10_000]])
             journal.end(name)
+        journal = JournalWriter(tmp / "journal-warm")
+        journal.append("ticker", [(jf.ts_to_us(T0), d) for d in rows[:2000]])
+        for label, factory in (("keyed", None), ("sequential", _sequential_factory)):  # warm workers and JVM
+            handle = start_query(spark, QuerySpec(f"b5.warm.{label}", tmp / "journal-warm", ("ticker",),
+                                                  [StageSpec("m", QUERY, ("ticker",), factory=factory)],
+                                                  tmp / f"ck-warm-{label}"))
+            try:
+                handle.process_all_available()
+            finally:
+                handle.stop()
         runs = [("keyed", "ticker", QUERY, None)]
         if sequential:
             runs.append(("sequential", "ticker", QUERY, _sequential_factory))
