@@ -331,6 +331,12 @@ class Pipeline:
 _PIPELINES: dict[tuple, Pipeline] = {}
 
 
+def _forget(cache_key: tuple) -> None:
+    """Drop a worker's warm pipeline. A module-level function on purpose: ``run_batch`` is pickled by
+    value with copies of the globals it names, so it must not touch ``_PIPELINES`` itself."""
+    _PIPELINES.pop(cache_key, None)
+
+
 def _pipeline(cache_key: tuple, stages: list[StageSpec], topology: str, snap: bytes | None,
               initial: bytes | None = None) -> Pipeline:
     """The worker's warm pipeline in the state ``snap`` (Spark's; None = the query's first batch, which
@@ -409,7 +415,7 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "", t
                 rows = pipeline.run(zip(pdf["seq"].tolist(), pdf["input"].tolist(), pdf["ts"].tolist(),
                                         pdf["data"].tolist(), pdf["end"].tolist()))
             except BaseException:
-                _PIPELINES.pop(cache_key, None)  # half-applied: rebuild from Spark's state on retry
+                _forget(cache_key)  # half-applied: rebuild from Spark's state on retry
                 raise
         if ticks:
             now_ms = int(state.getCurrentProcessingTimeMs())
@@ -417,7 +423,7 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "", t
             try:
                 more = pipeline.tick(jf.us_to_ts(now_ms * 1000))
             except BaseException:
-                _PIPELINES.pop(cache_key, None)
+                _forget(cache_key)
                 raise
             base = len(rows)
             rows = rows + [r[:3] + (base + r[3],) + r[4:] for r in more]
