@@ -138,20 +138,25 @@ class Topology(TopologyQueries, TopologyViews):
                 raise _fail(f"parameter '{p.name}': {e.message}", p) from None
         return out
 
+    def _make_plugin(self, kind: str, types: Any, stmt: Any, name: str, **kwargs: Any) -> Any:
+        """Instantiate the registered source/sink type of a CREATE SOURCE/SINK statement with its
+        folded WITH parameters; an unknown type or a failing constructor is a statement error."""
+        cls = types.get(stmt.type_name)
+        if cls is None:
+            raise _fail(f"{kind} type '{stmt.type_name.lower()}' is not registered", stmt)
+        params = self._params(stmt)
+        try:
+            return cls(params, **kwargs)
+        except BQLError as e:
+            raise _fail(f"cannot create {kind} '{name}': {e.message}", stmt) from None
+        except Exception as e:  # noqa: BLE001 - a plugin's failure is a statement error
+            raise _fail(f"cannot create {kind} '{name}': {e}", stmt) from None
+
     def _create_source(self, parsed: ParsedStatement) -> None:
         stmt: ast.CreateSource = parsed.stmt
         name = stmt.name.lower()
         self._check_new_name(name, stmt)
-        cls = self.plugins.source_types.get(stmt.type_name)
-        if cls is None:
-            raise _fail(f"source type '{stmt.type_name.lower()}' is not registered", stmt)
-        params = self._params(stmt)
-        try:
-            impl = cls(params)
-        except BQLError as e:
-            raise _fail(f"cannot create source '{name}': {e.message}", stmt) from None
-        except Exception as e:  # noqa: BLE001 - a plugin's failure is a statement error
-            raise _fail(f"cannot create source '{name}': {e}", stmt) from None
+        impl = self._make_plugin("source", self.plugins.source_types, stmt, name)
         journal = self.journal
         if not self.recovering:
             journal.reset(name)
@@ -200,16 +205,7 @@ class Topology(TopologyQueries, TopologyViews):
         stmt: ast.CreateSink = parsed.stmt
         name = stmt.name.lower()
         self._check_new_name(name, stmt)
-        cls = self.plugins.sink_types.get(stmt.type_name)
-        if cls is None:
-            raise _fail(f"sink type '{stmt.type_name.lower()}' is not registered", stmt)
-        params = self._params(stmt)
-        try:
-            impl = cls(params, recovering=self.recovering)
-        except BQLError as e:
-            raise _fail(f"cannot create sink '{name}': {e.message}", stmt) from None
-        except Exception as e:  # noqa: BLE001 - a plugin's failure is a statement error
-            raise _fail(f"cannot create sink '{name}': {e}", stmt) from None
+        impl = self._make_plugin("sink", self.plugins.sink_types, stmt, name, recovering=self.recovering)
         self.sinks[name] = SinkNode(name, stmt.type_name.lower(), impl)
 
     def _insert_into(self, parsed: ParsedStatement) -> None:
