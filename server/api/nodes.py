@@ -39,37 +39,20 @@ def _show(topology: Any, kind: str, name: str) -> Any:
     return json_response({"topology": topology.name, kind: node})
 
 
-@router.get("/sources")
-def list_sources(topology: TopologyDep) -> Any:
-    """The sources of the topology."""
-    return _list(topology, "source")
+def _add_routes(kind: str, plural_doc: str) -> None:
+    """``GET /<kind>s`` and ``GET /<kind>s/{name}`` for one node kind."""
+
+    def list_nodes(topology: TopologyDep) -> Any:
+        return _list(topology, kind)
+
+    def show_node(topology: TopologyDep, name: str) -> Any:
+        return _show(topology, kind, name)
+
+    router.add_api_route(f"/{kind}s", list_nodes, methods=["GET"], name=f"list_{kind}s",
+                         description=f"The {plural_doc} of the topology.")
+    router.add_api_route(f"/{kind}s/{{name}}", show_node, methods=["GET"], name=f"show_{kind}",
+                         description=f'One {kind} with its status; 404 E0001 "The {kind} was not found".')
 
 
-@router.get("/sources/{name}")
-def show_source(topology: TopologyDep, name: str) -> Any:
-    """One source with its status; 404 E0001 "The source was not found"."""
-    return _show(topology, "source", name)
-
-
-@router.get("/streams")
-def list_streams(topology: TopologyDep) -> Any:
-    """The streams (boxes) of the topology."""
-    return _list(topology, "stream")
-
-
-@router.get("/streams/{name}")
-def show_stream(topology: TopologyDep, name: str) -> Any:
-    """One stream with its status; 404 E0001 "The stream was not found"."""
-    return _show(topology, "stream", name)
-
-
-@router.get("/sinks")
-def list_sinks(topology: TopologyDep) -> Any:
-    """The sinks of the topology."""
-    return _list(topology, "sink")
-
-
-@router.get("/sinks/{name}")
-def show_sink(topology: TopologyDep, name: str) -> Any:
-    """One sink with its status; 404 E0001 "The sink was not found"."""
-    return _show(topology, "sink", name)
+for _kind, _plural_doc in (("source", "sources"), ("stream", "streams (boxes)"), ("sink", "sinks")):
+    _add_routes(_kind, _plural_doc)
