@@ -60,6 +60,7 @@ def reference_streaming(spark: Any, src_dir: Path, out: Path, ck: Path) -> tuple
 
 def sbpy_topology(ctx: Any, src: Path, out: Path, expected: int, timeout: float) -> dict[str, Any]:
     from sbpy.bql.parser import parse_script
+    from sbpy.server.nodes.source_node import wait_until
     from sbpy.server.topology import Topology
 
     t = Topology("b1", ctx)
@@ -73,8 +74,7 @@ def sbpy_topology(ctx: Any, src: Path, out: Path, expected: int, timeout: float)
             t.execute(p)
         consumer = t.consumers["k"]
         # let the query finish its start-up (first, empty trigger) so RESUME times the work only
-        benchlib.wait_until(lambda: consumer.handle is not None and consumer.handle.last_progress is not None,
-                            120, 0.05)
+        wait_until(lambda: consumer.handle is not None and consumer.handle.last_progress is not None, 120, 0.05)
         handle = consumer.handle
         (resume,) = parse_script("RESUME SOURCE src;")
         t0 = time.perf_counter()

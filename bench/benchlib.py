@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,15 +81,6 @@ def write_jsonl(path: str | os.PathLike[str], n: int, chunk: int = 100_000) -> i
 def expected_filter_count(n: int) -> int:
     """How many of rows 0..n-1 have ``price < 8``."""
     return sum(1 for i in range(n) if price_of(i) < 8)
-
-
-def wait_until(pred: Callable[[], bool], timeout: float, step: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
 
 
 def load_note() -> str:
