@@ -101,7 +101,7 @@ def sbpy_topology(ctx: Any, src: Path, out: Path, expected: int, timeout: float)
 
 def sbpy_query_only(spark: Any, journal_dir: Path, out: Path, ck: Path, max_seqs: int) -> dict[str, Any]:
     from sbpy.bql.spark.operator import StageSpec
-    from sbpy.bql.spark.query import QuerySpec, start_query
+    from sbpy.bql.spark.query import QuerySpec
     from sbpy.plugins.builtin.sinks import FileSink
 
     sink = FileSink({"path": str(out), "truncate": True})
@@ -114,16 +114,11 @@ def sbpy_query_only(spark: Any, journal_dir: Path, out: Path, ck: Path, max_seqs
 
     spec = QuerySpec("b1.q", journal_dir, ("src",), [StageSpec("out", QUERY, ("src",))], ck,
                      on_batch=on_batch, max_seqs=max_seqs)
-    t0 = time.perf_counter()
-    handle = start_query(spark, spec)
     try:
-        handle.process_all_available()
-        wall = time.perf_counter() - t0
-        progress = [p for p in handle._query.recentProgress if p.get("numInputRows")]
+        wall, progress = benchlib.run_to_end(spark, spec)
     finally:
-        handle.stop()
         sink.close()
-    busy = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
+    busy = benchlib.trigger_seconds(progress)
     return {"seconds": busy, "wall": wall, "rows_out": count[0], "batches": len(progress)}
 
 
@@ -147,14 +142,9 @@ def main() -> None:
     expected = benchlib.expected_filter_count(n)
     print(f"input {size / 1e6:.0f} MB ({size / n:.0f} B/line), {expected:,} rows pass the filter")
 
-    from sbpy.server.context import ServerContext
-
-    ctx = ServerContext(data_dir=tmp / "data", master=a.master, conf=dict(c.split("=", 1) for c in a.conf))
+    ctx = benchlib.server_context(tmp / "data", a.master, a.conf)
     try:
-        t0 = time.perf_counter()
-        ctx.warm_up().join()
-        spark = ctx.spark()
-        print(f"session ready in {time.perf_counter() - t0:.1f} s")
+        spark = benchlib.start_session(ctx)
         prev = spark.conf.get("spark.sql.files.maxPartitionBytes")
         spark.conf.set("spark.sql.files.maxPartitionBytes", str(32 * 1024 * 1024))
         try:

@@ -192,15 +192,10 @@ def main() -> None:
     a = ap.parse_args()
     print(f"B2: one tuple through source → 2 streams → sink, {a.n} tuples; {benchlib.load_note()}"
           + (f"\nextra conf: {a.conf}" if a.conf else ""))
-    from sbpy.server.context import ServerContext
-
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-b2-"))
-    ctx = ServerContext(data_dir=tmp / "data", master=a.master, conf=dict(c.split("=", 1) for c in a.conf))
+    ctx = benchlib.server_context(tmp / "data", a.master, a.conf)
     try:
-        t0 = time.perf_counter()
-        ctx.warm_up().join()
-        spark = ctx.spark()
-        print(f"session ready in {time.perf_counter() - t0:.1f} s")
+        spark = benchlib.start_session(ctx)
         ref_lat, ref_means, ref_start = reference(spark, tmp, a.n, a.gap_ms)
         sb_lat, sb_means, sb_start = sbpy_topology(ctx, a.n, a.gap_ms)
     finally:

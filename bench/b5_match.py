@@ -168,18 +168,10 @@ def through_spark(rows: list[dict[str, Any]], master: str, sequential: bool,
             keyed = plan_keyed([stage], (name,)) is not None
             spec = QuerySpec(f"b5.{label}", tmp / f"journal-{name}", (name,), [stage], tmp / f"ck-{label}",
                              on_batch=on_batch, max_seqs=a_max_seqs)
-            t0 = time.perf_counter()
-            handle = start_query(spark, spec)
-            try:
-                handle.process_all_available()
-                wall = time.perf_counter() - t0
-                prog = [p for p in handle._query.recentProgress if p.get("numInputRows")]
-            finally:
-                handle.stop()
-            busy = sum(p["durationMs"].get("triggerExecution", 0) for p in prog) / 1000
+            wall, prog = benchlib.run_to_end(spark, spec)
+            busy = benchlib.trigger_seconds(prog)
             later = prog[1:]  # without the first batch (Python workers, operator set-up, planning)
-            steady = (sum(p["numInputRows"] for p in later),
-                      sum(p["durationMs"].get("triggerExecution", 0) for p in later) / 1000)
+            steady = (sum(p["numInputRows"] for p in later), benchlib.trigger_seconds(later))
             n = len(rows) if name == "ticker" else len(guard_rows)
             results.append({"label": label, "keyed": keyed, "n": n, "busy": busy, "wall": wall,
                             "batches": len(prog), "matches": got, "steady": steady})

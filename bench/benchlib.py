@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,43 @@ def write_jsonl(path: str | os.PathLike[str], n: int, chunk: int = 100_000) -> i
 def expected_filter_count(n: int) -> int:
     """How many of rows 0..n-1 have ``price < 8``."""
     return sum(1 for i in range(n) if price_of(i) < 8)
+
+
+def server_context(data_dir: str | os.PathLike[str], master: str, conf: Iterable[str] = ()) -> Any:
+    """A ``ServerContext`` for a bench run; ``conf`` holds ``--conf KEY=VALUE`` arguments."""
+    from sbpy.server.context import ServerContext
+
+    return ServerContext(data_dir=data_dir, master=master, conf=dict(c.split("=", 1) for c in conf))
+
+
+def start_session(ctx: Any) -> Any:
+    """Start ``ctx``'s SparkSession (its warm-up included), print how long it took, return the session."""
+    t0 = time.perf_counter()
+    ctx.warm_up().join()
+    spark = ctx.spark()
+    print(f"session ready in {time.perf_counter() - t0:.1f} s")
+    return spark
+
+
+def run_to_end(spark: Any, spec: Any) -> tuple[float, list[dict[str, Any]]]:
+    """Start the fused query ``spec``, process all available input and stop it. Returns the wall time
+    from the start and Spark's progress entries of the batches that had input rows."""
+    from sbpy.bql.spark.query import start_query
+
+    t0 = time.perf_counter()
+    handle = start_query(spark, spec)
+    try:
+        handle.process_all_available()
+        wall = time.perf_counter() - t0
+        progress = [p for p in handle._query.recentProgress if p.get("numInputRows")]
+    finally:
+        handle.stop()
+    return wall, progress
+
+
+def trigger_seconds(progress: Iterable[dict[str, Any]]) -> float:
+    """The summed ``triggerExecution`` time of progress entries, in seconds."""
+    return sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
 
 
 def load_note() -> str:
