@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from sbpy.bql.runtime.testing import run_query
-from test_recovery import Server, free_port, lines, wait, warm_up
+from server_process import lines, new_server, wait, warm_up
 
 pytestmark = pytest.mark.spark
 
@@ -57,17 +57,7 @@ def test_kill_9_inside_open_matches_each_match_once(tmp_path):
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     expected = run_query(QUERY, {"src": rows})
     assert len(expected) >= 30
-    port = free_port()
-    config = tmp_path / "sensorbee.yaml"
-    config.write_text(f"""network:
-  listen_on: "127.0.0.1:{port}"
-logging:
-  min_log_level: warn
-spark:
-  master: "local[2]"
-  data_dir: data
-""")
-    server = Server(config, port, tmp_path / "server.log")
+    server = new_server(tmp_path)
     try:
         server.start()
         warm_up(server, tmp_path)
