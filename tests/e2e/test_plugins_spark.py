@@ -2,8 +2,6 @@
 and UDSF on the executors (rebuilt from the plugin module names), a ``uds`` sink training a model."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from sbpy.bql.parser import parse_script
@@ -12,20 +10,9 @@ from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.topology import Topology
 from sbpy.server.uds_storage import InMemoryStorage
 
+from e2e_util import lines, run, write
+
 pytestmark = pytest.mark.spark
-
-
-def run(t, script):
-    for p in parse_script(script):
-        t.execute(p)
-
-
-def write(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def lines(path):
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 @pytest.fixture

@@ -1,28 +1,15 @@
 """The topology runtime on Spark: file source → fused stream → file sink, ad-hoc SELECT, restart."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from sbpy.bql.parser import parse_script
 from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.topology import Topology
 
+from e2e_util import lines, run, write
+
 pytestmark = pytest.mark.spark
-
-
-def run(t, script):
-    for p in parse_script(script):
-        t.execute(p)
-
-
-def write(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def lines(path):
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_file_stream_sink_on_spark(server_context, tmp_path):
