@@ -78,6 +78,24 @@ class Server:
         r = httpx.post(f"{self.api}/topologies/{topology}/queries", json={"queries": bql}, timeout=180)
         assert r.status_code == 200, r.text
 
+    def file_pipeline(self, topology: str, stream: str, query: str, src: Path, out: Path,
+                      interval: float) -> None:
+        """Create ``topology``: a paused file source ``src`` reading ``src`` a line every ``interval`` s, the
+        stream ``stream`` AS ``query`` and a file sink ``snk`` writing ``out``; then resume the source."""
+        r = httpx.post(self.api + "/topologies", json={"name": topology}, timeout=30)
+        assert r.status_code == 200, r.text
+        self.queries(topology, f"""
+            CREATE PAUSED SOURCE src TYPE file WITH path = "{src}", interval = {interval};
+            CREATE STREAM {stream} AS {query};
+            CREATE SINK snk TYPE file WITH path = "{out}";
+            INSERT INTO snk FROM {stream};
+            RESUME SOURCE src;""")
+
+    def source_sent(self, topology: str) -> int:
+        """How many tuples the source ``src`` of ``topology`` has sent."""
+        status = self.get(f"/topologies/{topology}/sources/src")["source"]["status"]
+        return status["output_stats"]["num_sent_total"]
+
     def tail(self, n: int = 60) -> str:
         try:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])

@@ -61,20 +61,9 @@ def test_kill_9_inside_open_matches_each_match_once(tmp_path):
     try:
         server.start()
         warm_up(server, tmp_path)
-        r = httpx.post(server.api + "/topologies", json={"name": "mr"}, timeout=30)
-        assert r.status_code == 200, r.text
-        server.queries("mr", f"""
-            CREATE PAUSED SOURCE src TYPE file WITH path = "{src}", interval = {INTERVAL};
-            CREATE STREAM m AS {QUERY};
-            CREATE SINK snk TYPE file WITH path = "{out}";
-            INSERT INTO snk FROM m;
-            RESUME SOURCE src;""")
-
-        def source_sent() -> int:
-            return server.get("/topologies/mr/sources/src")["source"]["status"]["output_stats"]["num_sent_total"]
-
+        server.file_pipeline("mr", "m", QUERY, src, out, INTERVAL)
         # pause the source half-way, let the query catch up with what was journaled, then kill -9
-        wait(lambda: source_sent() >= N // 2, 240, "half of the input", server)
+        wait(lambda: server.source_sent("mr") >= N // 2, 240, "half of the input", server)
         server.queries("mr", "PAUSE SOURCE src;")
         journal = tmp_path / "data/topologies/mr/journal/src/log.jsonl"
         journaled = -1

@@ -33,21 +33,11 @@ def test_kill_9_and_restart_exactly_once(tmp_path):
         warm_up(server, tmp_path)
         print(f"warm-up: {time.monotonic() - t0:.1f} s")
         t0 = time.monotonic()
-        r = httpx.post(server.api + "/topologies", json={"name": "rec"}, timeout=30)
-        assert r.status_code == 200, r.text
-        server.queries("rec", f"""
-            CREATE PAUSED SOURCE src TYPE file WITH path = "{src}", interval = {INTERVAL};
-            CREATE STREAM agg AS {QUERY};
-            CREATE SINK snk TYPE file WITH path = "{out}";
-            INSERT INTO snk FROM agg;
-            RESUME SOURCE src;""")
-
+        server.file_pipeline("rec", "agg", QUERY, src, out, INTERVAL)
         # kill -9 while the source is still reading, normally once the sink has outputs; on a very
         # slow machine (no output yet when 80 % of the input is journaled) still before the source ends
-        def source_sent() -> int:
-            return server.get("/topologies/rec/sources/src")["source"]["status"]["output_stats"]["num_sent_total"]
-
-        wait(lambda: len(lines(out)) >= 1 or source_sent() >= N * 0.8, 240, "the first outputs", server)
+        wait(lambda: len(lines(out)) >= 1 or server.source_sent("rec") >= N * 0.8, 240, "the first outputs",
+             server)
         server.kill()
         sent = len((tmp_path / "data/topologies/rec/journal/src/log.jsonl").read_text().splitlines())
         before = lines(out)
