@@ -74,7 +74,8 @@ def sbpy_topology(ctx: Any, src: Path, out: Path, expected: int, timeout: float)
             t.execute(p)
         consumer = t.consumers["k"]
         # let the query finish its start-up (first, empty trigger) so RESUME times the work only
-        wait_until(lambda: consumer.handle is not None and consumer.handle.last_progress is not None, 120, 0.05)
+        wait_until(lambda: consumer.handle is not None and consumer.handle.last_progress is not None,
+                   120, 0.05)
         handle = consumer.handle
         (resume,) = parse_script("RESUME SOURCE src;")
         t0 = time.perf_counter()
