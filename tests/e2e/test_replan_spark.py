@@ -11,14 +11,12 @@ from sbpy.bql.runtime.testing import run_query
 from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.topology import Topology
 
+from e2e_util import lines
+
 pytestmark = pytest.mark.spark
 
 N = 100
 QUERY = "SELECT RSTREAM count(*) AS n, max(a) AS last, sum(a) AS s FROM src [RANGE 5 TUPLES]"
-
-
-def lines(path):
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_split_on_spark_keeps_window_state(server_context, tmp_path):

@@ -11,13 +11,11 @@ from sbpy.bql.runtime.testing import run_query
 from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.topology import Topology
 
+from e2e_util import lines
+
 pytestmark = pytest.mark.spark
 
 QUERY = "SELECT RSTREAM count(*) AS n, max(a) AS last FROM s [RANGE 5 TUPLES]"
-
-
-def lines(path):
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_session_dies_and_topology_reattaches(server_context, tmp_path):
