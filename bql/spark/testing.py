@@ -16,6 +16,33 @@ from sbpy.bql.runtime.processor import Dropped, StepResult, Tuple
 from . import journal_format as jf
 
 
+class StubGroupState:
+    """The parts of ``pyspark.sql.streaming.state.GroupState`` the fused operator uses, for calling its
+    ``applyInPandasWithState`` function without Spark: ``value`` is the state tuple (None = no state)."""
+
+    def __init__(self, now_ms: int = 0, value: Any = None, timed_out: bool = False):
+        self.now_ms, self.value, self.hasTimedOut = now_ms, value, timed_out
+        self.timeout_ms: int | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.value is not None
+
+    @property
+    def get(self) -> Any:
+        return self.value
+
+    def update(self, value: Any) -> None:
+        self.value = value
+
+    def getCurrentProcessingTimeMs(self) -> int:
+        return self.now_ms
+
+    def setTimeoutDuration(self, ms: int) -> None:
+        assert ms > 0
+        self.timeout_ms = ms
+
+
 class TestJournal:
     """Appends entries with a topology-wide seq counter and moves HEAD after each ``append``."""
 

@@ -48,26 +48,12 @@ def test_profile_operator_copy_runs_without_spark(tmp_path):
     import profile_batch
     from sbpy.bql.spark import journal_format as jf
     from sbpy.bql.spark.operator import OUTPUT_COLUMNS, StageSpec
-
-    class State:
-        def __init__(self):
-            self.value = None
-
-        @property
-        def exists(self):
-            return self.value is not None
-
-        @property
-        def get(self):
-            return self.value
-
-        def update(self, value):
-            self.value = value
+    from sbpy.bql.spark.testing import StubGroupState
 
     stages = [StageSpec(*s) for s in profile_batch.STAGES]
     log = tmp_path / "w.jsonl"
     fn = profile_batch.instrumented_state_function("smoke", stages, str(log))
-    state = State()
+    state = StubGroupState()
     ts = jf.ts_to_us(dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))
     frame = pd.DataFrame({"seq": [2, 1], "input": ["src", "src"], "ts": [ts, ts],
                           "data": [jf.encode_data({"id": 2, "price": 9.0}), jf.encode_data({"id": 1, "price": 3.0})],

@@ -10,6 +10,7 @@ import pytest
 from sbpy.bql.runtime.processor import StepResult, Tuple
 from sbpy.bql.spark import journal_format as jf
 from sbpy.bql.spark.operator import Pipeline, StageSpec, _timeout_ms, state_function, tick_interval_ms
+from sbpy.bql.spark.testing import StubGroupState
 
 UTC = dt.timezone.utc
 T = dt.datetime(2024, 1, 1, tzinfo=UTC)
@@ -190,32 +191,6 @@ def test_bql_periodic_repeat_keeps_ticking():
 # ---------------------------------------------------------------- state_function with a stand-in GroupState
 
 
-class FakeState:
-    """The parts of ``pyspark.sql.streaming.state.GroupState`` the operator uses."""
-
-    def __init__(self, now_ms, value=None, timed_out=False):
-        self.now_ms, self.value, self.hasTimedOut = now_ms, value, timed_out
-        self.timeout_ms = None
-
-    @property
-    def exists(self):
-        return self.value is not None
-
-    @property
-    def get(self):
-        return self.value
-
-    def update(self, value):
-        self.value = value
-
-    def getCurrentProcessingTimeMs(self):
-        return self.now_ms
-
-    def setTimeoutDuration(self, ms):
-        assert ms > 0
-        self.timeout_ms = ms
-
-
 def _frame(items, start=1):
     pd = pytest.importorskip("pandas")
     rows = _rows(items, start)
@@ -231,15 +206,15 @@ def _call(fn, frames, state):
 def test_state_function_ticks_after_the_batch_and_sets_the_timeout():
     fn = state_function("q.ticks", [StageSpec("s", PERIODIC_COUNT, ("src",))], ticks=True)
     t0 = jf.ts_to_us(at(20.25)) // 1000
-    state = FakeState(t0)
+    state = StubGroupState(t0)
     rows = _call(fn, [_frame([("src", {"k": "a"}), ("src", {"k": "a"})])], state)
     assert [(r["kind"], r["idx"]) for r in rows] == [("stat", 0), ("out", 1), ("stat", 2)]
     assert jf.decode_data(rows[1]["data"]) == {"k": "a", "c": 2}  # the first tick is due at once
     assert state.timeout_ms is None  # nothing changed since that tick: no wake-up wanted
-    state = FakeState(t0 + 100, state.value)
+    state = StubGroupState(t0 + 100, state.value)
     _call(fn, [_frame([("src", {"k": "b"})], start=3)], state)
     assert state.timeout_ms == jf.ts_to_us(at(21)) // 1000 - 1 - (t0 + 100)  # fires at the boundary 21 s
-    state = FakeState(jf.ts_to_us(at(21)) // 1000 + 3, state.value, timed_out=True)
+    state = StubGroupState(jf.ts_to_us(at(21)) // 1000 + 3, state.value, timed_out=True)
     rows = _call(fn, [], state)
     assert [(r["kind"], jf.decode_data(r["data"])) for r in rows if r["kind"] == "out"] == [
         ("out", {"k": "b", "c": 1})]
@@ -247,7 +222,7 @@ def test_state_function_ticks_after_the_batch_and_sets_the_timeout():
 
 def test_state_function_without_ticks_never_touches_the_timeout():
     fn = state_function("q.noticks", [StageSpec("s", PERIODIC_COUNT, ("src",))])
-    state = FakeState(jf.ts_to_us(at(5)) // 1000)
+    state = StubGroupState(jf.ts_to_us(at(5)) // 1000)
     rows = _call(fn, [_frame([("src", {"k": "a"})])], state)
     assert [r["kind"] for r in rows] == ["stat"] and state.timeout_ms is None
 
