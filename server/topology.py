@@ -321,15 +321,19 @@ class Topology(TopologyQueries, TopologyViews):
                 owner = replan.owner_of(self, shared)
                 if owner is not None and replan.split(self, owner, shared):
                     continue
-                # not fused anywhere (or its owner cannot be split and keeps its own copy)
-                chain = graph.plan(shared, self.sources, self.streams, self.materialized, consumer=shared)
-                self.materialized.add(shared)
-                self._start(Consumer(self, shared, "journal", shared, chain))
+                self.materialize(shared)  # not fused anywhere (or its owner keeps its own copy)
         consumer.chain = self.plan_chain(consumer)
         self._start(consumer)
 
-    def new_consumer(self, cid: str, kind: str, target: str, chain: graph.Chain) -> Consumer:
-        return Consumer(self, cid, kind, target, chain)
+    def materialize(self, stream: str, resume_seq: int | None = None, initial_state: bytes | None = None) -> Consumer:
+        """Start the query that computes ``stream`` once and journals its output (its consumer id is the
+        stream's name); ``resume_seq``/``initial_state``: continue where a split query stopped."""
+        chain = graph.plan(stream, self.sources, self.streams, self.materialized, consumer=stream)
+        consumer = Consumer(self, stream, "journal", stream, chain)
+        consumer.resume_seq, consumer.initial_state = resume_seq, initial_state
+        self.materialized.add(stream)
+        self._start(consumer)
+        return consumer
 
     def start_deferred(self) -> None:
         """Plan and start the consumers recorded during a persistence replay, in their order."""

@@ -34,12 +34,12 @@ log = logging.getLogger("sbpy.runtime")
 def owner_of(topology: Any, stream: str) -> Any:
     """The running consumer whose query has ``stream`` fused as a stage (None if none)."""
     for c in topology.consumers.values():
-        if not c.stopped and not c.done and not getattr(c, "deferred", False) and stream in c.stage_names:
+        if not c.stopped and not c.done and not c.deferred and stream in c.stage_names:
             return c
     return None
 
 
-def _splittable(topology: Any, owner: Any) -> str | None:
+def _splittable(owner: Any) -> str | None:
     """Why ``owner`` cannot be split (None: it can)."""
     ck = owner.checkpoint_dir
     if ck is not None and ck.is_dir() and any(p.name.startswith("keyed") for p in ck.iterdir()):
@@ -62,16 +62,15 @@ def _quiesce(owner: Any, handle: Any, timeout: float = 60.0) -> None:
 
 def _position_and_state(topology: Any, handle: Any, owner: Any) -> tuple[int, bytes | None]:
     """Where the stopped owner's query got to and its pipeline snapshot there."""
-    if hasattr(handle, "pos"):  # the in-process stand-in (tests)
-        pipeline = handle.driver.pipeline if getattr(handle, "on_driver", False) else handle.pipeline
-        return int(handle.pos), pipeline.snapshot() if pipeline is not None else None
+    if hasattr(handle, "handoff"):  # a runner that knows both itself (the in-process stand-in of tests)
+        return handle.handoff()
     batch = owner.last_batch  # the last batch whose rows the consumer fully handled
     pos = handoff.position(owner.checkpoint_dir, batch)
     if pos is None:
         return topology.journal.head, None
     if batch is None:
         return pos, None
-    if getattr(owner, "on_driver", False):
+    if owner.on_driver:
         path = owner.checkpoint_dir / STATE_DIR / f"{batch}.snap"
         return pos, path.read_bytes() if path.exists() else None
     return pos, handoff.read_snapshot(topology.context.spark(), owner.checkpoint_dir, batch)
@@ -79,7 +78,7 @@ def _position_and_state(topology: Any, handle: Any, owner: Any) -> tuple[int, by
 
 def split(topology: Any, owner: Any, stream: str) -> bool:
     """Split ``stream`` out of ``owner``'s query (see the module doc); False if it cannot be split."""
-    why = _splittable(topology, owner)
+    why = _splittable(owner)
     if why is not None:
         log.warning("stream '%s' gains a consumer but %s: the new consumer computes its own copy", stream, why)
         return False
@@ -90,16 +89,11 @@ def split(topology: Any, owner: Any, stream: str) -> bool:
     owner.temporary, owner.freezing = temporary, False
     pos, snap = _position_and_state(topology, handle, owner)
 
-    shared = topology.new_consumer(stream, "journal", stream,
-                                   graph.plan(stream, topology.sources, topology.streams, topology.materialized,
-                                              consumer=stream))
-    shared.resume_seq = pos
-    shared.initial_state = handoff.split_snapshot(snap, old_stages, shared.stage_names)
-    topology.materialized.add(stream)
-    for name in shared.stage_names:  # before it starts: its first batch's counts are its own
+    own = graph.plan(stream, topology.sources, topology.streams, topology.materialized, consumer=stream).stage_names
+    for name in own:  # before its query starts (its consumer id is the stream's name): its first counts count
         if name in topology.streams:
-            topology.streams[name].stats_owner = shared.id
-    topology._start(shared)
+            topology.streams[name].stats_owner = stream
+    topology.materialize(stream, pos, handoff.split_snapshot(snap, old_stages, own))
 
     owner.stopped, owner.handle, owner.last_batch = False, None, None
     owner.chain = topology.plan_chain(owner)

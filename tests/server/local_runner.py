@@ -36,6 +36,12 @@ class LocalQuery:
         self.batch = 0
         self._thread.start()
 
+    def handoff(self):
+        """``(journal position, pipeline snapshot)`` once stopped (what re-planning reads from a Spark
+        checkpoint)."""
+        pipeline = self.driver.pipeline if self.on_driver else self.pipeline
+        return int(self.pos), pipeline.snapshot() if pipeline is not None else None
+
     @property
     def is_active(self):
         return self._thread.is_alive()
