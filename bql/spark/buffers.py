@@ -30,7 +30,9 @@ class Buffer:
         return f"BUFFER SIZE {self.size}, {mode} IF FULL"
 
 
-def _from_items(stmt: Any) -> list[Any]:
+def stream_refs(stmt: Any) -> list[Any]:
+    """The windowed stream references of a SELECT, SELECT UNION or CREATE STREAM (a MATCH_RECOGNIZE's
+    input included), in FROM order."""
     from sbpy.bql.ast import CreateStreamAsSelect, MatchRecognize, SelectUnion, StreamRef
 
     if isinstance(stmt, CreateStreamAsSelect):
@@ -53,7 +55,7 @@ def stage_buffers(bql_text: str) -> dict[str, Buffer]:
     from sbpy.bql.parser import parse_one
 
     out: dict[str, Buffer] = {}
-    for ref in _from_items(parse_one(bql_text)):
+    for ref in stream_refs(parse_one(bql_text)):
         window = ref.window
         if window is None or window.drop_mode not in ("drop_oldest", "drop_newest"):
             continue

@@ -13,7 +13,7 @@ from typing import Any
 
 from sbpy.bql import ast
 
-from sbpy.bql.spark.buffers import DEFAULT_BUFFER_SIZE
+from sbpy.bql.spark.buffers import DEFAULT_BUFFER_SIZE, stream_refs
 
 from . import status as st
 
@@ -44,15 +44,11 @@ def select_inputs(select: ast.Select | ast.SelectUnion) -> list[str]:
 def input_buffer_sizes(select: ast.Select | ast.SelectUnion) -> dict[str, int]:
     """Each stream input's queue size as SensorBee reports it: its ``BUFFER SIZE`` (default 1024; the
     smallest when several FROM items read one input)."""
-    selects = select.selects if isinstance(select, ast.SelectUnion) else (select,)
     sizes: dict[str, int] = {}
-    for s in selects:
-        for item in s.from_items:
-            ref = item.input if isinstance(item, ast.MatchRecognize) else item
-            if isinstance(ref, ast.StreamRef):
-                size = (ref.window.buffer_size if ref.window is not None else None) or DEFAULT_BUFFER_SIZE
-                name = ref.name.lower()
-                sizes[name] = min(size, sizes.get(name, size))
+    for ref in stream_refs(select):
+        size = (ref.window.buffer_size if ref.window is not None else None) or DEFAULT_BUFFER_SIZE
+        name = ref.name.lower()
+        sizes[name] = min(size, sizes.get(name, size))
     return sizes
 
 
@@ -90,10 +86,7 @@ class StreamNode:
         self.text = text  # the SELECT text
         self.inputs = inputs
         self.counters = st.Counters()
-        try:
-            self.counters.queue_sizes = input_buffer_sizes(select)
-        except AttributeError:  # a stand-in select without FROM items (tests)
-            pass
+        self.counters.queue_sizes = input_buffer_sizes(select)
         self.state = st.RUNNING
         self.error: str | None = None
         self.stats_owner: str | None = None  # id of the query whose stat rows this node shows
