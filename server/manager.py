@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -137,6 +138,9 @@ class ManagerHooks:
     topology_created: Callable[[str], None] | None = None
     topology_dropped: Callable[[str], None] | None = None
     statement_applied: Callable[[str, ParsedStatement, dict[str, Any]], None] | None = None
+    # a topology of the config: rebuild it from its persisted statements (they begin with its bql_file's
+    # statements) instead of afresh; returns the restored topology or None (then it is built afresh)
+    restore_configured: Callable[[str, list[ParsedStatement]], Topology | None] | None = None
 
 
 class TopologyManager:
@@ -144,13 +148,20 @@ class TopologyManager:
 
     ``topology_factory(name, ctx)`` builds a topology (default ``Topology``); creating or deleting
     a topology does no Spark work.
+
+    A name being deleted (its topology stopping, then its files removed by the ``topology_dropped``
+    hook) cannot be created again until the delete has finished: ``create`` waits for it (up to
+    ``drop_wait`` seconds), so a DROP and a re-CREATE of the same name never touch each other's files.
     """
+
+    drop_wait = 120.0
 
     def __init__(self, ctx: Any = None, topology_factory: Callable[[str, Any], Topology] = Topology):
         self.ctx = ctx
         self.hooks = ManagerHooks()
         self._factory = topology_factory
         self._topologies: dict[str, Topology] = {}
+        self._dropping: dict[str, threading.Event] = {}  # names whose delete has not finished
         self._lock = threading.RLock()
 
     # -- registry
@@ -160,11 +171,18 @@ class TopologyManager:
         reason = name_error(name)
         if reason is not None:
             raise InvalidNameError(name, reason)
-        with self._lock:
-            if name.lower() in self._topologies:
-                raise TopologyExistsError(name)
-            topology = self._factory(name, self.ctx)
-            self._topologies[name.lower()] = topology
+        deadline = time.monotonic() + self.drop_wait
+        while True:
+            with self._lock:
+                dropping = self._dropping.get(name.lower())
+                if dropping is None:
+                    if name.lower() in self._topologies:
+                        raise TopologyExistsError(name)
+                    topology = self._factory(name, self.ctx)
+                    self._topologies[name.lower()] = topology
+                    break
+            if not dropping.wait(max(0.0, deadline - time.monotonic())):
+                raise ManagerError(f"topology '{name}' is still being deleted")
         self._notify(self.hooks.topology_created, name)
         return topology
 
@@ -184,10 +202,16 @@ class TopologyManager:
         """Stop and forget ``name``; a missing topology is fine. False if stopping it failed."""
         with self._lock:
             topology = self._topologies.pop(name.lower(), None)
-        if topology is None:
-            return True
-        ok = self._stop(topology)
-        self._notify(self.hooks.topology_dropped, topology.name)
+            if topology is None:
+                return True
+            done = self._dropping[name.lower()] = threading.Event()
+        try:
+            ok = self._stop(topology)
+            self._notify(self.hooks.topology_dropped, topology.name)
+        finally:
+            with self._lock:
+                self._dropping.pop(name.lower(), None)
+            done.set()
         return ok
 
     def stop_all(self) -> None:
@@ -213,20 +237,48 @@ class TopologyManager:
 
     def load_from_config(self, config: Config) -> None:
         """Create the topologies of ``config.topologies`` and run their ``bql_file``; any failure is a
-        ``StartupError`` naming the topology, the file and the failing statement's line."""
+        ``StartupError`` naming the topology, the file and the failing statement's line. A topology
+        whose persisted statements begin with its ``bql_file``'s (the same file as at the last run) is
+        resumed from its journal, checkpoints and sink commit records instead (hook
+        ``restore_configured``): a restart after a crash writes no output again."""
         for name in config.topologies:
-            try:
-                topology = self.create(name)
-            except ManagerError as err:
-                raise StartupError(f"cannot create topology '{name}': {err}") from None
             path = config.bql_file(name)
             if path is None:
+                try:
+                    self.create(name)
+                except ManagerError as err:
+                    raise StartupError(f"cannot create topology '{name}': {err}") from None
                 continue
             try:
                 script = path.read_text(encoding="utf-8")
             except OSError as err:
                 raise StartupError(f"cannot read '{path}' for topology '{name}': {err.strerror}") from None
+            if self._restore_configured(name, script):
+                continue
+            try:
+                topology = self.create(name)
+            except ManagerError as err:
+                raise StartupError(f"cannot create topology '{name}': {err}") from None
             self._load_script(topology, script, str(path))
+
+    def _restore_configured(self, name: str, script: str) -> bool:
+        """Let persistence resume the configured topology ``name`` from its own files (its persisted
+        statements begin with the ``bql_file``'s): True if it did. A script that does not parse or holds
+        a SELECT/EVAL is left to ``_load_script``, which reports it."""
+        hook = self.hooks.restore_configured
+        if hook is None:
+            return False
+        try:
+            statements = parse_statements(script)
+        except ScriptParseError:
+            return False
+        if any(isinstance(p.stmt, QUERY_STATEMENTS) for p in statements):
+            return False
+        try:
+            return hook(name, statements) is not None
+        except Exception:  # noqa: BLE001 - then it is built afresh
+            log.exception("cannot resume topology '%s' from its persisted statements", name)
+            return False
 
     def _load_script(self, topology: Topology, script: str, where: str) -> None:
         try:

@@ -2,8 +2,15 @@
 ``<data_dir>/topologies/<topology>/statements.bql``; at server start the persisted topologies are
 rebuilt by replaying their statements with ``Topology.recovering`` set, so sources resume from their
 journal position, sinks keep their files and commit records, and queries restart from their
-checkpoints (exactly once). A topology listed in the config's ``topologies`` wins: it is rebuilt from
-its ``bql_file`` (fresh: its old journal and checkpoints are removed) and its persisted copy is ignored.
+checkpoints (exactly once). A topology listed in the config's ``topologies`` wins: if its persisted
+statements begin with its ``bql_file``'s statements (the file did not change) it is resumed the same way
+(``restore_configured``, through the manager's hook), otherwise it is rebuilt from its ``bql_file``
+afresh (its old journal and checkpoints are removed) and its persisted copy is ignored.
+
+Removing a topology's folder (a DROP, or a new topology over an old folder) first renames it to a unique
+tombstone ``<data_dir>/dropped/<name>-<random>`` (atomic), then deletes the tombstone: a crash half-way
+leaves no half-deleted topology to restore (``install`` sweeps leftover tombstones), and the manager
+does not let a re-CREATE of a name start before the DROP of that name has finished.
 
 Wiring (the server's lifespan)::
 
@@ -14,8 +21,10 @@ Wiring (the server's lifespan)::
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +35,7 @@ from sbpy.bql.spark import journal_format as jf
 log = logging.getLogger("sbpy.persistence")
 
 STATEMENTS_FILE = "statements.bql"
+TOMBSTONES = "dropped"
 _SKIPPED = (ast.Select, ast.SelectUnion, ast.Eval)
 
 
@@ -44,13 +54,35 @@ class Persistence:
         """A new topology starts with a clean folder (unless it is being restored)."""
         if name.lower() in self.restoring:
             return
-        shutil.rmtree(jf.topology_dir(self.data_dir, name), ignore_errors=True)
+        self._discard(jf.topology_dir(self.data_dir, name))
         self.path(name).parent.mkdir(parents=True, exist_ok=True)
         self.path(name).write_text("", encoding="utf-8")
+        _fsync_dir(self.path(name).parent)
+        _fsync_dir(self.path(name).parent.parent)
 
     def dropped(self, name: str) -> None:
         """A deleted topology forgets its statements, journal and checkpoints."""
-        shutil.rmtree(jf.topology_dir(self.data_dir, name), ignore_errors=True)
+        self._discard(jf.topology_dir(self.data_dir, name))
+
+    def _discard(self, folder: Path) -> None:
+        """Rename ``folder`` to a unique tombstone (atomic; durable once the parent is synced), then
+        delete the tombstone. A missing folder is fine."""
+        tombs = self.data_dir / TOMBSTONES
+        tombs.mkdir(parents=True, exist_ok=True)
+        tomb = tombs / f"{folder.name}-{uuid.uuid4().hex}"
+        try:
+            os.rename(folder, tomb)
+        except FileNotFoundError:
+            return
+        _fsync_dir(folder.parent)
+        shutil.rmtree(tomb, ignore_errors=True)
+
+    def sweep(self) -> None:
+        """Delete the tombstones a crash left behind."""
+        tombs = self.data_dir / TOMBSTONES
+        if tombs.is_dir():
+            for tomb in tombs.iterdir():
+                shutil.rmtree(tomb, ignore_errors=True)
 
     def applied(self, name: str, parsed: ParsedStatement, result: Any) -> None:
         if isinstance(parsed.stmt, _SKIPPED) or name.lower() in self.restoring:
@@ -61,6 +93,15 @@ class Persistence:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "a", encoding="utf-8") as f:
                 f.write(text + ";\n")
+
+    def statements(self, name: str) -> list[ParsedStatement] | None:
+        """The persisted statements of ``name`` (None without a readable statements file)."""
+        from sbpy.bql.parser import parse_script
+
+        try:
+            return list(parse_script(self.path(name).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            return None
 
     def persisted(self) -> list[str]:
         """Names of the topologies with a statements file."""
@@ -75,19 +116,82 @@ def install(manager: Any, data_dir: str | Path | None = None) -> Persistence:
     if data_dir is None:
         data_dir = manager.ctx.data_dir
     p = Persistence(data_dir)
+    p.sweep()
     manager.hooks.topology_created = p.created
     manager.hooks.topology_dropped = p.dropped
     manager.hooks.statement_applied = p.applied
+    manager.hooks.restore_configured = lambda name, statements: restore_configured(manager, name, statements)
     manager.persistence = p
     return p
+
+
+def _text(parsed: ParsedStatement) -> str:
+    """A statement as ``Persistence.applied`` records it."""
+    return parsed.text.strip().rstrip(";").strip()
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the entries of ``folder`` (created, renamed, removed files) durable."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def restore_configured(manager: Any, name: str, statements: list[ParsedStatement]) -> Any:
+    """Resume the configured topology ``name`` from its persisted statements if they begin with
+    ``statements`` (its ``bql_file``, unchanged since the last run): its sources continue from their
+    journals, its queries from their checkpoints, its sinks keep their commit records. Returns the
+    topology, or None (nothing usable persisted, or the file changed: the caller builds it afresh).
+    A replay that fails removes the half-built topology and its files, and returns None."""
+    p: Persistence = manager.persistence
+    persisted = p.statements(name)
+    own = [_text(s) for s in statements if not isinstance(s.stmt, _SKIPPED)]
+    if not persisted or [_text(s) for s in persisted[:len(own)]] != own:
+        return None
+    try:
+        topology = _replay(manager, p, name, persisted)
+    except Exception as e:  # noqa: BLE001 - built afresh by the caller
+        log.error("cannot resume topology '%s' (it is rebuilt from its bql_file): %s", name, e)
+        manager.delete(name)
+        return None
+    log.info("resumed topology '%s' from its persisted statements", name)
+    return topology
+
+
+def _replay(manager: Any, p: Persistence, name: str, statements: list[ParsedStatement]) -> Any:
+    """Create ``name`` over its existing folder and replay ``statements`` with ``recovering`` set;
+    queries are planned once the replay has ended (with the final graph, so they find their
+    checkpoints). Raises on the first failing statement (the topology stays as far as it got)."""
+    from .manager import check_statement
+
+    p.restoring.add(name.lower())
+    try:
+        topology = manager.create(name)
+        topology.recovering = True
+        topology.defer_consumers = True
+        try:
+            for parsed in statements:
+                topology.execute(check_statement(parsed))
+            topology.start_deferred()
+        finally:
+            topology.defer_consumers = False
+            topology.recovering = False
+        return topology
+    finally:
+        p.restoring.discard(name.lower())
 
 
 def restore(manager: Any, config: Any = None) -> list[str]:
     """Rebuild every persisted topology not in ``config.topologies`` and not already present;
     returns their names. A topology whose replay fails is logged and left as far as it got."""
     from sbpy.bql.parser import parse_script
-
-    from .manager import check_statement
 
     p: Persistence = getattr(manager, "persistence", None) or install(manager)
     configured = {n.lower() for n in (getattr(config, "topologies", None) or {})}
@@ -96,23 +200,10 @@ def restore(manager: Any, config: Any = None) -> list[str]:
     for name in p.persisted():
         if name.lower() in configured or name.lower() in present:
             continue
-        script = p.path(name).read_text(encoding="utf-8")
-        p.restoring.add(name.lower())
         try:
-            topology = manager.create(name)
-            topology.recovering = True
-            topology.defer_consumers = True  # queries are planned with the final graph
-            try:
-                for parsed in parse_script(script):
-                    topology.execute(check_statement(parsed))
-                topology.start_deferred()
-            finally:
-                topology.defer_consumers = False
-                topology.recovering = False
+            _replay(manager, p, name, list(parse_script(p.path(name).read_text(encoding="utf-8"))))
             done.append(name)
             log.info("restored topology '%s'", name)
         except Exception as e:  # noqa: BLE001 - one broken topology must not stop the server
             log.error("cannot restore topology '%s': %s", name, e)
-        finally:
-            p.restoring.discard(name.lower())
     return done
