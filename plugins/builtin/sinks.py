@@ -10,12 +10,16 @@ thread (one call at a time per sink)::
 ``batch`` identifies a micro-batch; a batch Spark replays after a crash arrives again with the same
 id. The ``file`` sink makes that exactly-once: ``<path>.sbpy-commit`` records, after every write, the
 file size and the last batch id per query; a batch already recorded is skipped and anything past the
-recorded size (a torn write) is cut off before the next write. ``recovering=True`` (a topology
+recorded size (a torn write: a partial line, NUL bytes) is cut off when a restored sink opens and before
+every write. The rows are fsynced before the record that commits them, the record is replaced through a
+fsynced temp file and the folder is fsynced (the entries of new and renamed files).
+``recovering=True`` (a topology
 restored at server start) keeps the file even with ``truncate = true``.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import os
 import sys
 import threading
@@ -38,6 +42,17 @@ def _number(params: dict[str, Any], name: str) -> float | None:
     if value < 0:
         raise ValueError(f"{name} must not be negative")
     return float(value)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make ``folder``'s entries (a created, renamed or replaced file) durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems cannot sync a folder
+        pass
+    finally:
+        os.close(fd)
 
 
 class StdoutSink:
@@ -99,12 +114,35 @@ class FileSink:
         if not isinstance(doc, dict) or not isinstance(doc.get("size"), int):
             return None
         doc.setdefault("batches", {})
+        self._cut_torn_tail(doc)
         return doc
 
+    def _cut_torn_tail(self, doc: dict[str, Any]) -> None:
+        """Recovery: anything past the committed size (a partial line, NUL bytes a crash left in a file
+        extended but not written) is cut off at once, so the file holds exactly the committed rows."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size > doc["size"]:
+            with open(self.path, "r+b") as f:
+                f.truncate(doc["size"])
+                os.fsync(f.fileno())
+        elif size < doc["size"]:  # committed rows were lost under the sink (not by a crash: they are fsynced)
+            logging.getLogger("sbpy.sinks").error("file sink %s: %d committed bytes are missing", self.path,
+                                                  doc["size"] - size)
+            doc["size"] = size
+
     def _write_commit(self) -> None:
+        """Replace the commit record atomically and durably: temp file, fsync, rename, fsync of the
+        folder (which also makes a newly created or rotated data file's entry durable)."""
         tmp = self.commit_path.with_name(self.commit_path.name + ".tmp")
-        tmp.write_bytes(orjson.dumps(self.commit))
+        with open(tmp, "wb") as f:
+            f.write(orjson.dumps(self.commit))
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, self.commit_path)
+        _fsync_dir(self.commit_path.parent)
 
     # ------------------------------------------------------------ writing
 
@@ -122,6 +160,7 @@ class FileSink:
                 self.f.seek(self.commit["size"])
             self.f.write(data)
             self.f.flush()
+            os.fsync(self.f.fileno())  # the rows are durable before the record that commits them
             self.commit["size"] = self.f.tell()
             if batch is not None:
                 self.commit["batches"][batch[0]] = batch[1]
