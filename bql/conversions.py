@@ -167,10 +167,12 @@ def to_int(v: Any) -> Any:
         return int(v)
     if t is str:
         if _INT_RE.match(v):
-            i = int(v)
-            if _INT_MIN <= i <= _INT_MAX:
+            # more than 19 significant digits is out of range (and Python refuses > 4300 digits)
+            i = int(v) if len(v.lstrip("+-").lstrip("0")) <= 19 else None
+            if i is not None and _INT_MIN <= i <= _INT_MAX:
                 return i
-            raise BQLEvaluationError(f"string '{v}' is out of the range of 'int'")
+            shown = v if len(v) <= 40 else f"{v[:20]}...({len(v)} characters)"
+            raise BQLEvaluationError(f"string '{shown}' is out of the range of 'int'")
         raise BQLEvaluationError(f"cannot convert string '{v}' to 'int'")
     if t is _dt.datetime:
         return timestamp_to_int(v)

@@ -11,6 +11,10 @@ A syntax error is a ``BQLSyntaxError`` whose message reads like SensorBee's::
                    ^
     unexpected 'FROM', expected an expression
     consider to look up the documentation for SELECT
+
+Text nested deeper than ``MAX_NESTING`` levels of the parse tree (``[[[...]]]``, ``f(f(f(...)))``, a
+chain of hundreds of ``+``) is a syntax error too: the AST, the analyzer, the evaluator and the
+unparser all recurse over it, and Python's recursion limit must never turn a statement into a crash.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from lark import Lark, Token
+from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from .ast import Expr, Statement
@@ -31,6 +35,11 @@ __all__ = ["parse", "parse_one", "parse_script", "parse_expression", "expected_t
            "statement_kind"]
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar") / "bql.lark"
+
+MAX_NESTING = 128
+"""The deepest parse tree accepted (levels below the statement; one per nested call, constructor,
+operator of a chain ...). Measured: 170 levels of arrays already exhaust the recursion limit while
+unparsing from a server thread; real statements stay far below 50."""
 
 
 @lru_cache(maxsize=1)
@@ -81,8 +90,15 @@ def _run(text: str, start: str):
         tree = _lark().parse(text, start=start)
     except UnexpectedInput as e:
         raise _from_lark(text, e) from None
+    except RecursionError:
+        raise _too_deep(text, 0) from None
+    too_deep_at = _nesting_violation(tree)
+    if too_deep_at is not None:
+        raise _too_deep(text, too_deep_at)
     try:
         return BQLTransformer(text).transform(tree)
+    except RecursionError:  # a safety net: _nesting_violation should have caught it
+        raise _too_deep(text, 0) from None
     except VisitError as e:
         orig = e.orig_exc
         if isinstance(orig, StaticSyntaxError):
@@ -90,6 +106,24 @@ def _run(text: str, start: str):
             end = orig.span.end if orig.span else pos
             raise _error(text, pos, orig.reason, end) from None
         raise orig from None
+
+
+def _nesting_violation(tree: Tree) -> int | None:
+    """The text offset of the first subtree deeper than ``MAX_NESTING`` levels, or None.
+    Iterative, so a tree of any depth is measured without recursion."""
+    stack: list[tuple[Tree, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            meta = node.meta
+            return meta.start_pos if not meta.empty else 0
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
+    return None
+
+
+def _too_deep(text: str, pos: int) -> BQLSyntaxError:
+    return _error(text, pos, f"the statement is nested too deeply (more than {MAX_NESTING} levels); "
+                  "split it into smaller expressions or streams")
 
 
 def _from_lark(text: str, e: UnexpectedInput) -> BQLSyntaxError:

@@ -22,10 +22,13 @@ def unquote(tok: Token) -> str:
 
 
 def int_value(tok: Token) -> int:
-    value = int(str(tok))
-    if value > INT64_MAX:
-        raise fail(f"integer literal '{tok}' is out of the int64 range", tok)
-    return value
+    """The value of an INT token; beyond int64 (checked on the digits first: Python refuses to
+    convert strings of more than 4300 digits) is a syntax error."""
+    digits = str(tok)
+    if len(digits.lstrip("0")) > len(str(INT64_MAX)) or int(digits) > INT64_MAX:
+        shown = digits if len(digits) <= 40 else f"{digits[:20]}...({len(digits)} digits)"
+        raise fail(f"integer literal '{shown}' is out of the int64 range", tok)
+    return int(digits)
 
 
 def type_name(tok: Token) -> str:
