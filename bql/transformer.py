@@ -10,7 +10,7 @@ from __future__ import annotations
 from lark import Transformer, v_args
 
 from .ast import (
-    CreateSink, CreateSource, CreateState, CreateStreamAsSelect, DropNode, Eval, InsertInto,
+    CreateSink, CreateSource, CreateState, CreateStreamAsSelect, DropNode, Eval, Explain, InsertInto,
     LoadState, Param, SaveState, SourceControl, UpdateNode,
 )
 from .transform_base import StaticSyntaxError, ident, span_of
@@ -96,6 +96,9 @@ class BQLTransformer(MatchRules, SelectRules, ExpressionRules, Transformer):
 
     def eval_stmt(self, meta, expr, on=None):
         return Eval(expr, on, span=span_of(meta))
+
+    def explain_stmt(self, meta, statement):
+        return Explain(statement, span=span_of(meta))
 
 
 def _own_rules(cls):

@@ -26,8 +26,8 @@ from .topology import Topology
 
 log = logging.getLogger("sbpy.server.manager")
 
-QUERY_STATEMENTS = (ast.Select, ast.SelectUnion, ast.Eval)
-MIXED_QUERY_MESSAGE = "a SELECT or EVAL statement cannot be issued with other statements"
+QUERY_STATEMENTS = (ast.Select, ast.SelectUnion, ast.Eval, ast.Explain)
+MIXED_QUERY_MESSAGE = "a SELECT, EVAL or EXPLAIN statement cannot be issued with other statements"
 
 
 # ---------------------------------------------------------------- errors
@@ -290,7 +290,7 @@ class TopologyManager:
             line = script.count("\n", 0, parsed.offset) + 1
             try:
                 if isinstance(parsed.stmt, QUERY_STATEMENTS):
-                    raise ManagerError("SELECT and EVAL statements cannot be used in a bql_file")
+                    raise ManagerError("SELECT, EVAL and EXPLAIN statements cannot be used in a bql_file")
                 self.apply(topology, check_statement(parsed))
             except (BQLError, ManagerError) as err:
                 detail = describe(err, script) if isinstance(err, BQLError) else str(err)

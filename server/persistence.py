@@ -36,7 +36,7 @@ log = logging.getLogger("sbpy.persistence")
 
 STATEMENTS_FILE = "statements.bql"
 TOMBSTONES = "dropped"
-_SKIPPED = (ast.Select, ast.SelectUnion, ast.Eval)
+_SKIPPED = (ast.Select, ast.SelectUnion, ast.Eval, ast.Explain)
 
 
 class Persistence:

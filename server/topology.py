@@ -113,6 +113,8 @@ class Topology(TopologyQueries, TopologyViews):
             from sbpy.bql.eval import evaluate_constant
 
             return {"result": evaluate_constant(stmt.expr, self.plugins.functions, on=stmt.on)}
+        if isinstance(stmt, ast.Explain):
+            return {"plan": self.explain(parsed)}
         handler = _HANDLERS.get(type(stmt))
         if handler is None:
             raise UnsupportedFeatureError(f"{type(stmt).__name__} is not supported yet", stmt.span)
@@ -312,7 +314,7 @@ class Topology(TopologyQueries, TopologyViews):
             consumer.chain, consumer.deferred = graph.Chain(), True
             self.consumers[consumer.id] = consumer
             return
-        select_stage = getattr(consumer, "select_stage", None)
+        select_stage = consumer.select_stage
         targets = select_stage[2] if select_stage else [consumer.target]
         for target in targets:
             extra = list(select_stage[2]) if select_stage else []
@@ -347,7 +349,7 @@ class Topology(TopologyQueries, TopologyViews):
 
     def plan_chain(self, consumer: Consumer) -> graph.Chain:
         """The chain ``consumer``'s query runs with the current graph."""
-        select_stage = getattr(consumer, "select_stage", None)
+        select_stage = consumer.select_stage
         targets = select_stage[2] if select_stage else [consumer.target]
         chain = graph.Chain()
         for target in targets:
@@ -361,7 +363,8 @@ class Topology(TopologyQueries, TopologyViews):
     def _start(self, consumer: Consumer) -> None:
         """Start ``consumer``'s planned query. Its checkpoint is named by the consumer and its chain, so
         a re-planned chain gets a fresh one and the same plan after a restart finds its own."""
-        consumer.query_key = f"{consumer.id}-{graph.chain_tag(consumer.chain)}"
+        consumer.plan = self.plan_query(consumer.chain)  # planned once; its execution names the checkpoint
+        consumer.query_key = f"{consumer.id}-{graph.chain_tag(consumer.chain)}-{consumer.plan.execution.value}"
         consumer.checkpoint_dir = jf.checkpoint_dir(self.data_dir, self.name, consumer.query_key)
         if consumer.temporary or not self.recovering:
             shutil.rmtree(consumer.checkpoint_dir, ignore_errors=True)

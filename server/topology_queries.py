@@ -36,33 +36,60 @@ class TopologyQueries:
     consumers: dict[str, Consumer]
     streams: dict[str, Any]
 
+    def plan_query(self, chain: Any) -> Any:
+        """The physical plan of ``chain`` (``sbpy.bql.plan``): its stages analyzed once, its execution."""
+        from sbpy.bql.plan import plan_query
+
+        return plan_query(chain.inputs, chain.stages, self.processor_context(), self.plugins.stateful_calls)
+
+    def explain(self, parsed: ParsedStatement) -> dict[str, Any]:
+        """``EXPLAIN``: the plan a SELECT (as an ad-hoc query) or a CREATE STREAM (read by one sink) would
+        run with, against the current graph; nothing is created or started."""
+        import re
+
+        from sbpy.bql.plan.explain import as_dict
+
+        from .nodes import graph
+
+        inner = parsed.stmt.statement
+        text = re.sub(r"^\s*EXPLAIN\s+", "", parsed.text, flags=re.IGNORECASE).strip().rstrip(";")
+        if isinstance(inner, ast.CreateStreamAsSelect):
+            name, select, label = inner.name.lower(), inner.select, inner.name.lower()
+            self._check_new_name(name, inner)
+        else:
+            name, select, label = "(select)", inner, "(select)"
+        inputs = self._check_inputs(select, inner, own=name)
+        self._dry_build(select, inner)
+        chain = graph.Chain()
+        for target in inputs:
+            sub = graph.plan(target, self.sources, self.streams, self.materialized)
+            chain.inputs += [i for i in sub.inputs if i not in chain.inputs]
+            chain.stages += [s for s in sub.stages if s[0] not in chain.stage_names]
+        chain.stages.append((name, text, list(inputs)))
+        return as_dict(self.plan_query(chain), {name: label})
+
     def start_query(self, consumer: Consumer) -> Any:
-        """Launch ``consumer``'s query (Spark, or the injected starter)."""
-        from sbpy.bql.spark.operator import StageSpec
+        """Launch ``consumer``'s planned query (``consumer.plan``) on Spark, or with the injected starter."""
+        from sbpy.bql.plan import Execution
+        from sbpy.bql.spark.compile import query_spec_stages
         from sbpy.plugins.loader import loaded_plugins
 
-        plugins = loaded_plugins()
-        stages = [StageSpec(node, text, tuple(inputs), plugins=plugins)
-                  for node, text, inputs in consumer.chain.stages]
+        plan = consumer.plan if consumer.plan is not None else self.plan_query(consumer.chain)
+        consumer.plan = plan
+        consumer.on_driver = plan.execution is Execution.DRIVER
         spec = dict(query_id=f"{self.name}.{consumer.id}", journal_dir=str(self.journal.dir),
-                    inputs=tuple(consumer.chain.inputs), stages=stages,
+                    inputs=tuple(plan.inputs), stages=query_spec_stages(plan, loaded_plugins()),
                     checkpoint_dir=str(consumer.checkpoint_dir), start_seq=consumer.start_seq,
                     on_batch=consumer.on_batch, before_batch=consumer.before_batch, topology=self.name,
-                    initial_state=consumer.initial_state)
-        on_driver = self.stateful_calls(consumer.chain.stages)
-        consumer.on_driver = bool(on_driver)
+                    initial_state=consumer.initial_state, plan=plan)
+        context = self.processor_context() if consumer.on_driver else None
         if self._starter is not None:
-            return self._starter(**spec, processor_context=self.processor_context() if on_driver else None)
+            return self._starter(**spec, processor_context=context)
+        from sbpy.bql.spark.compile import start_planned
         from sbpy.bql.spark.query import QuerySpec
 
-        if on_driver:
-            from sbpy.bql.spark.driver_query import start_driver_query
-
-            log.info("query '%s' runs on the driver (it calls %s)", consumer.id, ", ".join(on_driver))
-            return start_driver_query(self.context.spark(), QuerySpec(**spec), self.processor_context())
-        from sbpy.bql.spark.query import start_query
-
-        return start_query(self.context.spark(), QuerySpec(**spec))
+        log.info("query '%s' runs %s: %s", consumer.id, plan.execution.value, plan.reason)
+        return start_planned(self.context.spark(), QuerySpec(**spec), context)
 
     def _ensure_monitor(self) -> None:
         if self._monitor is None or not self._monitor.is_alive():
@@ -131,17 +158,3 @@ class TopologyQueries:
             if not self.recovering:
                 raise
             log.warning("topology '%s': replaying '%s' failed: %s", self.name, parsed.text.strip(), e.message)
-
-    def stateful_calls(self, stages: list[tuple[str, str, Any]]) -> list[str]:
-        """The functions/UDSFs of ``stages`` (``(node, text, inputs)``) that may reach this topology's
-        states: a query calling any of them must run where the states live (the driver)."""
-        from sbpy.bql.parser import parse_one
-
-        found: list[str] = []
-        for _, text, _ in stages:
-            try:
-                stmt = parse_one(text)
-            except BQLError:
-                continue
-            found += [n for n in self.plugins.stateful_calls(stmt) if n not in found]
-        return found

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ast import Statement
+from ..ast import Explain, Statement
 from .aggregates import check_aggregates
 from .builtin_params import check_builtin_params
 from .context import AnalysisWarning, Context
@@ -80,6 +80,8 @@ def analyze(stmt: Statement, text: str | None = None, registry: Any = None) -> l
         The warnings of an accepted statement (possibly empty).
     """
     ctx = Context(text=text, registry=registry if registry is not None else _default_registry())
+    if isinstance(stmt, Explain):  # EXPLAIN checks the statement it explains
+        stmt = stmt.statement
     for rule in RULES:
         rule(stmt, ctx)
     return ctx.warnings

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..ast import (
     CreateStreamAsSelect,
+    Explain,
     FieldRef,
     KeyStep,
     MatchRecognize,
@@ -95,6 +96,9 @@ def rewrite_pattern_refs(select: Select) -> Select:
 
 def prepare(stmt: Statement) -> Statement:
     """The statement with analyzer rewrites applied; the runtime calls ``prepare`` then ``analyze``."""
+    if isinstance(stmt, Explain):
+        inner = prepare(stmt.statement)
+        return stmt if inner is stmt.statement else dataclasses.replace(stmt, statement=inner)
     if isinstance(stmt, CreateStreamAsSelect):
         inner = prepare(stmt.select)
         return stmt if inner is stmt.select else dataclasses.replace(stmt, select=inner)

@@ -234,6 +234,13 @@ class LoadState(Statement):
 
 
 @node
+class Explain(Statement):
+    """``EXPLAIN SELECT ...`` or ``EXPLAIN CREATE STREAM name AS SELECT ...``: the physical plan."""
+
+    statement: Statement
+
+
+@node
 class Eval(Statement):
     """``EVAL expr [ON {map}]``."""
 

@@ -88,6 +88,10 @@ def _LoadState(s) -> str:
     return out
 
 
+def _Explain(s) -> str:
+    return f"EXPLAIN {unparse(s.statement)}"
+
+
 def _Eval(s) -> str:
     return f"EVAL {expr(s.expr)}" + (f" ON {expr(s.on)}" if s.on is not None else "")
 

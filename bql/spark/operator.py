@@ -41,6 +41,7 @@ OUTPUT_SCHEMA = ("kind string, node string, seq long, idx long, ts long, data st
                  "input string, event string")
 OUTPUT_COLUMNS = ["kind", "node", "seq", "idx", "ts", "data", "error", "input", "event"]
 STATE_SCHEMA = "snap binary"
+JOURNAL_COLUMNS = ("seq", "input", "ts", "data", "end", "error")  # the journal source's rows (``error`` optional)
 STATE_VERSION = 1
 MIN_TICK_MS = 100  # shortest trigger interval of a query with wall-clock ticks
 MAX_TICK_MS = 1000  # longest
@@ -61,6 +62,7 @@ class StageSpec:
     inputs: tuple[str, ...]
     factory: Callable[[StageSpec], Any] | None = field(default=None, compare=False)
     plugins: tuple[str, ...] = ()
+    statement: Any = field(default=None, compare=False)  # the analyzed SELECT (the plan's); None: parse text
 
     def key(self) -> tuple[str, str, tuple[str, ...], str, tuple[str, ...]]:
         return (self.node, self.bql_text, tuple(self.inputs), repr(self.factory), tuple(self.plugins))
@@ -94,11 +96,13 @@ def build_stage(spec: StageSpec, topology: str = "", context: Any = None) -> Any
     from sbpy.bql.parser import parse_one
     from sbpy.bql.runtime import ProcessorContext, build_processor
 
+    if context is None:
+        context = _worker_context(topology, spec.plugins) if spec.plugins else ProcessorContext(topology=topology)
+    if spec.statement is not None:  # planned on the driver (``sbpy.bql.plan``): no parsing here
+        return build_processor(spec.statement, context)
     stmt = parse_one(spec.bql_text)
     if isinstance(stmt, CreateStreamAsSelect):
         stmt = stmt.select
-    if context is None:
-        context = _worker_context(topology, spec.plugins) if spec.plugins else ProcessorContext(topology=topology)
     return build_processor(prepare(stmt), context)
 
 
@@ -166,16 +170,22 @@ class Pipeline:
 
     # ------------------------------------------------------------ running
 
-    def run(self, rows: Iterable[tuple[int, str, int, str | None, bool]]) -> list[tuple]:
-        """Feed journal rows ``(seq, input, ts_us, data_text, end)`` (sorted by seq); return output rows."""
+    def run(self, rows: Iterable[tuple]) -> list[tuple]:
+        """Feed journal rows ``(seq, input, ts_us, data_text, end[, error])`` (sorted by seq); return output
+        rows. A row without data and with an ``error`` (a file line that is no tuple) is a ``dropped`` row
+        of its input (event ``input``)."""
         self._rows, self._stats = [], {}
         if any(self.buffers):
             rows = list(rows)
             self._refused = self._overflow(rows)
-        for seq, name, ts_us, text, end in rows:
+        for row in rows:
+            seq, name, ts_us, text, end = row[:5]
             self._seq = seq
             if end:
                 self._end_input(name)
+                continue
+            if text is None and len(row) > 5 and row[5]:
+                self._emit("dropped", name, ts_us, None, row[5], name, "input")
                 continue
             try:
                 tup = Tuple(jf.decode_data(text), jf.us_to_ts(ts_us), seq, name)
@@ -188,7 +198,8 @@ class Pipeline:
 
     def _overflow(self, rows: list[tuple]) -> dict[int, dict[int, Buffer]]:
         by_input: dict[str, list[int]] = {}
-        for seq, name, _ts, _text, end in rows:
+        for row in rows:
+            seq, name, end = row[0], row[1], row[4]
             if not end:
                 by_input.setdefault(name, []).append(seq)
         return {k: refused for k, bufs in enumerate(self.buffers)
@@ -370,6 +381,12 @@ def tick_interval_ms(stages: Iterable[StageSpec], topology: str = "") -> int:
             continue
         if period is not None:
             periods.append(max(1, math.ceil(period / _dt.timedelta(milliseconds=1))))
+    return tick_interval_from_periods(periods)
+
+
+def tick_interval_from_periods(periods: list[int]) -> int:
+    """The trigger interval (ms) for stages ticking every ``periods`` ms (0 if none); see
+    ``tick_interval_ms``."""
     if not periods:
         return 0
     interval = reduce(math.gcd, periods)
@@ -412,8 +429,7 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "", t
             pdf = pdf.sort_values("seq", kind="stable")
             pipeline.dirty = True  # ahead of Spark's state until the new snapshot is saved
             try:
-                rows = pipeline.run(zip(pdf["seq"].tolist(), pdf["input"].tolist(), pdf["ts"].tolist(),
-                                        pdf["data"].tolist(), pdf["end"].tolist()))
+                rows = pipeline.run(zip(*(pdf[c].tolist() for c in JOURNAL_COLUMNS if c in pdf.columns)))
             except BaseException:
                 _forget(cache_key)  # half-applied: rebuild from Spark's state on retry
                 raise

@@ -67,6 +67,7 @@ class QuerySpec:
     keyed_partitions: int | None = None  # keyed MATCH_RECOGNIZE plans: state partitions (None = session's)
     tick_ms: int | None = None  # wall-clock ticks: trigger interval; None = from the stages, 0 = none
     initial_state: bytes | None = None  # a pipeline snapshot handed over by re-planning (``handoff.py``)
+    plan: Any = None  # the ``sbpy.bql.plan.QueryPlan`` it was compiled from (None: stages as given)
 
 
 class QueryHandle:
@@ -226,33 +227,50 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     _ensure_listener(spark)
     tick_ms = spec.tick_ms if spec.tick_ms is not None else tick_interval_ms(spec.stages, spec.topology)
     # MATCH_RECOGNIZE keyed by its PARTITION BY (bql/spark/keyed_query.py) unless a stage needs ticks
-    keyed = None if tick_ms else plan_keyed(spec.stages, spec.inputs)
+    planned = spec.plan.execution.value if spec.plan is not None else None
+    keyed = None if tick_ms or planned not in (None, "keyed") else plan_keyed(spec.stages, spec.inputs)
     checkpoint, partitions = Path(spec.checkpoint_dir), spec.shuffle_partitions
     if keyed is not None:  # another plan: its own checkpoint layout inside the consumer's folder
         from . import keyed_query
 
         checkpoint, partitions = checkpoint / keyed_query.CHECKPOINT_SUBDIR, spec.keyed_partitions
     start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
-    reader = (spark.readStream.format(SOURCE_NAME)
-              .option("dir", str(spec.journal_dir))
-              .option("inputs", ",".join(spec.inputs))
-              .option("start_seq", str(start_seq)))
-    if spec.max_seqs:
-        reader = reader.option("max_seqs", str(int(spec.max_seqs)))
+    source = journal_reader(spark, spec, start_seq)
     if keyed is None:
         fn = state_function(spec.query_id, spec.stages, spec.topology, ticks=bool(tick_ms),
                             initial=spec.initial_state)
         timeout = GroupStateTimeout.ProcessingTimeTimeout if tick_ms else GroupStateTimeout.NoTimeout
-        out = (reader.load().withColumn("k", F.lit(0)).groupBy("k")
+        out = (source.withColumn("k", F.lit(0)).groupBy("k")
                .applyInPandasWithState(fn, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", timeout))
     else:
-        out = keyed_query.build(reader.load(), spec.query_id, keyed, spec.topology, str(spec.journal_dir), start_seq)
+        out = keyed_query.build(source, spec.query_id, keyed, spec.topology, str(spec.journal_dir), start_seq)
+    return start_writer(spark, spec, out, checkpoint, partitions, tick_ms, _collect)
+
+
+def journal_reader(spark: Any, spec: QuerySpec, start_seq: int, partitions: int = 1) -> Any:
+    """The ``sbpy_journal`` stream of ``spec``'s inputs from ``start_seq`` (``partitions``: how many
+    pieces a large micro-batch is read in)."""
+    reader = (spark.readStream.format(SOURCE_NAME)
+              .option("dir", str(spec.journal_dir))
+              .option("inputs", ",".join(spec.inputs))
+              .option("start_seq", str(start_seq)))
+    if partitions > 1:
+        reader = reader.option("partitions", str(int(partitions)))
+    if spec.max_seqs:
+        reader = reader.option("max_seqs", str(int(spec.max_seqs)))
+    return reader.load()
+
+
+def start_writer(spark: Any, spec: QuerySpec, out: Any, checkpoint: Path, partitions: int | None,
+                 tick_ms: int, collect: Callable[[Any], list[dict[str, Any]]]) -> QueryHandle:
+    """Start ``out`` (the query's output rows) into ``foreachBatch``: ``collect`` turns a micro-batch
+    into ``on_batch`` rows on the driver. ``partitions``: shuffle partitions of a new checkpoint."""
     holder: dict[str, QueryHandle] = {}
 
     def bridge(batch_df: Any, batch_id: int) -> None:
         if spec.before_batch is not None:
             spec.before_batch(batch_id)
-        rows = _collect(batch_df)
+        rows = collect(batch_df)
         handle = holder.get("h")
         if handle is not None:
             handle.batches += 1

@@ -150,6 +150,9 @@ def post_queries(topology: TopologyDep, manager: Manager, body: JsonBody) -> Res
     if isinstance(first.stmt, ast.Eval):
         result = _run(lambda: topology.execute(first), first, script)
         return json_response({"result": result.get("result")})
+    if isinstance(first.stmt, ast.Explain):
+        result = _run(lambda: topology.execute(first), first, script)
+        return json_response({"plan": result["plan"]})
     if isinstance(first.stmt, ast.Select | ast.SelectUnion):
         cursor = _run(lambda: topology.select(first), first, script)
         return MultipartStream(cursor)

@@ -170,4 +170,6 @@ class ApiClient:
         body = response.json()
         if "result" in body:
             return QueryResult("eval", value=body["result"], body=body)
+        if "plan" in body:
+            return QueryResult("explain", value=body["plan"], body=body)
         return QueryResult("statements", body=body)

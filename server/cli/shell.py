@@ -114,6 +114,8 @@ class Shell:
             return
         if result.kind == "eval":
             self._print(result.value)
+        elif result.kind == "explain":
+            self.out.write(str(result.value.get("text", "")) + "\n")
         elif result.kind == "select":
             self._stream(result)
 

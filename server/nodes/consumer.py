@@ -62,7 +62,9 @@ class Consumer:
         self.resume_seq: int | None = None  # start here instead of the journal HEAD (re-planning)
         self.initial_state: bytes | None = None  # the pipeline snapshot to start from (re-planning)
         self.deferred = False  # attached during a persistence replay; planned when it ends
-        self.on_driver = False  # its stages run on the driver (they call UDS-backed functions)
+        self.on_driver = False  # its stages run on the driver (UDS calls, or the small-state latency path)
+        self.plan: Any = None  # its ``sbpy.bql.plan.QueryPlan`` (set when planned)
+        self.select_stage: tuple[str, str, list[str]] | None = None  # an ad-hoc SELECT's own stage
         self.query_key = cid  # names the query in sink commit records: its checkpoint's name
         self.last_batch: int | None = None  # the last micro-batch whose rows were fully handled
         self.freezing = False  # re-planning: refuse new batches (they fail uncommitted) until stopped

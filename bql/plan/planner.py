@@ -1,0 +1,238 @@
+"""Planning a consumer's query: from its chain (journal inputs + stage texts) to a ``QueryPlan``.
+
+Each stage text is parsed and analyzed once, here, on the driver; the plan carries the analyzed
+statements to the workers. Small ordered steps:
+
+1. ``describe_stage``: per stage its kernel, whether it is memoryless, its state bound, tick period,
+   calls that reach the topology's states and dropping buffers;
+2. ``choose_execution``: the cheapest execution whose semantics match (first rule that applies):
+   UDS calls → driver; wall-clock ticks → sequential; all stages memoryless over one input each →
+   stateless; a MATCH_RECOGNIZE with PARTITION BY → keyed; a small bounded state → driver (no shuffle,
+   no state-store commit per micro-batch: the latency path); otherwise sequential;
+3. ``_place``: each stage's tier, where it runs and how its rows are partitioned under that execution.
+
+``force`` (tests, ``SBPY_FORCE_EXECUTION``) picks an execution where the planner allows it: sequential
+and driver always, stateless only for memoryless chains, keyed only where the split applies.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import math
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .nodes import Execution, QueryPlan, StagePlan, Tier, Where
+
+SMALL_STATE_TUPLES = 256  # a chain holding at most this many tuples runs on the driver (latency path)
+FORCE_ENV = "SBPY_FORCE_EXECUTION"
+
+StageText = tuple[str, str, Sequence[str]]  # (node, select text, input names)
+
+
+def analyze_stage(text: str) -> Any:
+    """The analyzed SELECT / SELECT UNION of a stage text (a CREATE STREAM ... AS SELECT is unwrapped)."""
+    from sbpy.bql.analyzer import prepare
+    from sbpy.bql.ast import CreateStreamAsSelect
+    from sbpy.bql.parser import parse_one
+
+    stmt = parse_one(text)
+    if isinstance(stmt, CreateStreamAsSelect):
+        stmt = stmt.select
+    return prepare(stmt)
+
+
+def _kernel(proc: Any) -> str:
+    from sbpy.bql.runtime.kernel import SelectProcessor
+    from sbpy.bql.runtime.union import UnionProcessor
+
+    if isinstance(proc, SelectProcessor):
+        return "select"
+    if isinstance(proc, UnionProcessor):
+        return "union"
+    name = type(proc).__name__
+    return {"MatchRecognizeProcessor": "match_recognize", "WindowProcessor": "timeplus"}.get(name, "custom")
+
+
+def _memoryless(proc: Any) -> tuple[bool, str]:
+    """Whether every step of ``proc`` depends on its own tuple only, and why (not)."""
+    from sbpy.bql.runtime.kernel import SelectProcessor
+    from sbpy.bql.runtime.union import UnionProcessor
+
+    if isinstance(proc, UnionProcessor):
+        verdicts = [_memoryless(b) for b in proc.branches]
+        bad = [why for ok, why in verdicts if not ok]
+        return (not bad, "every UNION ALL branch is memoryless" if not bad else bad[0])
+    if not isinstance(proc, SelectProcessor):
+        return False, f"a {_kernel(proc).replace('_', ' ')} stage keeps state across tuples"
+    if proc.limit is not None:
+        return False, "LIMIT counts the tuples emitted so far"
+    if proc.fast:
+        return True, "RSTREAM over [RANGE 1 TUPLES] of one input, no aggregate: each tuple's rows depend on it alone"
+    if len(proc.slots) != 1:
+        return False, "a join keeps every input's window"
+    if proc.slots[0].udsf is not None:
+        return False, "a UDSF may keep state"
+    if proc.grouping is not None:
+        return False, "GROUP BY / aggregates over a window"
+    if proc.emitter.kind != "rstream":
+        return False, f"{proc.emitter.kind.upper()} compares with the previous relation"
+    return False, "the window holds more than the current tuple"
+
+
+def _bound(proc: Any) -> int | None:
+    """The most tuples ``proc``'s state can hold (None: time windows, patterns, ... unbounded)."""
+    from sbpy.bql.runtime.kernel import SelectProcessor
+    from sbpy.bql.runtime.union import UnionProcessor
+
+    if isinstance(proc, UnionProcessor):
+        parts = [_bound(b) for b in proc.branches]
+        return None if any(p is None for p in parts) else sum(parts)  # type: ignore[arg-type]
+    if not isinstance(proc, SelectProcessor) or any(s.udsf is not None for s in proc.slots):
+        return None
+    total = 0
+    for slot in proc.slots:
+        if slot.window.unit != "tuples":
+            return None
+        total += int(slot.window.size)
+    return total
+
+
+def _state_words(proc: Any, stateless: bool) -> str:
+    if stateless:
+        return "none"
+    bound = _bound(proc)
+    if bound is not None:
+        return f"windows of at most {bound} tuples, the emitter's last relation"
+    return {"match_recognize": "open matches and the reorder buffer per partition",
+            "timeplus": "open windows, groups and the watermark"}.get(_kernel(proc), "windows and the emitter's last relation")
+
+
+def describe_stage(node: str, text: str, inputs: Sequence[str], context: Any = None,
+                   stateful_calls: Callable[[Any], list[str]] | None = None) -> StagePlan:
+    """The facts of one stage (tier and placement are set later by ``_place``)."""
+    from sbpy.bql.runtime import ProcessorContext, build_processor
+    from sbpy.bql.runtime.processor import tick_period_of
+    from sbpy.bql.spark.buffers import stage_buffers
+
+    statement = analyze_stage(text)
+    calls = tuple(stateful_calls(statement)) if stateful_calls is not None else ()
+    try:
+        proc = build_processor(statement, context or ProcessorContext())
+    except Exception as err:  # noqa: BLE001 - reported by the worker that builds it
+        return StagePlan(node, text, tuple(inputs), statement, "custom", False,
+                         f"does not build here ({type(err).__name__})", "unknown", stateful_calls=calls)
+    stateless, why = _memoryless(proc)
+    period = tick_period_of(proc)
+    tick_ms = None if period is None else max(1, math.ceil(period / _dt.timedelta(milliseconds=1)))
+    buffers = tuple(f"{name}: {b.describe()}" for name, b in stage_buffers(text).items())
+    return StagePlan(node, text, tuple(inputs), statement, _kernel(proc), stateless, why,
+                     _state_words(proc, stateless), tick_ms, calls, buffers, _bound(proc))
+
+
+def _stateless_chain(inputs: Sequence[str], stages: Sequence[StagePlan]) -> str | None:
+    """None if the whole chain can run memoryless on any partition, else why not."""
+    if not stages:
+        return "no stage"
+    names = set()
+    for s in stages:
+        if not s.stateless:
+            return f"stage '{s.node}': {s.why}"
+        if s.buffers:
+            return f"stage '{s.node}' has a dropping BUFFER (decided per micro-batch over the whole batch)"
+        if len(set(s.inputs)) != 1 or not (s.inputs[0] in inputs or s.inputs[0] in names):
+            return f"stage '{s.node}' reads several inputs (its end needs all of them)"
+        names.add(s.node)
+    return None
+
+
+def _keyed(stages: Sequence[StagePlan], inputs: Sequence[str]) -> bool:
+    from sbpy.bql.spark.keyed_plan import plan_keyed
+    from sbpy.bql.spark.operator import StageSpec
+
+    specs = [StageSpec(s.node, s.text, s.inputs) for s in stages]
+    return plan_keyed(specs, tuple(inputs)) is not None
+
+
+def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan],
+                     force: Execution | None = None) -> tuple[Execution, str, int]:
+    """``(execution, reason, tick interval ms)`` for the chain."""
+    from sbpy.bql.spark.operator import tick_interval_from_periods
+
+    calls = list(dict.fromkeys(c for s in stages for c in s.stateful_calls))
+    tick_ms = tick_interval_from_periods([s.tick_ms for s in stages if s.tick_ms is not None])
+    not_stateless = _stateless_chain(inputs, stages)
+    keyed = not tick_ms and not calls and _keyed(stages, inputs)
+    bound = [s.bounded_tuples for s in stages]
+    if force is not None:
+        if force is Execution.STATELESS and (not_stateless or calls or tick_ms):
+            force = None
+        elif force is Execution.KEYED and not keyed:
+            force = None
+        elif force is not Execution.DRIVER and calls:
+            force = None
+        if force is not None:
+            return force, f"forced ({FORCE_ENV} or a test)", tick_ms
+    if calls:
+        return Execution.DRIVER, f"it calls {', '.join(calls)}, which may use the topology's states (UDS live in the driver)", tick_ms
+    if tick_ms:
+        return Execution.SEQUENTIAL, f"a stage emits on the wall clock every {tick_ms} ms (group timeouts)", tick_ms
+    if not_stateless is None:
+        return Execution.STATELESS, "every stage is memoryless: all partitions, no shuffle, no state store", 0
+    if keyed:
+        return Execution.KEYED, "MATCH_RECOGNIZE with PARTITION BY: one group per partition key", 0
+    if all(b is not None for b in bound) and sum(bound) <= SMALL_STATE_TUPLES:  # type: ignore[arg-type]
+        return (Execution.DRIVER, f"small bounded state ({sum(bound)} tuples at most: {not_stateless}); "  # type: ignore[arg-type]
+                "the driver runs it with no shuffle and no state-store commit per micro-batch", 0)
+    return Execution.SEQUENTIAL, f"{not_stateless}: the stages need one global arrival order", 0
+
+
+_PLACEMENT = {
+    Execution.STATELESS: (Tier.VECTORIZED, Where.EXECUTOR,
+                          "any partition of the journal read (order restored by (seq, idx) at the driver)"),
+    Execution.SEQUENTIAL: (Tier.SEQUENTIAL, Where.EXECUTOR, "one group (global arrival order)"),
+    Execution.DRIVER: (Tier.DRIVER, Where.DRIVER, "the whole micro-batch, sorted by seq"),
+}
+
+
+def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: str | None) -> tuple[StagePlan, ...]:
+    out = []
+    for s in plan_stages:
+        if execution is Execution.KEYED:
+            if s.node == keyed_node:
+                tier, where, part = Tier.KEYED, Where.EXECUTOR, "by PARTITION BY key (one group per key)"
+            else:
+                tier, where, part = Tier.SEQUENTIAL, Where.EXECUTOR, "one group (router or tail, arrival order)"
+        else:
+            tier, where, part = _PLACEMENT[execution]
+        state = s.state
+        if execution is Execution.DRIVER and state != "none":
+            state += " (pickled to a driver snapshot file per micro-batch)"
+        elif execution in (Execution.SEQUENTIAL, Execution.KEYED) and state != "none":
+            state += " (pickled into Spark's state store)"
+        out.append(dataclasses.replace(s, tier=tier, where=where, partitioning=part, state=state))
+    return tuple(out)
+
+
+def forced_execution() -> Execution | None:
+    """The execution named by ``SBPY_FORCE_EXECUTION`` (tests and exactness runs), else None."""
+    value = os.environ.get(FORCE_ENV, "").strip().lower()
+    return Execution(value) if value else None
+
+
+def plan_query(inputs: Sequence[str], stages: Sequence[StageText], context: Any = None,
+               stateful_calls: Callable[[Any], list[str]] | None = None,
+               force: Execution | None = None) -> QueryPlan:
+    """Plan a consumer's chain. ``context``: the topology's ``ProcessorContext`` (its functions and
+    UDSFs); ``stateful_calls(statement)``: the calls of a statement that reach the topology's states."""
+    described = [describe_stage(n, t, i, context, stateful_calls) for n, t, i in stages]
+    execution, reason, tick_ms = choose_execution(inputs, described, force or forced_execution())
+    keyed_node = None
+    if execution is Execution.KEYED:
+        from sbpy.bql.spark.keyed_plan import plan_keyed
+        from sbpy.bql.spark.operator import StageSpec
+
+        keyed = plan_keyed([StageSpec(s.node, s.text, s.inputs) for s in described], tuple(inputs))
+        keyed_node = keyed.keyed.node if keyed is not None else None
+    return QueryPlan(tuple(inputs), _place(described, execution, keyed_node), execution, reason, tick_ms)

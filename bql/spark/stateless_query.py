@@ -1,0 +1,95 @@
+"""The stateless execution: memoryless stages on every partition, no shuffle, no state store.
+
+A chain whose stages are all memoryless (``sbpy.bql.plan``: RSTREAM over ``[RANGE 1 TUPLES]`` of one
+input, no aggregate, no LIMIT, no UDSF, each stage reading one input) gives every journal row the
+same rows whichever rows came before it. So::
+
+    sbpy_journal (read in several partitions) ──► mapInArrow(run the stages) ──► foreachBatch
+
+Each partition runs the same ``operator.Pipeline`` the sequential operator hosts (exact by
+construction), fed the partition's rows in seq order. A journal row's outputs all come from the
+partition that read it, numbered in emission order (``idx``), so the driver restores the sequential
+order by sorting on ``(seq, idx)``. An input's end marker is in one partition; since every stage has
+one input, that partition ends the stages below it (``end`` rows) and nothing of that input follows.
+Stage counters come as one ``stat`` row per partition and stage; the consumer adds them up.
+
+There is no operator state: the Spark checkpoint holds only offsets.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from . import journal_format as jf
+from .operator import JOURNAL_COLUMNS, OUTPUT_COLUMNS, OUTPUT_SCHEMA, Pipeline, StageSpec
+from .query import QueryHandle, QuerySpec, _collect, _ensure_listener, journal_reader, start_writer
+
+# Per worker process: (query id, stage keys) -> Pipeline. Its processors are memoryless; only the end
+# flags change, and they are reset for every partition.
+_CHAINS: dict[tuple, Pipeline] = {}
+
+
+def _chain(cache_key: tuple, stages: list[StageSpec], topology: str) -> Pipeline:
+    pipeline = _CHAINS.get(cache_key)
+    if pipeline is None:
+        pipeline = _CHAINS[cache_key] = Pipeline(stages, topology)
+    pipeline.ended_inputs = [set() for _ in pipeline.stages]
+    pipeline.ended, pipeline.ended_sources = set(), set()
+    return pipeline
+
+
+def run_rows(pipeline: Pipeline, rows: Any) -> list[tuple]:
+    """The output rows of journal rows ``(seq, input, ts, data, end[, error])`` (one partition, any order)."""
+    rows = sorted(rows, key=lambda r: r[0])
+    return pipeline.run(rows)
+
+
+def partition_function(query_id: str, stages: list[StageSpec], topology: str = "") -> Callable:
+    """The ``mapInArrow`` function running ``stages`` over one partition's Arrow batches."""
+    stages = list(stages)
+    cache_key = (query_id, tuple(s.key() for s in stages))
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        pipeline = _chain(cache_key, stages, topology)
+        rows: list[tuple] = []
+        for rb in batches:
+            cols = [rb.column(name).to_pylist() for name in JOURNAL_COLUMNS if name in rb.schema.names]
+            rows.extend(zip(*cols))
+        if not rows:
+            return
+        out = run_rows(pipeline, rows)
+        if not out:
+            return
+        columns = list(zip(*out))
+        yield pa.RecordBatch.from_arrays([pa.array(list(col), type=typ) for col, typ in zip(columns, _TYPES)],
+                                         names=OUTPUT_COLUMNS)
+
+    return run
+
+
+def _arrow_types() -> list[Any]:
+    import pyarrow as pa
+
+    kinds = dict(kind=pa.string(), node=pa.string(), seq=pa.int64(), idx=pa.int64(), ts=pa.int64(),
+                 data=pa.string(), error=pa.string(), input=pa.string(), event=pa.string())
+    return [kinds[c] for c in OUTPUT_COLUMNS]
+
+
+try:
+    _TYPES = _arrow_types()
+except ImportError:  # pragma: no cover - pyarrow comes with the pyspark extras we install
+    _TYPES = []
+
+
+def start_stateless_query(spark: Any, spec: QuerySpec) -> QueryHandle:
+    """Start ``spec`` (all stages memoryless) on every partition; see the module docstring."""
+    _ensure_listener(spark)
+    checkpoint = Path(spec.checkpoint_dir)
+    start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
+    parallelism = max(1, int(spark.sparkContext.defaultParallelism))
+    source = journal_reader(spark, spec, start_seq, partitions=parallelism)
+    out = source.mapInArrow(partition_function(spec.query_id, spec.stages, spec.topology), OUTPUT_SCHEMA)
+    return start_writer(spark, spec, out, checkpoint, None, 0, _collect)

@@ -1,0 +1,110 @@
+"""The planner: which execution a chain gets and why, per-stage facts, forcing, EXPLAIN text."""
+from __future__ import annotations
+
+import pytest
+
+from sbpy.bql.plan import Execution, Tier, Where, plan_query
+from sbpy.bql.plan.explain import as_dict, render
+
+FILTER = "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8"
+ISTREAM = "SELECT ISTREAM id FROM s1 [RANGE 2 TUPLES]"
+BIG = "SELECT RSTREAM count(*) AS n FROM src [RANGE 5 SECONDS]"
+MATCH = ("SELECT RSTREAM * FROM src [RANGE 1 TUPLES] MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts "
+         "MEASURES A.id AS a PATTERN (A B) DEFINE A AS A.x = 1, B AS B.x = 2)")
+
+
+def _plan(*stages, inputs=("src",), **kw):
+    return plan_query(list(inputs), [(n, t, list(i)) for n, t, i in stages], **kw)
+
+
+def test_memoryless_chain_is_stateless_on_every_partition():
+    plan = _plan(("s1", FILTER, ["src"]), ("s2", "SELECT RSTREAM id * 2 AS d FROM s1 [RANGE 1 TUPLES]", ["s1"]))
+    assert plan.execution is Execution.STATELESS
+    assert [s.tier for s in plan.stages] == [Tier.VECTORIZED, Tier.VECTORIZED]
+    assert all(s.where is Where.EXECUTOR and s.state == "none" for s in plan.stages)
+    assert plan.stages[0].statement is not None  # analyzed once, carried to the workers
+
+
+def test_small_bounded_state_runs_on_the_driver():
+    plan = _plan(("s1", FILTER, ["src"]), ("s2", ISTREAM, ["s1"]))
+    assert plan.execution is Execution.DRIVER
+    assert "small bounded state" in plan.reason
+    assert plan.stages[1].bounded_tuples == 2 and not plan.stages[1].stateless
+    assert "ISTREAM compares with the previous relation" == plan.stages[1].why
+
+
+def test_time_window_is_sequential_with_its_reason():
+    plan = _plan(("s1", BIG, ["src"]))
+    assert plan.execution is Execution.SEQUENTIAL
+    assert plan.stages[0].bounded_tuples is None
+    assert "global arrival order" in plan.reason
+
+
+def test_match_recognize_with_partition_by_is_keyed():
+    plan = _plan(("m", MATCH, ["src"]))
+    assert plan.execution is Execution.KEYED
+    assert plan.stages[0].tier is Tier.KEYED
+
+
+@pytest.mark.parametrize("text, why", [
+    ("SELECT RSTREAM a FROM src [RANGE 1 TUPLES] LIMIT 3", "LIMIT"),
+    ("SELECT RSTREAM count(*) AS n FROM src [RANGE 1 TUPLES]", "aggregates"),
+    ("SELECT ISTREAM a FROM src [RANGE 1 TUPLES]", "ISTREAM"),
+    ("SELECT RSTREAM a FROM src [RANGE 2 TUPLES]", "more than the current tuple"),
+])
+def test_stateful_forms_are_not_stateless(text, why):
+    plan = _plan(("s", text, ["src"]))
+    assert plan.execution is not Execution.STATELESS
+    assert why in plan.stages[0].why
+
+
+def test_union_of_two_inputs_is_not_stateless():
+    union = ("SELECT RSTREAM a FROM src [RANGE 1 TUPLES] UNION ALL "
+             "SELECT RSTREAM a FROM other [RANGE 1 TUPLES]")
+    plan = _plan(("u", union, ["src", "other"]), inputs=("src", "other"))
+    assert plan.stages[0].stateless
+    assert plan.execution is Execution.DRIVER  # memoryless, but its end needs both inputs
+
+
+def test_dropping_buffer_keeps_the_batch_together():
+    text = "SELECT RSTREAM a FROM src [RANGE 1 TUPLES, BUFFER SIZE 4, DROP OLDEST IF FULL]"
+    plan = _plan(("s", text, ["src"]))
+    assert plan.execution is not Execution.STATELESS
+    assert plan.stages[0].buffers == ("src: BUFFER SIZE 4, DROP OLDEST IF FULL",)
+
+
+def test_stateful_calls_go_to_the_driver():
+    plan = _plan(("s", FILTER, ["src"]), stateful_calls=lambda stmt: ["my_next_count"])
+    assert plan.execution is Execution.DRIVER
+    assert plan.stateful_calls == ["my_next_count"]
+    assert "UDS" in plan.reason
+
+
+def test_force_applies_only_where_allowed(monkeypatch):
+    stateless = [("s1", FILTER, ["src"])]
+    assert _plan(*stateless, force=Execution.SEQUENTIAL).execution is Execution.SEQUENTIAL
+    assert _plan(*stateless, force=Execution.DRIVER).execution is Execution.DRIVER
+    stateful = [("s1", BIG, ["src"])]
+    assert _plan(*stateful, force=Execution.STATELESS).execution is Execution.SEQUENTIAL  # not allowed
+    assert _plan(*stateful, force=Execution.KEYED).execution is Execution.SEQUENTIAL
+    monkeypatch.setenv("SBPY_FORCE_EXECUTION", "sequential")
+    assert _plan(*stateless).execution is Execution.SEQUENTIAL
+
+
+def test_explain_text_and_dict():
+    plan = _plan(("s1", FILTER, ["src"]))
+    text = render(plan, {"s1": "(select)"})
+    assert text.splitlines()[0].startswith("execution: stateless (")
+    assert "stage (select) [vectorized-python]" in text
+    assert "  runs on: executor Python" in text
+    assert "  " + FILTER in text
+    doc = as_dict(plan)
+    assert doc["execution"] == "stateless" and doc["stages"][0]["tier"] == "vectorized-python"
+    assert doc["text"] == render(plan)
+
+
+def test_ticking_stage_is_sequential_with_a_trigger():
+    text = "SELECT RSTREAM count(*) AS c FROM src EMIT PERIODIC 500 MILLISECONDS REPEAT"
+    plan = _plan(("t", text, ["src"]))
+    assert plan.execution is Execution.SEQUENTIAL and plan.tick_ms == 500
+    assert plan.stages[0].tick_ms == 500 and "wall clock" in plan.reason
