@@ -55,8 +55,8 @@ class DriverPipeline:
         self.restores = 0  # rebuilt from a snapshot file (tests)
         self._lock = threading.Lock()
 
-    def run_batch(self, batch_id: int, rows: Iterable[tuple[int, str, int, str | None, bool]]) -> list[tuple]:
-        """Run journal rows ``(seq, input, ts_us, data, end)`` (sorted by seq) as batch ``batch_id``."""
+    def run_batch(self, batch_id: int, rows: Iterable[tuple]) -> list[tuple]:
+        """Run journal rows ``(seq, input, ts_us, data, end[, error])`` (sorted by seq) as batch ``batch_id``."""
         with self._lock:
             if self.pipeline is None or self.last_batch != batch_id - 1:
                 self._restore(batch_id)
@@ -112,7 +112,7 @@ def _journal_rows(batch_df: Any) -> list[tuple]:
     except AttributeError:
         rows = [r.asDict() for r in batch_df.collect()]
     rows.sort(key=lambda r: r["seq"])
-    return [(r["seq"], r["input"], r["ts"], r["data"], bool(r["end"])) for r in rows]
+    return [(r["seq"], r["input"], r["ts"], r["data"], bool(r["end"]), r.get("error")) for r in rows]
 
 
 def output_dicts(rows: list[tuple]) -> list[dict[str, Any]]:

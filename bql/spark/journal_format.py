@@ -5,10 +5,13 @@ Layout (see docs/architecture.md, "Runtime on Spark")::
     <data_dir>/topologies/<topology>/journal/HEAD            {"seq": <max committed seq>}
     <data_dir>/topologies/<topology>/journal/<node>/log.jsonl one entry per line
 
-An entry is ``{"seq":N,"ts":<epoch µs>,"data":{...}}`` or an end marker ``{"seq":N,"end":true}``.
-Sequence numbers are topology-wide and strictly increasing, so within one log they are sorted and
-across logs ``seq`` order is arrival order. Readers only read entries with ``seq <= HEAD``; the writer
-flushes the logs before it moves HEAD (``write_head`` is atomic: temp file + ``os.replace``).
+An entry is ``{"seq":N,"ts":<epoch µs>,"data":{...}}``, an end marker ``{"seq":N,"end":true}``, or a
+file segment ``{"seq":N,"ts":T,"seg":{...}}`` that stands for the lines of a chunk of a JSON-lines file
+and occupies one seq per line (``journal_segments``). Sequence numbers are topology-wide and strictly
+increasing, so within one log they are sorted and across logs ``seq`` order is arrival order; they may
+have gaps in the tuples a journal yields (blank and bad lines of a segment). Readers only read entries
+with ``seq <= HEAD``; the writer syncs the logs before it moves HEAD (``write_head`` is atomic: temp
+file + ``os.replace``, optionally synced).
 
 ``data`` round-trips every BQL type through tagged JSON: a timestamp is ``{"$ts": µs}``, a blob
 ``{"$blob": "<base64>"}``, a NaN/±Inf float ``{"$float": "nan"|"inf"|"-inf"}``; a user map key that
@@ -26,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from . import journal_segments as js
 
 HEAD_FILE = "HEAD"
 LOG_FILE = "log.jsonl"
@@ -201,10 +206,14 @@ def _split_line(line: str) -> tuple[int, int, str | None, bool]:
 
 
 def decode_entry(line: str | bytes) -> dict[str, Any]:
-    """A journal line as ``{"seq", "ts", "data", "end"}`` (``data`` decoded; None for an end marker)."""
-    if isinstance(line, bytes):
-        line = line.decode("utf-8")
-    seq, ts, text, end = _split_line(line)
+    """A journal line as ``{"seq", "ts", "data", "end"}`` (``data`` decoded; None for an end marker);
+    a segment entry as ``{"seq", "ts", "data": None, "end": False, "seg": {...}}``."""
+    if isinstance(line, str):
+        line = line.encode("utf-8")
+    if js.is_segment_line(line):
+        obj = orjson.loads(line)
+        return {"seq": int(obj["seq"]), "ts": int(obj["ts"]), "data": None, "end": False, "seg": obj["seg"]}
+    seq, ts, text, end = _split_line(line.decode("utf-8"))
     return {"seq": seq, "ts": ts, "data": None if end else decode_data(text), "end": end}
 
 
@@ -230,35 +239,59 @@ def read_head_batches(journal_dir: str | os.PathLike[str]) -> dict[str, list]:
         return {}
 
 
-def write_head(journal_dir: str | os.PathLike[str], seq: int, batches: dict[str, list] | None = None) -> None:
-    """Atomically set HEAD to ``seq`` (write a temp file, fsync-free, then ``os.replace``); ``batches``
+def write_head(journal_dir: str | os.PathLike[str], seq: int, batches: dict[str, list] | None = None,
+               sync: bool = False) -> None:
+    """Atomically set HEAD to ``seq`` (write a temp file, then ``os.replace``); ``batches``
     (``{node: [query key, batch id]}``) commits which query batch wrote a node log last, in the same
-    atomic step, so a batch replayed after a crash is appended once."""
+    atomic step, so a batch replayed after a crash is appended once. ``sync``: fsync the temp file
+    before the rename and the folder after it (the new HEAD survives a power loss)."""
     path = Path(journal_dir)
     path.mkdir(parents=True, exist_ok=True)
     tmp = path / f".{HEAD_FILE}.{os.getpid()}.tmp"
-    tmp.write_bytes(orjson.dumps({"seq": int(seq), "batches": batches} if batches else {"seq": int(seq)}))
+    with open(tmp, "wb") as f:
+        f.write(orjson.dumps({"seq": int(seq), "batches": batches} if batches else {"seq": int(seq)}))
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path / HEAD_FILE)
+    if sync:
+        sync_dir(path)
+
+
+def sync_dir(path: str | os.PathLike[str]) -> None:
+    """fsync a folder (its entries: a renamed or created file is durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 # ---------------------------------------------------------------- reading
 
-# Per-process memory of where each log's last read ended: (path, inode) -> (last seq read, byte offset after it).
-# Spark reuses Python workers, so sequential micro-batches seek instead of rescanning the file.
+# Per-process memory of where each log's last read ended: (path, inode) -> (seq, byte offset) such that
+# every entry before the offset ends at or before that seq. Spark reuses Python workers, so sequential
+# micro-batches seek instead of rescanning the file.
 _OFFSETS: dict[tuple[str, int], tuple[int, int]] = {}
 
 
-def _line_seq(line: bytes) -> int:
+def _line_span(line: bytes) -> tuple[int, int]:
+    """``(first seq, last seq)`` of a journal line (a segment occupies several seqs)."""
     if line.startswith(b'{"seq":'):
         end = line.find(b",", 7)
         if end < 0:
             end = line.find(b"}", 7)
-        return int(line[7:end])
-    return int(orjson.loads(line)["seq"])
+        seq = int(line[7:end])
+        if not js.is_segment_line(line):
+            return seq, seq
+    obj = orjson.loads(line)
+    seq = int(obj["seq"])
+    seg = obj.get("seg")
+    return (seq, js.last_seq(seq, seg)) if seg is not None else (seq, seq)
 
 
 def _seek_after(f: Any, size: int, after_seq: int) -> int:
-    """Byte offset of the first complete line whose seq > ``after_seq`` (bisection on line starts)."""
+    """Byte offset of the first complete line whose last seq > ``after_seq`` (bisection on line starts)."""
     lo, hi = 0, size  # invariant: answer in [lo, hi]; lo is a line start
     while hi - lo > 4096:
         mid = (lo + hi) // 2
@@ -271,7 +304,7 @@ def _seek_after(f: Any, size: int, after_seq: int) -> int:
         if not line.endswith(b"\n"):
             hi = start
             break
-        if _line_seq(line) > after_seq:
+        if _line_span(line)[1] > after_seq:
             hi = start
         else:
             lo = f.tell()
@@ -279,61 +312,78 @@ def _seek_after(f: Any, size: int, after_seq: int) -> int:
     pos = lo
     while pos < hi:
         line = f.readline()
-        if not line.endswith(b"\n") or _line_seq(line) > after_seq:
+        if not line.endswith(b"\n") or _line_span(line)[1] > after_seq:
             return pos
         pos = f.tell()
     return pos
 
 
-def read_log(path: str | os.PathLike[str], input_name: str, after_seq: int, upto_seq: int
-             ) -> list[tuple[int, str, int, str | None, bool]]:
-    """Entries of one log with ``after_seq < seq <= upto_seq`` as ``(seq, input, ts_us, data_text, end)``."""
-    out: list[tuple[int, str, int, str | None, bool]] = []
+def _start_pos(f: Any, key: tuple[str, int], size: int, after_seq: int) -> int:
+    """Where reading entries after ``after_seq`` starts: from the remembered offset or by bisection."""
+    known = _OFFSETS.get(key)
+    if known is None or known[0] > after_seq or known[1] > size:
+        return _seek_after(f, size, after_seq)
+    f.seek(known[1])
+    pos = known[1]
+    while True:  # skip any complete lines that end at or before after_seq
+        line = f.readline()
+        if not line.endswith(b"\n") or _line_span(line)[1] > after_seq:
+            return pos
+        pos = f.tell()
+
+
+Row = tuple  # (seq, input, ts_us, data_text | None, end, error | None)
+
+
+def read_log(path: str | os.PathLike[str], input_name: str, after_seq: int, upto_seq: int) -> list[Row]:
+    """Rows of one log with ``after_seq < seq <= upto_seq`` as ``(seq, input, ts_us, data_text, end,
+    error)``; a segment entry expands into its lines' rows (``journal_segments.expand``)."""
+    out: list[Row] = []
     try:
         f = open(path, "rb")
     except FileNotFoundError:
         return out
     with f:
         stat = os.fstat(f.fileno())
-        size = stat.st_size
         key = (str(path), stat.st_ino)
-        known = _OFFSETS.get(key)
-        if known is not None and known[0] <= after_seq and known[1] <= size:
-            f.seek(known[1])
-            pos = known[1]
-            # skip any complete lines still <= after_seq
-            while True:
-                line = f.readline()
-                if not line.endswith(b"\n") or _line_seq(line) > after_seq:
-                    break
-                pos = f.tell()
-            f.seek(pos)
-        else:
-            pos = _seek_after(f, size, after_seq)
-            f.seek(pos)
+        pos = _start_pos(f, key, stat.st_size, after_seq)
+        f.seek(pos)
         last = (after_seq, pos)
         for line in f:
             if not line.endswith(b"\n"):
                 break  # a line being written (beyond HEAD)
-            seq, ts, text, end = _split_line(line.decode("utf-8"))
-            if seq > upto_seq:
-                break
-            if seq > after_seq:
-                out.append((seq, input_name, ts, text, end))
+            if js.is_segment_line(line):
+                obj = orjson.loads(line)
+                seq, seg = int(obj["seq"]), obj["seg"]
+                if seq > upto_seq:
+                    break
+                out.extend(js.expand(seq, int(obj["ts"]), seg, input_name, after_seq, upto_seq))
+                end_seq = js.last_seq(seq, seg)
+                if end_seq > upto_seq:  # cut in the middle: the next read starts at this entry again
+                    last = (seq - 1, pos)
+                    break
+            else:
+                seq, ts, text, end = _split_line(line.decode("utf-8"))
+                if seq > upto_seq:
+                    break
+                if seq > after_seq:
+                    out.append((seq, input_name, ts, text, end, None))
+                end_seq = seq
             pos += len(line)
-            last = (seq, pos)
+            last = (end_seq, pos)
         _OFFSETS[key] = last
     return out
 
 
 def read_entries(journal_dir: str | os.PathLike[str], inputs: list[str] | tuple[str, ...], after_seq: int,
-                 upto_seq: int) -> list[tuple[int, str, int, str | None, bool]]:
-    """Entries of the ``inputs``' logs with ``after_seq < seq <= upto_seq``, merged by seq.
+                 upto_seq: int) -> list[Row]:
+    """Rows of the ``inputs``' logs with ``after_seq < seq <= upto_seq``, merged by seq.
 
-    Each item is ``(seq, input, ts_us, data_text, end)``; ``data_text`` is the tagged JSON text
-    (decode with ``decode_data``) and None for an end marker.
+    Each item is ``(seq, input, ts_us, data_text, end, error)``; ``data_text`` is the tagged JSON text
+    (decode with ``decode_data``), None for an end marker and for a line of a file segment that is no
+    tuple (``error`` then says why: the consumers report it on ``dropped_tuples``).
     """
-    rows: list[tuple[int, str, int, str | None, bool]] = []
+    rows: list[Row] = []
     for name in inputs:
         rows.extend(read_log(node_log_path(journal_dir, name), name, after_seq, upto_seq))
     rows.sort(key=lambda r: r[0])

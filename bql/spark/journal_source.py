@@ -2,12 +2,17 @@
 
 Options: ``dir`` (the topology's journal folder), ``inputs`` (comma-separated node names),
 ``start_seq`` (read entries with seq > start_seq; default 0; ignored when a query restarts from its
-checkpoint), ``max_seqs`` (optional admission limit: at most this many seqs per micro-batch).
+checkpoint), ``max_seqs`` (optional admission limit: at most this many seqs per micro-batch),
+``partitions`` (a micro-batch of more than ``2 * MIN_PIECE`` seqs is read in up to this many seq ranges,
+one Spark partition each, so reading uses every core; default 2).
 
 Offsets are ``{"seq": N}``; the latest offset is the journal's HEAD. Rows are
-``(seq long, input string, ts long, data string, end boolean)`` where ``data`` is the tagged JSON text
-of the tuple's map (``journal_format.decode_data``) and null for an end marker. Reading runs in Spark's
-Python workers, so it only reads files.
+``(seq long, input string, ts long, data string, end boolean, error string)`` where ``data`` is the
+tagged JSON text of the tuple's map (``journal_format.decode_data``), null for an end marker and for a
+line of a file segment that is no tuple, whose ``error`` says why (the consumers report it on
+``dropped_tuples``). Seqs may have gaps. With several partitions a micro-batch's rows reach a consumer
+in no particular order: every consumer sorts by ``seq``. Reading runs in Spark's Python workers, so it
+only reads files.
 
 Usage::
 
@@ -27,11 +32,20 @@ from pyspark.sql.types import StructType
 from . import journal_format as jf
 
 NAME = "sbpy_journal"
-SCHEMA = "seq long, input string, ts long, data string, end boolean"
+SCHEMA = "seq long, input string, ts long, data string, end boolean, error string"
+MIN_PIECE = 10_000  # seqs: a micro-batch is never split into smaller read ranges
+DEFAULT_PARTITIONS = 2
+
+
+def split_range(after: int, upto: int, pieces: int) -> list[tuple[int, int]]:
+    """``(after, upto]`` as up to ``pieces`` consecutive ranges of at least ``MIN_PIECE`` seqs."""
+    n = max(1, min(pieces, (upto - after) // MIN_PIECE))
+    bounds = [after + (upto - after) * i // n for i in range(n + 1)]
+    return [(bounds[i], bounds[i + 1]) for i in range(n)]
 
 
 class _Range(InputPartition):
-    """One micro-batch: entries with ``after < seq <= upto``."""
+    """One read range of a micro-batch: entries with ``after < seq <= upto``."""
 
     def __init__(self, after: int, upto: int):
         super().__init__((after, upto))
@@ -40,7 +54,8 @@ class _Range(InputPartition):
 
 
 class JournalStreamReader(DataSourceStreamReader):
-    """Offsets are journal seqs; one partition per micro-batch (a merged, seq-ordered read)."""
+    """Offsets are journal seqs; a micro-batch is read in one or more seq ranges (merged, seq-ordered
+    within each)."""
 
     def __init__(self, options: dict[str, str]):
         self.dir = options.get("dir") or ""
@@ -49,6 +64,7 @@ class JournalStreamReader(DataSourceStreamReader):
         self.inputs = tuple(n for n in (options.get("inputs") or "").split(",") if n)
         self.start_seq = int(options.get("start_seq") or 0)
         self.max_seqs = int(options.get("max_seqs") or 0)
+        self.partitions = max(1, int(options.get("partitions") or DEFAULT_PARTITIONS))
 
     def initialOffset(self) -> dict:
         return {"seq": self.start_seq}
@@ -71,7 +87,9 @@ class JournalStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         after, upto = int(start["seq"]), int(end["seq"])
-        return [_Range(after, upto)] if upto > after else []
+        if upto <= after:
+            return []
+        return [_Range(a, b) for a, b in split_range(after, upto, self.partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto)  # type: ignore[attr-defined]

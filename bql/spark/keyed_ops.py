@@ -66,8 +66,9 @@ class RouterCore:
             self.pipeline.restore(st["pipeline"])
         self.saved = data
 
-    def run(self, rows: Iterable[tuple[int, str, int, str | None, bool]]) -> list[tuple]:
-        """Journal rows ``(seq, input, ts_us, data_text, end)`` sorted by seq → rows for the keyed segment."""
+    def run(self, rows: Iterable[tuple]) -> list[tuple]:
+        """Journal rows ``(seq, input, ts_us, data_text, end[, error])`` sorted by seq → rows for the keyed
+        segment."""
         self._out = []
         direct, fed = [], []
         consumers = self.pipeline.consumers if self.pipeline is not None else {}
@@ -79,8 +80,10 @@ class RouterCore:
                              ((r[2], 1, i) for i, r in enumerate(piped)))
         for _, src, i in merged:
             if src == 0:
-                seq, name, ts, text, end = direct[i]
-                if name == self.route:
+                seq, name, ts, text, end = direct[i][:5]
+                if text is None and not end and len(direct[i]) > 5 and direct[i][5]:  # a file line, no tuple
+                    self._emit("dropped", name, seq, ts, None, direct[i][5], name, "input")
+                elif name == self.route:
                     if end:
                         self._end_route(seq)
                     else:
@@ -158,7 +161,7 @@ class JournalRouter(RouterCore):
     def _end_route(self, seq: int) -> None:
         keys: dict[str, int] = {}
         self._key_seq = -1
-        for s, name, ts, text, end in self.scan(seq):
+        for s, name, ts, text, end, *_ in self.scan(seq):
             if end:
                 return  # an earlier end marker already finished K
             try:

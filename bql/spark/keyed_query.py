@@ -111,11 +111,15 @@ def _sequential(role: str, query_id: str, plan: KeyedPlan, topology: str, make: 
     return _Sequential()
 
 
+def _journal_rows(pdf: Any) -> Any:
+    """Journal rows ``(seq, input, ts, data, end[, error])`` of a frame of the journal source."""
+    return zip(*(pdf[c].tolist() for c in ("seq", "input", "ts", "data", "end", "error") if c in pdf.columns))
+
+
 def _feed(role: str, core: Any, pdf: Any) -> list[tuple]:
     if role == "router":
         pdf = pdf.sort_values("seq", kind="stable")
-        return core.run(zip(pdf["seq"].tolist(), pdf["input"].tolist(), pdf["ts"].tolist(),
-                            pdf["data"].tolist(), pdf["end"].tolist()))
+        return core.run(_journal_rows(pdf))
     return core.run(list(pdf[ROW_COLUMNS].itertuples(index=False, name=None)))
 
 
@@ -170,8 +174,7 @@ def _route_chunks(cache_key: tuple, plan: KeyedPlan, topology: str, journal_dir:
         if not len(pdf):
             continue
         pdf = pdf.sort_values("seq", kind="stable")
-        yield _frame(core.run(zip(pdf["seq"].tolist(), pdf["input"].tolist(), pdf["ts"].tolist(),
-                                  pdf["data"].tolist(), pdf["end"].tolist())))
+        yield _frame(core.run(_journal_rows(pdf)))
 
 
 def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journal_dir: str = "",

@@ -9,7 +9,10 @@ are ignored, bad types raise ``ValueError`` which fails CREATE SOURCE). The topo
     ctx.sleep(seconds) -> bool   # interruptible; False when the source is stopping
     ctx.wait_for_rewind() -> bool
     ctx.rewind_requested() -> bool
+    ctx.emit_segment(seg)        # journal a chunk of a file by reference (the ``file`` source)
+    ctx.report_dropped(error)    # a tuple the source could not emit (reported on ``dropped_tuples``)
     ctx.skip                     # tuples journaled by an earlier run (resume position after a restart)
+    ctx.resume                   # the last file segment journaled by an earlier run (or None)
     ctx.topology                 # the Topology (status sources)
 
 ``run`` returns when the source is done (a finite source then ends its journal log and stops).
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import os
 import queue
 import re
 import time
@@ -27,6 +31,9 @@ from typing import Any
 
 from sbpy.bql.errors import BQLEvaluationError
 from sbpy.bql.jsonio import from_json
+from sbpy.bql.spark import journal_segments as js
+from sbpy.bql.spark.journal_segments import compile_path, to_timestamp  # noqa: F401 - the file source's helpers
+from sbpy.bql.spark.journal_segments import lookup as _lookup
 
 log = logging.getLogger("sbpy.source")
 
@@ -74,45 +81,20 @@ def _kind_name(kind: Any) -> str:
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
-_PATH_STEP = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[\"([^\"]*)\"\]")
+CHUNK_BYTES = 4 << 20  # the file source journals its file in segments of about this size
 
 
-def compile_path(path: str) -> list[str | int]:
-    """Steps of a simple JSON path (``a.b[0]``, ``["x"]``)."""
-    steps: list[str | int] = []
-    pos = 0
-    while pos < len(path):
-        m = _PATH_STEP.match(path, pos)
-        if not m or m.end() == pos:
-            raise ValueError(f"invalid timestamp_field path '{path}'")
-        steps.append(m.group(1) if m.group(1) is not None else
-                     int(m.group(2)) if m.group(2) is not None else m.group(3))
-        pos = m.end()
-    return steps
-
-
-def _lookup(data: Any, steps: list[str | int]) -> Any:
+def path_text(steps: list[str | int]) -> str:
+    """The ``timestamp_field`` path text of compiled ``steps`` (``compile_path``'s inverse)."""
+    out = []
     for s in steps:
         if isinstance(s, int):
-            if not isinstance(data, list) or s >= len(data):
-                return None
-        elif not isinstance(data, dict) or s not in data:
-            return None
-        data = data[s]
-    return data
-
-
-def to_timestamp(value: Any) -> _dt.datetime:
-    """``value::timestamp`` (epoch seconds or RFC3339); raises ValueError otherwise."""
-    from sbpy.bql.conversions import to_timestamp as conv
-
-    try:
-        out = conv(value)
-    except Exception as e:  # BQLEvaluationError
-        raise ValueError(str(e)) from None
-    if not isinstance(out, _dt.datetime):
-        raise ValueError(f"cannot convert {value!r} to a timestamp")
-    return out
+            out.append(f"[{s}]")
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s):
+            out.append(f".{s}" if out else s)
+        else:
+            out.append(f'["{s}"]')
+    return "".join(out)
 
 
 class FileSource:
@@ -134,6 +116,7 @@ class FileSource:
         return {"waiting_for_rewind": self.waiting_for_rewind} if self.rewindable else None
 
     def _lines(self, ctx: Any) -> Any:
+        """``(line number, data or None, error or None)`` of each non-blank line (per-tuple path)."""
         try:
             f = open(self.path, "rb")
         except OSError as e:
@@ -146,23 +129,89 @@ class FileSource:
                 try:
                     data = from_json(line)
                 except BQLEvaluationError as e:
-                    log.warning("file source: %s:%d: cannot parse a line: %s", self.path, n, e)
+                    yield n, None, f"file source: {self.path}:{n}: cannot parse a line: {e}"
                     continue
                 if not isinstance(data, dict):
-                    log.warning("file source: %s:%d: a line is not a JSON object", self.path, n)
+                    yield n, None, f"file source: {self.path}:{n}: a line is not a JSON object"
                     continue
-                yield data
+                yield n, data, None
+
+    def _chunks(self, offset: int, line: int, pass_no: int) -> Any:
+        """Segments (``journal_segments.make_segment``) of the file from byte ``offset`` (line number
+        ``line``): chunks of about ``CHUNK_BYTES`` cut after a newline (a longer line is one chunk)."""
+        try:
+            f = open(self.path, "rb")
+        except OSError as e:
+            raise RuntimeError(f"cannot open '{self.path}': {e.strerror}") from None
+        path = os.path.abspath(self.path)
+        tsf = path_text(self.ts_path) if self.ts_path is not None else None
+        with f:
+            f.seek(offset)
+            while True:
+                chunk = f.read(CHUNK_BYTES)
+                if not chunk:
+                    return
+                if len(chunk) == CHUNK_BYTES:  # not at the end: cut after the last newline
+                    cut = chunk.rfind(b"\n")
+                    if cut < 0:  # one line longer than a chunk: read on to its end
+                        chunk += f.readline()
+                    else:
+                        chunk = chunk[:cut + 1]
+                        f.seek(offset + len(chunk))
+                seg = js.make_segment(path, offset, chunk, line, pass_no, tsf)
+                offset += len(chunk)
+                line += seg["n"]
+                yield seg
 
     def run(self, ctx: Any) -> None:
+        """Without ``interval``: journal the file by reference, a segment per chunk (the lines are read
+        by Spark); with it, emit one parsed tuple per line at that pace."""
+        if self.interval > 0:
+            self._run_tuples(ctx)
+        else:
+            self._run_segments(ctx)
+
+    def _run_segments(self, ctx: Any) -> None:
+        resume = None if self.rewindable else ctx.resume
+        passes = int(resume["pass"]) if resume else 0
+        offset, line = (int(resume["end"]), int(resume["line"]) + int(resume["n"])) if resume else (0, 1)
+        while True:
+            rewound = False
+            for seg in self._chunks(offset, line, passes):
+                if ctx.rewind_requested():
+                    rewound = True
+                    break
+                ctx.emit_segment(seg)  # blocks while paused: PAUSE takes effect at the next chunk
+            offset, line = 0, 1
+            if rewound:
+                continue
+            passes += 1
+            if self.rewindable:
+                self.waiting_for_rewind = True
+                ok = ctx.wait_for_rewind()
+                self.waiting_for_rewind = False
+                if not ok:
+                    return
+                continue
+            if self.repeat < 0 or passes <= self.repeat:
+                continue
+            return
+
+    def _run_tuples(self, ctx: Any) -> None:
         skip = 0 if self.rewindable else ctx.skip
         passes = 0
         next_at = time.time()
         while True:
             rewound = False
-            for data in self._lines(ctx):
+            for _n, data, error in self._lines(ctx):
                 if ctx.rewind_requested():
                     rewound = True
                     break
+                if data is None:
+                    if not skip:  # a bad line before the resume position was reported before the restart
+                        log.warning("%s", error)
+                        ctx.report_dropped(error)
+                    continue
                 if skip:
                     skip -= 1
                     continue

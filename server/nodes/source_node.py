@@ -1,7 +1,9 @@
 """A source node: its type instance, its driver thread and the controls PAUSE / RESUME / REWIND / DROP.
 
 The thread runs the source type's ``run(ctx)`` with a ``SourceContext``; every emitted tuple is
-journaled (buffered, committed in batches of up to 256 tuples or whenever the source waits). When
+journaled (buffered, committed in batches of up to 256 tuples or whenever the source waits: one write
+and one HEAD update per batch); the ``file`` source journals whole chunks of its file instead
+(``emit_segment``, one commit per chunk). When
 ``run`` returns the node writes its end marker and becomes ``stopped``; a failure ends it too, with
 ``status.error``. The thread stops by itself on DROP SOURCE or topology stop.
 """
@@ -34,13 +36,19 @@ class SourceContext:
         self._node = node
         self._buf: list[tuple[int, Any]] = []
         self.skip = node.skip
+        self.resume = node.journal.last_segment(node.name)  # the last file segment journaled before a restart
         self.topology = node.topology
+
+    @property
+    def name(self) -> str:
+        return self._node.name
 
     @property
     def stopping(self) -> bool:
         return self._node._stop.is_set()
 
-    def emit(self, data: dict[str, Any], ts: _dt.datetime | None = None) -> None:
+    def _wait_running(self) -> None:
+        """Raise ``SourceStopped`` when stopping; block (buffer committed) while paused."""
         node = self._node
         if node._stop.is_set():
             raise SourceStopped()
@@ -49,11 +57,28 @@ class SourceContext:
             while not node._running.wait(0.1):
                 if node._stop.is_set():
                     raise SourceStopped()
+
+    def emit(self, data: dict[str, Any], ts: _dt.datetime | None = None) -> None:
+        self._wait_running()
         if ts is None:
             ts = _dt.datetime.now(_dt.timezone.utc)
         self._buf.append((ts_to_us(ts), data))
         if len(self._buf) >= FLUSH_EVERY:
             self.flush()
+
+    def emit_segment(self, seg: dict[str, Any], ts: _dt.datetime | None = None) -> None:
+        """Journal a chunk of a file by reference (``journal_segments.make_segment``): one commit, one
+        seq per line; blocks while paused, raises ``SourceStopped`` when stopping."""
+        self._wait_running()
+        self.flush()
+        if ts is None:
+            ts = _dt.datetime.now(_dt.timezone.utc)
+        self._node.journal.append_segment(self._node.name, ts_to_us(ts), seg)
+        self._node.counters.add_sent(int(seg["k"]))
+
+    def report_dropped(self, error: str, data: Any = None) -> None:
+        """Report a tuple the source could not emit (a bad line) on ``dropped_tuples``."""
+        self._node.topology.report_dropped(self._node.name, data, error, "input")
 
     def flush(self) -> None:
         if self._buf:

@@ -5,16 +5,30 @@ import datetime as dt
 
 import pytest
 
+from sbpy.bql.spark import journal_format as jf
+from sbpy.bql.spark import journal_segments as js
 from sbpy.plugins.builtin.sinks import FileSink
 from sbpy.plugins.builtin.sources import FileSource, parse_duration
 
 
 class Ctx:
+    """A source context that reads its segments back at once (as Spark would) and keeps the tuples."""
+
     def __init__(self, skip=0):
-        self.skip, self.out, self.stopping = skip, [], False
+        self.skip, self.out, self.stopping, self.resume, self.dropped = skip, [], False, None, []
 
     def emit(self, data, ts=None):
         self.out.append((data, ts))
+
+    def emit_segment(self, seg):
+        for row in js.expand(1, 0, seg, "src", 0, seg["n"]):
+            if row[3] is None:
+                self.dropped.append(row[5])
+            else:
+                self.out.append((jf.decode_data(row[3]), jf.us_to_ts(row[2])))
+
+    def report_dropped(self, error, data=None):
+        self.dropped.append(error)
 
     def flush(self):
         pass
@@ -46,9 +60,12 @@ def test_file_source_params_and_timestamps(tmp_path):
     assert [d["x"] for d, _ in ctx.out] == [1, 2, 1, 2]
     assert ctx.out[0][1] == dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=dt.timezone.utc)
     assert ctx.out[1][1] == dt.datetime(2015, 4, 10, 10, 23, tzinfo=dt.timezone.utc)
-    ctx = Ctx(skip=3)
-    FileSource({"path": str(f), "repeat": 1}).run(ctx)
+    assert len(ctx.dropped) == 2
+    assert all(e.startswith(f"file source: {f}:3: cannot parse a line: invalid JSON") for e in ctx.dropped)
+    ctx = Ctx(skip=3)  # per tuple (with interval): resumes after the tuples journaled before
+    FileSource({"path": str(f), "repeat": 1, "interval": "1ns"}).run(ctx)
     assert [d["x"] for d, _ in ctx.out] == [2]
+    assert len(ctx.dropped) == 1  # the bad line of the second pass (the first one's was reported before)
 
 
 def test_file_sink_exactly_once(tmp_path):
