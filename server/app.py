@@ -4,8 +4,10 @@ The lifespan builds the ``ServerContext`` (Spark session management, data dir, r
 storage) and the ``TopologyManager``, installs topology persistence (``persistence.py``), creates the
 topologies of the config, restores the persisted ones (config topologies win), and at shutdown stops
 every topology (they stay persisted) and closes the context. Errors are rendered with SensorBee's envelope
-(``sbpy.server.api.errors``); requests are numbered and, with ``network.auth_token``, authenticated
-(``sbpy.server.auth``).
+(``sbpy.server.api.errors``); requests are numbered and guarded (``sbpy.server.auth``: Host, bearer
+token, Origin, JSON bodies, body size). The lifespan also makes ``storage.file_roots`` the only folders
+file sources and sinks may touch (``ctx.file_roots``, read by each topology) and warns loudly when the
+server listens beyond loopback without ``network.auth_token``.
 
 Example::
 
@@ -30,7 +32,7 @@ import sbpy
 from . import persistence
 from .api import build_router
 from .api.errors import install_error_handlers
-from .auth import RequestContextMiddleware
+from .auth import RequestContextMiddleware, RequestPolicy
 from .config import Config
 from .manager import StartupError, TopologyManager
 from .topology import Topology
@@ -76,6 +78,31 @@ def install_uds_storage(ctx: Any, config: Config) -> Any:
     return storage
 
 
+def install_file_roots(ctx: Any, config: Config) -> None:
+    """``ctx.file_roots``: the resolved ``config.file_roots``; topologies built on ``ctx`` hand them to
+    the ``file`` source and sink (``sbpy.plugins.builtin.paths``), which refuse any other path."""
+    from sbpy.plugins.builtin.paths import resolve_roots
+
+    roots = resolve_roots(config.file_roots)
+    try:
+        ctx.file_roots = roots
+    except AttributeError:
+        raise StartupError("the server context cannot hold file roots; file sources and sinks "
+                           "would be unrestricted") from None
+    log.info("file sources and sinks may use paths under: %s", ", ".join(roots))
+
+
+def exposure_warning(config: Config) -> str | None:
+    """The warning for a server reachable beyond loopback without ``network.auth_token``, if so."""
+    network = config.network
+    if network.loopback_only or network.auth_token:
+        return None
+    return (f"SECURITY: the server listens on {network.listen_on!r} (beyond loopback) and "
+            "network.auth_token is not set: anyone who can reach this address can create topologies "
+            "and read and write files under the file roots. Set network.auth_token or listen on "
+            "127.0.0.1.")
+
+
 def create_app(config: Config | None = None, context_factory: ContextFactory | None = None,
                topology_factory: Callable[[str, Any], Topology] | None = None,
                warm_up: bool = False) -> FastAPI:
@@ -87,6 +114,9 @@ def create_app(config: Config | None = None, context_factory: ContextFactory | N
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        warning = exposure_warning(config)
+        if warning is not None:
+            log.warning(warning)
         ctx = await anyio.to_thread.run_sync(make_context, config)
         manager = TopologyManager(ctx, topology_factory or Topology)
         app.state.context, app.state.manager = ctx, manager
@@ -94,6 +124,7 @@ def create_app(config: Config | None = None, context_factory: ContextFactory | N
             try:
                 load_plugins(config)
                 install_uds_storage(ctx, config)
+                install_file_roots(ctx, config)
                 if getattr(ctx, "data_dir", None) is not None:
                     persistence.install(manager)
                 await anyio.to_thread.run_sync(manager.load_from_config, config)
@@ -121,5 +152,5 @@ def create_app(config: Config | None = None, context_factory: ContextFactory | N
     app.state.config = config
     app.include_router(build_router())
     install_error_handlers(app)
-    app.add_middleware(RequestContextMiddleware, auth_token=config.network.auth_token)
+    app.add_middleware(RequestContextMiddleware, policy=RequestPolicy.from_network(config.network))
     return app

@@ -23,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 ENV_VAR = "SENSORBEE_CONFIG"
 DEFAULT_LISTEN_ON = "127.0.0.1:15601"
+DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 _SYMBOL = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]*$")
 _MAX_SYMBOL_LENGTH = 127
@@ -88,6 +90,9 @@ class NetworkConfig(_Section):
 
     listen_on: str = DEFAULT_LISTEN_ON
     auth_token: str | None = None
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
+    max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
 
     @field_validator("listen_on")
     @classmethod
@@ -97,10 +102,23 @@ class NetworkConfig(_Section):
             raise ValueError(f"listen_on must look like 'host:port' or ':port', got '{value}'")
         return value
 
+    @field_validator("allowed_hosts", "allowed_origins")
+    @classmethod
+    def _check_names(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not item.strip():
+                raise ValueError("entries must not be empty")
+        return value
+
     @property
     def host(self) -> str:
         host = self.listen_on.rpartition(":")[0].strip("[]")
         return host or "0.0.0.0"
+
+    @property
+    def loopback_only(self) -> bool:
+        """True if the server listens on a loopback address only (then nothing else can reach it)."""
+        return self.host.lower() in LOOPBACK_HOSTS or self.host.startswith("127.")
 
     @property
     def port(self) -> int:
@@ -126,7 +144,11 @@ class UDSStorageConfig(_Section):
 
 
 class StorageConfig(_Section):
+    """``storage``: UDS storage and ``file_roots``, the folders file sources and sinks may use
+    (None: the config file's folder and the data folder)."""
+
     uds: UDSStorageConfig = Field(default_factory=UDSStorageConfig)
+    file_roots: list[Path] | None = None
 
 
 class TopologyConfig(_Section):
@@ -186,6 +208,14 @@ class Config(_Section):
     def data_dir(self) -> Path:
         """``spark.data_dir`` resolved; default: ``data`` beside the config file."""
         return self.resolve(self.spark.data_dir or Path("data"))
+
+    @property
+    def file_roots(self) -> list[Path]:
+        """The folders file sources and sinks of the server may touch: ``storage.file_roots``
+        resolved, else the config file's folder (the cwd without one) and the data folder."""
+        if self.storage.file_roots is not None:
+            return [self.resolve(p) for p in self.storage.file_roots]
+        return [self.base_dir, self.data_dir]
 
     def resolve(self, path: Path | str) -> Path:
         """``path`` made absolute against the config file's folder."""

@@ -27,6 +27,11 @@ INTERNAL = "J0002"
 METHOD_NOT_ALLOWED = "J0003"  # sbpy's: SensorBee answers unknown methods with its 404
 BAD_JSON = "J0004"
 UNAUTHORIZED = "J0005"  # sbpy's: SensorBee has no authentication
+# sbpy's request guards (sbpy.server.auth); SensorBee has none of them
+ORIGIN_NOT_ALLOWED = "J0006"  # 403: a state-changing request from a foreign web page
+UNSUPPORTED_MEDIA_TYPE = "J0007"  # 415: a state-changing request whose body is not declared JSON
+HOST_NOT_ALLOWED = "J0008"  # 400: a Host name the server does not answer to (DNS rebinding)
+TOO_LARGE = "J0009"  # 413: a body over network.max_request_bytes
 NOT_FOUND = "E0001"
 VALIDATION = "E0005"
 PARSE = "E0006"
@@ -42,6 +47,19 @@ class ApiError(Exception):
         self.code = code
         self.message = message
         self.meta = meta or {}
+
+
+class RequestTooLarge(StarletteHTTPException):
+    """Raised while a request body streams in once it passes ``limit`` bytes; rendered as 413 J0009
+    (an HTTP exception, so FastAPI's body reading passes it on instead of calling it a bad body)."""
+
+    def __init__(self, limit: int):
+        super().__init__(413, too_large_message(limit))
+        self.limit = limit
+
+
+def too_large_message(limit: int) -> str:
+    return (f"The request body is larger than {limit} bytes (network.max_request_bytes).")
 
 
 def not_found(message: str) -> ApiError:
@@ -96,6 +114,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 404:
         return error_response(request, 404, URL_NOT_FOUND, "The request URL was not found.")
+    if isinstance(exc, RequestTooLarge):
+        return error_response(request, 413, TOO_LARGE, exc.detail, {"limit": exc.limit})
     if exc.status_code == 405:
         return error_response(request, 405, METHOD_NOT_ALLOWED, "The request method is not allowed.",
                               headers=dict(exc.headers or {}))
@@ -128,8 +148,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 async def json_body(request: Request) -> Any:
-    """Dependency: the request body parsed as JSON whatever its Content-Type (SensorBee's clients,
-    e.g. ``curl -d``, send form content types); J0004 when it is not JSON."""
+    """Dependency: the request body parsed as JSON; J0004 when it is not JSON. (The request guard of
+    ``sbpy.server.auth`` has already refused bodies not declared ``application/json`` with 415, so
+    ``curl -d`` needs ``-H 'Content-Type: application/json'``, unlike with SensorBee.)"""
     raw = await request.body()
     try:
         return orjson.loads(raw)
