@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import journal_format as jf
+from .fast_chain import make_pipeline
 from .operator import JOURNAL_COLUMNS, OUTPUT_COLUMNS, OUTPUT_SCHEMA, Pipeline, StageSpec
 from .query import QueryHandle, QuerySpec, _collect, _ensure_listener, journal_reader, start_writer
 
@@ -33,7 +34,7 @@ _CHAINS: dict[tuple, Pipeline] = {}
 def _chain(cache_key: tuple, stages: list[StageSpec], topology: str) -> Pipeline:
     pipeline = _CHAINS.get(cache_key)
     if pipeline is None:
-        pipeline = _CHAINS[cache_key] = Pipeline(stages, topology)
+        pipeline = _CHAINS[cache_key] = make_pipeline(stages, topology)
     pipeline.ended_inputs = [set() for _ in pipeline.stages]
     pipeline.ended, pipeline.ended_sources = set(), set()
     return pipeline
