@@ -3,8 +3,9 @@
 Options: ``dir`` (the topology's journal folder), ``inputs`` (comma-separated node names),
 ``start_seq`` (read entries with seq > start_seq; default 0; ignored when a query restarts from its
 checkpoint), ``max_seqs`` (optional admission limit: at most this many seqs per micro-batch),
-``partitions`` (a micro-batch of more than ``2 * MIN_PIECE`` seqs is read in up to this many seq ranges,
-one Spark partition each, so reading uses every core; default 2).
+``partitions`` (a micro-batch of at least ``2 * min_piece`` seqs is read in up to this many seq ranges,
+one Spark partition each, so reading uses every core; default 2), ``min_piece`` (the smallest range,
+default ``MIN_PIECE`` = 10,000 seqs).
 
 Offsets are ``{"seq": N}``; the latest offset is the journal's HEAD. Rows are
 ``(seq long, input string, ts long, data string, end boolean, error string)`` where ``data`` is the
@@ -37,9 +38,9 @@ MIN_PIECE = 10_000  # seqs: a micro-batch is never split into smaller read range
 DEFAULT_PARTITIONS = 2
 
 
-def split_range(after: int, upto: int, pieces: int) -> list[tuple[int, int]]:
-    """``(after, upto]`` as up to ``pieces`` consecutive ranges of at least ``MIN_PIECE`` seqs."""
-    n = max(1, min(pieces, (upto - after) // MIN_PIECE))
+def split_range(after: int, upto: int, pieces: int, min_piece: int = MIN_PIECE) -> list[tuple[int, int]]:
+    """``(after, upto]`` as up to ``pieces`` consecutive ranges of at least ``min_piece`` seqs."""
+    n = max(1, min(pieces, (upto - after) // max(1, min_piece)))
     bounds = [after + (upto - after) * i // n for i in range(n + 1)]
     return [(bounds[i], bounds[i + 1]) for i in range(n)]
 
@@ -64,7 +65,8 @@ class JournalStreamReader(DataSourceStreamReader):
         self.inputs = tuple(n for n in (options.get("inputs") or "").split(",") if n)
         self.start_seq = int(options.get("start_seq") or 0)
         self.max_seqs = int(options.get("max_seqs") or 0)
-        self.partitions = max(1, int(options.get("partitions") or DEFAULT_PARTITIONS))
+        self.pieces = max(1, int(options.get("partitions") or DEFAULT_PARTITIONS))  # not ``partitions``: a method
+        self.min_piece = int(options.get("min_piece") or MIN_PIECE)
 
     def initialOffset(self) -> dict:
         return {"seq": self.start_seq}
@@ -89,7 +91,7 @@ class JournalStreamReader(DataSourceStreamReader):
         after, upto = int(start["seq"]), int(end["seq"])
         if upto <= after:
             return []
-        return [_Range(a, b) for a, b in split_range(after, upto, self.partitions)]
+        return [_Range(a, b) for a, b in split_range(after, upto, self.pieces, self.min_piece)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto)  # type: ignore[attr-defined]

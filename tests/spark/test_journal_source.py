@@ -10,12 +10,14 @@ from sbpy.bql.spark.testing import TestJournal
 pytestmark = pytest.mark.spark
 
 
-def _start(spark, journal_dir, inputs, checkpoint, sink, **options):
+def _start(spark, journal_dir, inputs, checkpoint, sink, parts=None, **options):
     reader = spark.readStream.format("sbpy_journal").option("dir", str(journal_dir)).option("inputs", inputs)
     for key, value in options.items():
         reader = reader.option(key, str(value))
 
     def collect(batch_df, batch_id):
+        if parts is not None:
+            parts.append(batch_df.rdd.getNumPartitions())
         sink.append(sorted(tuple(r) for r in batch_df.collect()))
 
     return (reader.load().writeStream.option("checkpointLocation", str(checkpoint))
@@ -62,3 +64,45 @@ def test_start_seq_and_max_seqs(spark, tmp_path):
     query = _start(spark, journal.dir, "a", tmp_path / "ck", batches, start_seq=4, max_seqs=2)
     query.processAllAvailable()
     assert [[r[0] for r in b] for b in batches if b] == [[5, 6], [7, 8], [9, 10]]
+
+
+def test_split_range():
+    from sbpy.bql.spark.journal_source import split_range
+
+    assert split_range(0, 19_999, 2) == [(0, 19_999)]  # never pieces under 10k seqs
+    assert split_range(0, 20_000, 2) == [(0, 10_000), (10_000, 20_000)]
+    assert split_range(5, 100_005, 4) == [(5, 25_005), (25_005, 50_005), (50_005, 75_005), (75_005, 100_005)]
+    assert split_range(0, 10, 3, min_piece=3) == [(0, 3), (3, 6), (6, 10)]
+
+
+def test_file_segments_in_several_partitions(spark, tmp_path):
+    from sbpy.plugins.builtin.sources import FileSource
+    from sbpy.server.journal import JournalWriter
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(("oops" if i % 100 == 7 else '{"i": %d}' % i) + "\n" for i in range(3000)))
+    w = JournalWriter(tmp_path / "journal")
+
+    class Ctx:
+        resume = None
+
+        def emit_segment(self, seg):
+            w.append_segment("f", 1, seg)
+
+        def rewind_requested(self):
+            return False
+
+    FileSource({"path": str(src)}).run(Ctx())
+    w.end("f")
+    batches: list[list[tuple]] = []
+    parts: list[int] = []
+    query = _start(spark, w.dir, "f", tmp_path / "ck", batches, parts, partitions=3, min_piece=500)
+    query.processAllAvailable()
+    query.stop()
+    rows = sorted(r for b in batches for r in b)
+    assert parts[0] == 3
+    assert [r[0] for r in rows] == list(range(1, 3002))
+    assert [jf.decode_data(r[3])["i"] for r in rows if r[3] is not None] == [i for i in range(3000) if i % 100 != 7]
+    errors = [r for r in rows if r[5] is not None]
+    assert len(errors) == 30 and errors[0][5].startswith(f"file source: {src}:8: cannot parse a line")
+    assert rows[-1][4] is True
