@@ -142,13 +142,18 @@ class Topology(TopologyQueries, TopologyViews):
 
     def _make_plugin(self, kind: str, types: Any, stmt: Any, name: str, **kwargs: Any) -> Any:
         """Instantiate the registered source/sink type of a CREATE SOURCE/SINK statement with its
-        folded WITH parameters; an unknown type or a failing constructor is a statement error."""
+        folded WITH parameters; an unknown type or a failing constructor is a statement error. The
+        server's file roots (``context.file_roots``, set by ``sbpy run``; None: unrestricted) are in
+        force while it runs (``sbpy.plugins.builtin.paths``)."""
+        from sbpy.plugins.builtin.paths import allowed_roots
+
         cls = types.get(stmt.type_name)
         if cls is None:
             raise _fail(f"{kind} type '{stmt.type_name.lower()}' is not registered", stmt)
         params = self._params(stmt)
         try:
-            return cls(params, **kwargs)
+            with allowed_roots(getattr(self.context, "file_roots", None)):
+                return cls(params, **kwargs)
         except BQLError as e:
             raise _fail(f"cannot create {kind} '{name}': {e.message}", stmt) from None
         except Exception as e:  # noqa: BLE001 - a plugin's failure is a statement error

@@ -70,7 +70,7 @@ def allowed_path(path: str, user: str) -> str:
     real = os.path.realpath(os.path.expanduser(path))
     if any(_inside(real, root) for root in roots):
         return real
-    shown = path if real == path else f"{path}' (resolved: '{real}"
+    shown = f"'{path}'" if real == path else f"'{path}' (resolved: '{real}')"
     listed = ", ".join(f"'{r}'" for r in roots) or "none"
-    raise PathNotAllowed(f"the {user} path '{shown}' is outside the allowed file roots ({listed}); "
+    raise PathNotAllowed(f"the {user} path {shown} is outside the allowed file roots ({listed}); "
                          "add its folder to storage.file_roots in the server config to allow it")

@@ -14,7 +14,9 @@ recorded size (a torn write: a partial line, NUL bytes) is cut off when a restor
 every write. The rows are fsynced before the record that commits them, the record is replaced through a
 fsynced temp file and the folder is fsynced (the entries of new and renamed files).
 ``recovering=True`` (a topology
-restored at server start) keeps the file even with ``truncate = true``.
+restored at server start) keeps the file even with ``truncate = true``. The path must lie under the
+server's file roots (``paths.allowed_path``), checked before any folder is created or file truncated;
+rotation lists the backups it makes in ``<path>.sbpy-backups`` and prunes only those.
 """
 from __future__ import annotations
 
@@ -30,7 +32,10 @@ import orjson
 
 from sbpy.bql.jsonio import to_json_bytes
 
+from .paths import allowed_path
+
 COMMIT_SUFFIX = ".sbpy-commit"
+BACKUPS_SUFFIX = ".sbpy-backups"
 
 
 def _number(params: dict[str, Any], name: str) -> float | None:
@@ -90,8 +95,9 @@ class FileSink:
         if backups is not None and (isinstance(backups, bool) or not isinstance(backups, int) or backups < 0):
             raise ValueError("max_backups must be a non-negative integer")
         self.max_backups = backups
-        self.path = Path(path)
-        self.commit_path = Path(path + COMMIT_SUFFIX)
+        self.path = Path(allowed_path(path, "sink"))  # resolved and under the server's file roots
+        self.commit_path = Path(str(self.path) + COMMIT_SUFFIX)
+        self.backups_path = Path(str(self.path) + BACKUPS_SUFFIX)
         self.lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if truncate and not recovering:
@@ -174,22 +180,42 @@ class FileSink:
         now = _dt.datetime.now(_dt.timezone.utc)
         stem, ext = os.path.splitext(self.path.name)
         backup = self.path.with_name(f"{stem}-{now.strftime('%Y-%m-%dT%H-%M-%S')}.{now.microsecond // 1000:03d}{ext}")
+        # listed before the rename: a crash in between leaves a listed name that does not exist (skipped),
+        # never a backup of ours that pruning would not know
+        self._write_backups(self._read_backups() + [backup.name])
         os.replace(self.path, backup)
         self.f = open(self.path, "ab")
         self.commit["size"] = 0
         self._write_commit()
-        self._prune(stem, ext)
+        self._prune()
 
-    def _prune(self, stem: str, ext: str) -> None:
-        backups = sorted(p for p in self.path.parent.glob(f"{stem}-*{ext}") if p != self.path)
-        doomed: list[Path] = []
+    def _read_backups(self) -> list[str]:
+        """The names of the backups this sink made (``<path>.sbpy-backups``), oldest first."""
+        try:
+            names = orjson.loads(self.backups_path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return []
+        return [n for n in names if isinstance(n, str) and "/" not in n] if isinstance(names, list) else []
+
+    def _write_backups(self, names: list[str]) -> None:
+        tmp = self.backups_path.with_name(self.backups_path.name + ".tmp")
+        tmp.write_bytes(orjson.dumps(names))
+        os.replace(tmp, self.backups_path)
+        _fsync_dir(self.path.parent)
+
+    def _prune(self) -> None:
+        """Delete the backups over ``max_backups`` or older than ``max_age`` days — only files this
+        sink's rotation made, never other files of the folder that look alike."""
+        backups = sorted(n for n in self._read_backups() if (self.path.parent / n).exists())
+        doomed: set[str] = set()
         if self.max_backups:
-            doomed += backups[:-self.max_backups]
+            doomed.update(backups[:-self.max_backups])
         if self.max_age:
             limit = _dt.datetime.now().timestamp() - self.max_age * 86400
-            doomed += [p for p in backups if p.stat().st_mtime < limit]
-        for p in set(doomed):
-            p.unlink(missing_ok=True)
+            doomed.update(n for n in backups if (self.path.parent / n).stat().st_mtime < limit)
+        for name in doomed:
+            (self.path.parent / name).unlink(missing_ok=True)
+        self._write_backups([n for n in backups if n not in doomed])
 
     def close(self) -> None:
         with self.lock:

@@ -35,6 +35,8 @@ from sbpy.bql.spark import journal_segments as js
 from sbpy.bql.spark.journal_segments import compile_path, to_timestamp  # noqa: F401 - the file source's helpers
 from sbpy.bql.spark.journal_segments import lookup as _lookup
 
+from .paths import allowed_path
+
 log = logging.getLogger("sbpy.source")
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -104,7 +106,7 @@ class FileSource:
         path = params.get("path")
         if not isinstance(path, str) or not path:
             raise ValueError("path parameter is missing" if path is None else "path must be a string")
-        self.path = path
+        self.path = allowed_path(path, "source")  # resolved and under the server's file roots
         tsf = _param(params, "timestamp_field", str, None)
         self.ts_path = compile_path(tsf) if tsf else None
         self.interval = parse_duration(params["interval"]) if "interval" in params else 0.0

@@ -20,7 +20,7 @@ def test_topology_survives_restart(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"a": i}) + "\n" for i in range(3)))
     data = tmp_path / "data"
-    cfg = config_from_dict({})
+    cfg = config_from_dict({}, tmp_path / "sensorbee.yaml")  # the source file lies under its folder (a file root)
     srv = start_server(cfg, data)
     try:
         with srv.client() as c:
