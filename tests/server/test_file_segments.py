@@ -271,3 +271,54 @@ def test_paused_source_journals_nothing_until_resume(topo, tmp_path, small_chunk
         topo.execute(p)
     assert wait_until(lambda: topo.node("source", "s")["state"] == "stopped", 10)
     assert topo.journal.head == 201  # 200 lines + the end marker
+
+
+def test_stopped_mid_file_resumes_after_the_last_segment(tmp_path, small_chunks, monkeypatch):
+    """A server stopped while its file source is half-way (no end marker) resumes that source after its
+    last journaled segment: the journal holds every line once, in order."""
+    import threading
+
+    from sbpy.server import persistence
+    from sbpy.server.manager import TopologyManager
+    from sbpy.server.nodes import source_node
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"i": i}) + "\n" for i in range(100)))
+    real = source_node.SourceContext.emit_segment
+    held, calls = threading.Event(), []
+
+    def emit_segment(ctx, seg):  # the first run stops after 3 segments, as a stop mid-file does
+        calls.append(seg)
+        if not held.is_set() and len(calls) > 3:
+            held.set()
+            while not ctx.stopping:
+                ctx.sleep(0.01)
+            raise source_node.SourceStopped()
+        real(ctx, seg)
+
+    monkeypatch.setattr(source_node.SourceContext, "emit_segment", emit_segment)
+
+    def manager():
+        m = TopologyManager(Ctx(tmp_path / "data"),
+                            topology_factory=lambda name, ctx: Topology(name, ctx, query_starter=start_local))
+        persistence.install(m)
+        return m
+
+    m = manager()
+    t = m.create("t")
+    m.run_script(t, f'CREATE SOURCE s TYPE file WITH path = "{src}";')
+    assert wait_until(held.is_set, 10)
+    m.stop_all()
+    sent = sum(seg["n"] for seg in calls[:3])
+    assert not t.journal.ended("s") and t.journal.head == sent and 0 < sent < 100
+
+    m = manager()
+    persistence.restore(m)
+    t = m.get("t")
+    assert wait_until(lambda: t.node("source", "s")["state"] == "stopped", 10)
+    assert t.node("source", "s")["status"]["output_stats"]["num_sent_total"] == 100
+    assert calls[4]["start"] == calls[2]["end"]  # resumed after the last journaled segment
+    rows = jf.read_entries(t.journal.dir, ["s"], 0, t.journal.head)
+    m.stop_all()
+    assert [r[0] for r in rows] == list(range(1, 102))  # 100 lines and the end marker
+    assert [jf.decode_data(r[3]) for r in rows[:-1]] == [{"i": i} for i in range(100)]
