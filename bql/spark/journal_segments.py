@@ -31,7 +31,14 @@ from typing import Any
 
 import orjson
 
+from sbpy.bql.conversions import to_timestamp as _to_timestamp
+from sbpy.bql.errors import BQLEvaluationError
+from sbpy.bql.jsonio import from_json
+
+from .journal_values import encode_data, ts_to_us
+
 log = logging.getLogger("sbpy.journal")
+_loads = orjson.loads
 
 _LONG_DIGITS = re.compile(rb"\d{19,}")
 _PATH_STEP = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[\"([^\"]*)\"\]")
@@ -114,10 +121,8 @@ def lookup(data: Any, steps: list[str | int]) -> Any:
 
 def to_timestamp(value: Any) -> _dt.datetime:
     """``value::timestamp`` (epoch seconds or RFC3339); raises ValueError otherwise."""
-    from sbpy.bql.conversions import to_timestamp as conv
-
     try:
-        out = conv(value)
+        out = _to_timestamp(value)
     except Exception as e:  # BQLEvaluationError
         raise ValueError(str(e)) from None
     if not isinstance(out, _dt.datetime):
@@ -129,8 +134,6 @@ _STEPS: dict[str, list[str | int]] = {}
 
 
 def _field_ts(value: Any, tsf: str, default: int, where: str) -> int:
-    from .journal_format import ts_to_us
-
     steps = _STEPS.get(tsf)
     if steps is None:
         steps = _STEPS[tsf] = compile_path(tsf)
@@ -144,22 +147,23 @@ def _field_ts(value: Any, tsf: str, default: int, where: str) -> int:
 # ---------------------------------------------------------------- reading
 
 
-def parse_line(line: bytes) -> tuple[Any, str]:
+def _plain(data: bytes) -> bool:
+    """Whether JSON text ``data`` reads the same as tagged JSON: no ``"$`` (tagged values, escaped
+    keys), no ``\\u`` escape (a ``$`` in disguise) and no run of 19+ digits (``from_json`` turns ints
+    beyond int64 into floats)."""
+    return b'"$' not in data and b"\\u" not in data and _LONG_DIGITS.search(data) is None
+
+
+def parse_line(line: bytes, plain: bool | None = None) -> tuple[Any, str]:
     """``(value, data_text)`` of one stripped, non-blank line; raises ValueError with the reason.
 
-    The fast path keeps the line's own text: it is tagged JSON with the same meaning when it is an
-    object without ``"$`` (tagged values, escaped keys), ``\\u`` escapes (a ``$`` in disguise) or a run
-    of 19+ digits (``from_json`` turns ints beyond int64 into floats)."""
-    from .journal_format import encode_data
-
-    if line[:1] == b"{" and b'"$' not in line and b"\\u" not in line and _LONG_DIGITS.search(line) is None:
+    A ``_plain`` object keeps its own text (after a validating parse); any other line is parsed as the
+    source parses it (``from_json``) and re-encoded. ``plain``: already known for the line's chunk."""
+    if line[:1] == b"{" and (plain if plain is not None else _plain(line)):
         try:
-            return orjson.loads(line), line.decode("utf-8")
+            return _loads(line), line.decode("utf-8")
         except orjson.JSONDecodeError:
             pass  # NaN, Infinity, ...: the full parser decides
-    from sbpy.bql.errors import BQLEvaluationError
-    from sbpy.bql.jsonio import from_json
-
     try:
         value = from_json(line)
     except BQLEvaluationError as e:
@@ -199,17 +203,26 @@ def expand(seq: int, ts_us: int, seg: dict[str, Any], input_name: str, after: in
         return [(first, input_name, ts_us, None, False, error)]
     lines = chunk.split(b"\n")
     tsf = seg.get("tsf")
+    plain = _plain(chunk)  # one scan of the chunk instead of one per line
     line0 = int(seg["line"]) - seq
     out: list[Row] = []
+    append = out.append
     for s in range(first, last + 1):
         raw = lines[s - seq].strip()
         if not raw:
             continue
+        if plain and not tsf and raw[:1] == b"{":  # the common case, inlined
+            try:
+                _loads(raw)
+                append((s, input_name, ts_us, raw.decode("utf-8"), False, None))
+                continue
+            except orjson.JSONDecodeError:
+                pass
         try:
-            value, text = parse_line(raw)
+            value, text = parse_line(raw, True if plain else None)  # a chunk with "$: decide per line
         except ValueError as e:
-            out.append((s, input_name, ts_us, None, False, f"file source: {path}:{line0 + s}: {e}"))
+            append((s, input_name, ts_us, None, False, f"file source: {path}:{line0 + s}: {e}"))
             continue
         ts = _field_ts(value, tsf, ts_us, f"{path}:{line0 + s}") if tsf else ts_us
-        out.append((s, input_name, ts, text, False, None))
+        append((s, input_name, ts, text, False, None))
     return out

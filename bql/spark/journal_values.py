@@ -1,0 +1,107 @@
+"""Tagged JSON of BQL values and epoch-µs timestamps: the journal's value encoding.
+
+``data`` round-trips every BQL type through tagged JSON: a timestamp is ``{"$ts": µs}``, a blob
+``{"$blob": "<base64>"}``, a NaN/±Inf float ``{"$float": "nan"|"inf"|"-inf"}``; a user map key that
+starts with ``$`` is escaped by doubling the ``$`` (``"$x"`` → ``"$$x"``). Plain JSON without such keys
+and without non-finite floats already is tagged JSON of the same value.
+
+Pure Python (no pyspark); ``journal_format`` re-exports these functions.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import math
+from typing import Any
+
+import orjson
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_UTC = _dt.timezone.utc
+
+# ---------------------------------------------------------------- timestamps
+
+
+def ts_to_us(ts: _dt.datetime) -> int:
+    """Epoch microseconds of an aware datetime (a naive one is taken as UTC)."""
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=_UTC)
+    delta = ts - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def us_to_ts(us: int) -> _dt.datetime:
+    """The aware UTC datetime of epoch microseconds."""
+    return _EPOCH + _dt.timedelta(microseconds=us)
+
+
+# ---------------------------------------------------------------- values
+
+
+def _tag(value: Any) -> Any:
+    """A BQL value as plain JSON-able Python (tagged timestamps, blobs, non-finite floats, $ keys)."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is float:
+        if math.isfinite(value):
+            return value
+        return {"$float": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
+    if t is dict or isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k[:1] == "$":
+                k = "$" + k
+            out[k] = _tag(v)
+        return out
+    if t is list or isinstance(value, (list, tuple)):
+        return [_tag(v) for v in value]
+    if isinstance(value, _dt.datetime):
+        return {"$ts": ts_to_us(value)}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$blob": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _tag(float(value))
+    if isinstance(value, str):
+        return str(value)
+    raise TypeError(f"cannot journal a value of type '{type(value).__name__}'")
+
+
+_FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _untag(value: Any) -> Any:
+    """Inverse of ``_tag``."""
+    t = type(value)
+    if t is dict:
+        if len(value) == 1:
+            (k, v), = value.items()
+            if k == "$ts":
+                return us_to_ts(v)
+            if k == "$blob":
+                return base64.b64decode(v)
+            if k == "$float":
+                return _FLOATS[v]
+        out = {}
+        for k, v in value.items():
+            if k[:2] == "$$":
+                k = k[1:]
+            out[k] = _untag(v)
+        return out
+    if t is list:
+        return [_untag(v) for v in value]
+    return value
+
+
+def encode_data(data: Any) -> str:
+    """The tagged JSON text of a BQL value (normally the tuple's map)."""
+    return orjson.dumps(_tag(data)).decode("utf-8")
+
+
+def decode_data(text: str | bytes) -> Any:
+    """Inverse of ``encode_data``."""
+    return _untag(orjson.loads(text))
