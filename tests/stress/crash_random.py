@@ -1,0 +1,84 @@
+"""Randomized kill -9 stress run (issue 12): repeated ``tests/e2e/crash_harness.CrashRun`` runs until
+``--kills`` kills have been tried, then a table per case of kills tried / survived and output rows
+lost / duplicated / wrong (window values), for README's Reliability section.
+
+    .venv/bin/python tests/stress/crash_random.py --kills 30 --seed 7 [--per-run 3] [--n 300]
+
+Run ``i`` uses seed ``S + i`` (printed with each run); ``CrashRun(root, seed=...)`` replays its random
+choices. A kill counts as survived for a case when that run's outputs of the case were all exactly once.
+Every server is killed at the end of its run; the work folders are removed unless ``--keep``.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+
+from crash_harness import CASES, CrashRun, summary  # noqa: E402
+
+
+def table(rows: dict[str, dict[str, int]]) -> str:
+    head = f"{'case':<10} {'kills tried':>11} {'survived':>9} {'lost':>6} {'duplicated':>10} {'wrong':>6}"
+    out = [head, "-" * len(head)]
+    for case, r in rows.items():
+        out.append(f"{case:<10} {r['tried']:>11} {r['survived']:>9} {r['lost']:>6} {r['duplicated']:>10} "
+                   f"{r['wrong']:>6}")
+    total = {k: sum(r[k] for r in rows.values()) for k in ("tried", "survived", "lost", "duplicated", "wrong")}
+    out.append(f"{'all':<10} {total['tried']:>11} {total['survived']:>9} {total['lost']:>6} "
+               f"{total['duplicated']:>10} {total['wrong']:>6}")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kills", type=int, default=12, help="kills to try in total (each hits every case)")
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    ap.add_argument("--per-run", type=int, default=3, help="kills per server run")
+    ap.add_argument("--n", type=int, default=300, help="input tuples per case")
+    ap.add_argument("--interval", type=float, default=0.04, help="seconds between input tuples")
+    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ",".join(CASES))
+    ap.add_argument("--keep", action="store_true", help="keep the work folders")
+    args = ap.parse_args(argv)
+    cases = tuple(c for c in args.cases.split(",") if c)
+    rows = {c: {"tried": 0, "survived": 0, "lost": 0, "duplicated": 0, "wrong": 0} for c in cases}
+    print(f"crash_random: --kills {args.kills} --seed {args.seed} --per-run {args.per_run} --n {args.n}")
+    done, run, failed = 0, 0, []
+    t0 = time.monotonic()
+    while done < args.kills:
+        kills = min(args.per_run, args.kills - done)
+        root = Path(tempfile.mkdtemp(prefix=f"sbpy-crash-{args.seed + run}-"))
+        try:
+            results = CrashRun(root, seed=args.seed + run, kills=kills, n=args.n, interval=args.interval,
+                               cases=cases).run()
+        except Exception as e:  # noqa: BLE001 - a run that could not even finish is a failure of every case
+            print(f"run {run} (seed {args.seed + run}) failed: {e!r}; folder {root}")
+            failed.append(args.seed + run)
+            for c in cases:
+                rows[c]["tried"] += kills
+            done, run = done + kills, run + 1
+            continue
+        print(summary(results), flush=True)
+        for c, r in results.items():
+            rows[c]["tried"] += len(r.kills)
+            rows[c]["survived"] += len(r.kills) if r.ok else 0
+            for k in ("lost", "duplicated", "wrong"):
+                rows[c][k] += sum(getattr(s, k) for s in r.sinks.values())
+        if all(r.ok for r in results.values()) and not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+        elif not all(r.ok for r in results.values()):
+            failed.append(args.seed + run)
+            print(f"  kept {root}")
+        done, run = done + kills, run + 1
+    print(f"\n{run} runs, {done} kills per case, {time.monotonic() - t0:.0f} s"
+          + (f"; failing seeds: {failed}" if failed else ""))
+    print(table(rows))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
