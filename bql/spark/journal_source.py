@@ -2,7 +2,9 @@
 
 Options: ``dir`` (the topology's journal folder), ``inputs`` (comma-separated node names),
 ``start_seq`` (read entries with seq > start_seq; default 0; ignored when a query restarts from its
-checkpoint), ``max_seqs`` (optional admission limit: at most this many seqs per micro-batch),
+checkpoint), ``max_seqs`` (admission limit: at most this many seqs per micro-batch; default
+``DEFAULT_MAX_SEQS`` = 1M, so a large file journaled at once in segments is not one huge batch;
+negative: no limit),
 ``partitions`` (a micro-batch of at least ``2 * min_piece`` seqs is read in up to this many seq ranges,
 one Spark partition each, so reading uses every core; default 2), ``min_piece`` (the smallest range,
 default ``MIN_PIECE`` = 10,000 seqs).
@@ -36,6 +38,7 @@ NAME = "sbpy_journal"
 SCHEMA = "seq long, input string, ts long, data string, end boolean, error string"
 MIN_PIECE = 10_000  # seqs: a micro-batch is never split into smaller read ranges
 DEFAULT_PARTITIONS = 2
+DEFAULT_MAX_SEQS = 1_000_000
 
 
 def split_range(after: int, upto: int, pieces: int, min_piece: int = MIN_PIECE) -> list[tuple[int, int]]:
@@ -64,7 +67,7 @@ class JournalStreamReader(DataSourceStreamReader):
             raise ValueError("the sbpy_journal source needs the 'dir' option")
         self.inputs = tuple(n for n in (options.get("inputs") or "").split(",") if n)
         self.start_seq = int(options.get("start_seq") or 0)
-        self.max_seqs = int(options.get("max_seqs") or 0)
+        self.max_seqs = int(options.get("max_seqs") or DEFAULT_MAX_SEQS)
         self.pieces = max(1, int(options.get("partitions") or DEFAULT_PARTITIONS))  # not ``partitions``: a method
         self.min_piece = int(options.get("min_piece") or MIN_PIECE)
 
