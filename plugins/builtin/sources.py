@@ -166,35 +166,23 @@ class FileSource:
                 yield seg
 
     def run(self, ctx: Any) -> None:
-        """Without ``interval``: journal the file by reference, a segment per chunk (the lines are read
-        by Spark); with it, emit one parsed tuple per line at that pace."""
-        if self.interval > 0:
+        """Journal the file by reference, a segment per chunk (its lines are read and parsed by Spark);
+        with ``interval`` (one tuple at that pace) or ``rewindable`` (the file may be rewritten before a
+        REWIND, while its earlier contents are still unread) emit one parsed tuple per line."""
+        if self.interval > 0 or self.rewindable:
             self._run_tuples(ctx)
         else:
             self._run_segments(ctx)
 
     def _run_segments(self, ctx: Any) -> None:
-        resume = None if self.rewindable else ctx.resume
+        resume = ctx.resume
         passes = int(resume["pass"]) if resume else 0
         offset, line = (int(resume["end"]), int(resume["line"]) + int(resume["n"])) if resume else (0, 1)
         while True:
-            rewound = False
             for seg in self._chunks(offset, line, passes):
-                if ctx.rewind_requested():
-                    rewound = True
-                    break
                 ctx.emit_segment(seg)  # blocks while paused: PAUSE takes effect at the next chunk
             offset, line = 0, 1
-            if rewound:
-                continue
             passes += 1
-            if self.rewindable:
-                self.waiting_for_rewind = True
-                ok = ctx.wait_for_rewind()
-                self.waiting_for_rewind = False
-                if not ok:
-                    return
-                continue
             if self.repeat < 0 or passes <= self.repeat:
                 continue
             return

@@ -322,3 +322,42 @@ def test_stopped_mid_file_resumes_after_the_last_segment(tmp_path, small_chunks,
     m.stop_all()
     assert [r[0] for r in rows] == list(range(1, 102))  # 100 lines and the end marker
     assert [jf.decode_data(r[3]) for r in rows[:-1]] == [{"i": i} for i in range(100)]
+
+
+def test_rewindable_and_interval_sources_copy_their_tuples(tmp_path):
+    """A rewindable file may be rewritten before REWIND while its earlier lines are still unread, and an
+    ``interval`` paces single tuples: both journal copies, never segments."""
+    path = _file(tmp_path, ['{"i": 1}', "oops", '{"i": 2}'])
+
+    class TupleCtx:
+        skip, resume, stopping = 0, None, False
+
+        def __init__(self):
+            self.out, self.dropped = [], []
+
+        def emit(self, data, ts=None):
+            self.out.append(data)
+
+        def emit_segment(self, seg):
+            raise AssertionError("no segment expected")
+
+        def report_dropped(self, error, data=None):
+            self.dropped.append(error)
+
+        def flush(self):
+            pass
+
+        def sleep(self, seconds):
+            return True
+
+        def rewind_requested(self):
+            return False
+
+        def wait_for_rewind(self):
+            return False
+
+    for params in ({"rewindable": True}, {"interval": "1ns"}):
+        ctx = TupleCtx()
+        FileSource({"path": str(path), **params}).run(ctx)
+        assert ctx.out == [{"i": 1}, {"i": 2}]
+        assert len(ctx.dropped) == 1 and ctx.dropped[0].startswith(f"file source: {path}:2: cannot parse a line")
