@@ -149,13 +149,23 @@ class Consumer:
             kind = r["kind"]
             if kind == "stat":
                 self._stat(r)
-            elif kind == "dropped":
+            elif kind == "dropped" and (r.get("event") != "input" or self._reports_input(r["node"])):
                 topo.report_dropped(r["node"], _decode(r.get("data")), r.get("error"),
                                     r.get("event") or "other")
         ended = [r["node"] for r in rows if r["kind"] == "end"]
         for node in ended:
             self._end(node)
         self.last_batch = int(batch_id)
+
+    def _reports_input(self, name: str) -> bool:
+        """A source's bad input (a file line that is no tuple) is read by each of its consumers and
+        reported by one: the first that reports one while the previous reporter is attached."""
+        source = self.topology.sources.get(name)
+        if source is None:
+            return True
+        if source.drop_reporter is None or source.drop_reporter not in self.topology.consumers:
+            source.drop_reporter = self.id
+        return source.drop_reporter == self.id
 
     def _stat(self, row: dict[str, Any]) -> None:
         node = self.topology.streams.get(row["node"])

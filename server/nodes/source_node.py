@@ -124,6 +124,7 @@ class SourceNode:
         self.counters = st.Counters()
         self.counters.num_sent_total = skip
         self.error: str | None = None
+        self.drop_reporter: str | None = None  # the consumer reporting the source's bad lines (consumer.py)
         self.state = st.PAUSED if paused else st.RUNNING
         self._on_stopped = on_stopped
         self._running = threading.Event()

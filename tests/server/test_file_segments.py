@@ -361,3 +361,28 @@ def test_rewindable_and_interval_sources_copy_their_tuples(tmp_path):
         FileSource({"path": str(path), **params}).run(ctx)
         assert ctx.out == [{"i": 1}, {"i": 2}]
         assert len(ctx.dropped) == 1 and ctx.dropped[0].startswith(f"file source: {path}:2: cannot parse a line")
+
+
+def test_bad_lines_are_reported_once_with_several_consumers(topo, tmp_path, small_chunks):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"i": 1}\noops\n{"i": 2}\n[3]\n')
+    drops = []
+    topo.subscribe_dropped(drops.append)
+    run(topo, f"""
+        CREATE PAUSED SOURCE s TYPE file WITH path = "{src}";
+        CREATE SINK k1 TYPE file WITH path = "{tmp_path}/k1.jsonl";
+        CREATE SINK k2 TYPE file WITH path = "{tmp_path}/k2.jsonl";
+        INSERT INTO k1 FROM s;
+        INSERT INTO k2 FROM s;
+        RESUME SOURCE s;""")
+
+    def done(c):  # the local runner's query handled every batch up to HEAD (drops are reported last)
+        h = c.handle
+        return c.last_batch is not None and (h is None or (h.batch == c.last_batch + 1
+                                                           and h.pos == topo.journal.head))
+
+    assert wait_until(lambda: topo.node("source", "s")["state"] == "stopped"
+                      and done(topo.consumers["k1"]) and done(topo.consumers["k2"]), 10)
+    topo.stop()
+    assert len(lines(tmp_path / "k1.jsonl")) == len(lines(tmp_path / "k2.jsonl")) == 2
+    assert sorted(d["error"].split(": ", 2)[1] for d in drops) == [f"{src}:2", f"{src}:4"]
