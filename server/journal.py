@@ -70,15 +70,14 @@ class JournalWriter:
                     if not line.endswith(b"\n"):
                         break
                     try:
-                        entry = jf.decode_entry(line)
-                    except Exception:  # noqa: BLE001 - torn or zero-filled by a crash
+                        _first, last, end, seg = jf.scan_entry(line)
+                    except ValueError:  # torn or zero-filled by a crash (orjson's error is a ValueError)
                         log.warning("journal %s: cutting an unreadable tail at byte %d", path, good)
                         break
-                    seg = entry.get("seg")
-                    if (js.last_seq(entry["seq"], seg) if seg is not None else entry["seq"]) > head:
+                    if last > head:
                         break
                     good += len(line)
-                    if entry["end"]:
+                    if end:
                         ended = True
                     elif seg is not None:
                         count += int(seg["k"])

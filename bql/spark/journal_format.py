@@ -124,6 +124,18 @@ def decode_entry(line: str | bytes) -> dict[str, Any]:
     return {"seq": seq, "ts": ts, "data": None if end else decode_data(text), "end": end}
 
 
+def scan_entry(line: bytes) -> tuple[int, int, bool, dict[str, Any] | None]:
+    """``(first seq, last seq, end, segment or None)`` of a complete journal line (the writer's
+    recovery); validates the JSON (without decoding the tuple); raises ValueError on a torn line."""
+    obj = orjson.loads(line)
+    if type(obj) is not dict or type(obj.get("seq")) is not int:
+        raise ValueError("not a journal entry")
+    seq, seg = obj["seq"], obj.get("seg")
+    if seg is not None:
+        return seq, js.last_seq(seq, seg), False, seg
+    return seq, seq, bool(obj.get("end")), None
+
+
 # ---------------------------------------------------------------- HEAD
 
 
