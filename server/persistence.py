@@ -165,6 +165,21 @@ def restore_configured(manager: Any, name: str, statements: list[ParsedStatement
     return topology
 
 
+def sweep_checkpoint_temps(folder: Path) -> int:
+    """Remove the temp files a kill left in the offset and commit logs of the checkpoints under
+    ``folder`` (Spark writes each log entry to ``.<batch>.<uuid>.tmp`` and renames it; a leftover one
+    in an otherwise empty ``offsets`` makes Spark refuse to start the query: "should be empty on batch
+    0"). Called before a restored topology starts its queries; returns how many were removed."""
+    removed = 0
+    for log_dir in [*folder.glob("checkpoints/*/offsets"), *folder.glob("checkpoints/*/commits")]:
+        for tmp in log_dir.glob(".*.tmp"):
+            tmp.unlink(missing_ok=True)
+            removed += 1
+    if removed:
+        log.info("removed %d temp files of interrupted checkpoint writes under %s", removed, folder)
+    return removed
+
+
 def _replay(manager: Any, p: Persistence, name: str, statements: list[ParsedStatement]) -> Any:
     """Create ``name`` over its existing folder and replay ``statements`` with ``recovering`` set;
     queries are planned once the replay has ended (with the final graph, so they find their
@@ -179,6 +194,7 @@ def _replay(manager: Any, p: Persistence, name: str, statements: list[ParsedStat
         try:
             for parsed in statements:
                 topology.execute(check_statement(parsed))
+            sweep_checkpoint_temps(jf.topology_dir(p.data_dir, name))
             topology.start_deferred()
         finally:
             topology.defer_consumers = False

@@ -127,3 +127,19 @@ def test_leftover_tombstone_is_swept(tmp_path):
     m = _manager(Ctx(tmp_path / "data"))
     assert not tomb.exists()
     assert persistence.restore(m) == []
+
+
+def test_restore_removes_temp_files_of_an_interrupted_checkpoint_write(tmp_path):
+    ctx = Ctx(tmp_path / "data")
+    m = _manager(ctx)
+    m.run_script(m.create("t"), "CREATE SINK k TYPE stdout;")
+    m.stop_all()
+    ck = tmp_path / "data/topologies/t/checkpoints/k-0123-v1"
+    (ck / "offsets").mkdir(parents=True)
+    (ck / "commits").mkdir()
+    (ck / "offsets/.0.58f57e1b.tmp").write_bytes(b"")  # a kill during Spark's first offset write
+    (ck / "offsets/.0.crc").write_bytes(b"x")
+    m2 = _manager(ctx)
+    assert persistence.restore(m2) == ["t"]
+    assert sorted(p.name for p in (ck / "offsets").iterdir()) == [".0.crc"]
+    m2.stop_all()
