@@ -89,7 +89,7 @@ class CaseResult:
 class CrashRun:
     """One server, every case at once, ``kills`` SIGKILLs at random points, then the checks."""
 
-    def __init__(self, root: Path, seed: int, kills: int, n: int = 300, interval: float = 0.04,
+    def __init__(self, root: Path, seed: int, kills: int, n: int = 300, interval: float = 0.05,
                  cases: tuple[str, ...] = tuple(CASES), points: tuple[str, ...] = POINTS, log=print):
         self.root, self.seed, self.kills, self.n, self.interval = Path(root), seed, kills, n, interval
         self.cases, self.points, self.log = cases, points, log
@@ -97,6 +97,7 @@ class CrashRun:
         self.src = self.root / "in.jsonl"
         self.results = {c: CaseResult(c) for c in cases}
         self.late: dict[str, str] = {}  # case -> "pending" / "persisted" / "lost"
+        self.late_after_end: dict[str, bool] = {}  # the stream had stopped when the late sink attached
         self.server: Server | None = None
 
     # ------------------------------------------------------------ setup
@@ -199,7 +200,7 @@ class CrashRun:
         elif point == "mid_stream":
             have = self._outputs(target)
             j = self.rng.randint(have + 1, have + max(1, (self.n - have) * 3 // 4)) if have < self.n else 0
-            self._until(lambda: self._outputs(target) >= j or self._ended(target), 120)
+            self._until(lambda: self._outputs(target) >= j, 120)
         elif point == "source_end":
             self._until(lambda: self._ended(target), 180)
         else:
@@ -227,6 +228,8 @@ class CrashRun:
     def _attach_late(self, case: str) -> threading.Thread:
         """Attach the late sink ``late`` to ``s`` of ``case`` in a thread (the kill may cut it short)."""
         self.late[case] = "pending"
+        doc = self._get(f"/topologies/{CASES[case]}/streams/s") or {}
+        self.late_after_end[case] = (doc.get("stream") or {}).get("state") == "stopped"
         bql = f'CREATE SINK late TYPE file WITH path = "{self.out(case, "late")}";\nINSERT INTO late FROM s;'
 
         def post():
@@ -260,14 +263,17 @@ class CrashRun:
             return all(self._complete(case, k, last) for k in names)
 
         if not self._until(lambda: all(done(c) for c in self.cases), 300):
-            self.log("not every case completed in time:\n" + self.server.tail(30))
+            tail = [x for x in self.server.tail(400).splitlines() if "uvicorn.access" not in x]
+            self.log("not every case completed in time:\n" + "\n".join(tail[-30:]))
         for case in self.cases:
             httpx.delete(f"{self.server.api}/topologies/{CASES[case]}", timeout=120)
 
     def _complete(self, case: str, sink: str, last: int) -> bool:
         rows = lines(self.out(case, sink))
         if sink == "late":
-            return not rows or rows[-1].get("m", 0) >= last  # empty: it attached after the end
+            if not rows:  # complete only if it attached after the stream's end
+                return self.late_after_end.get(case, False)
+            return rows[-1].get("m", 0) >= last
         return len(rows) >= last
 
     def _check(self, case: str) -> None:

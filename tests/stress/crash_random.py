@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     ap.add_argument("--per-run", type=int, default=3, help="kills per server run")
     ap.add_argument("--n", type=int, default=300, help="input tuples per case")
-    ap.add_argument("--interval", type=float, default=0.04, help="seconds between input tuples")
+    ap.add_argument("--interval", type=float, default=0.05, help="seconds between input tuples")
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ",".join(CASES))
     ap.add_argument("--keep", action="store_true", help="keep the work folders")
     args = ap.parse_args(argv)
