@@ -93,6 +93,8 @@ class Persistence:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "a", encoding="utf-8") as f:
                 f.write(text + ";\n")
+                f.flush()
+                os.fsync(f.fileno())  # an acknowledged statement survives a crash
 
     def statements(self, name: str) -> list[ParsedStatement] | None:
         """The persisted statements of ``name`` (None without a readable statements file)."""
