@@ -2,7 +2,7 @@
 ``--kills`` kills have been tried, then a table per case of kills tried / survived and output rows
 lost / duplicated / wrong (window values), for README's Reliability section.
 
-    .venv/bin/python tests/stress/crash_random.py --kills 30 --seed 7 [--per-run 3] [--n 300]
+    .venv/bin/python tests/stress/crash_random.py --kills 30 --seed 7 [--per-run 3] [--n 300] [--points replan]
 
 Run ``i`` uses seed ``S + i`` (printed with each run); ``CrashRun(root, seed=...)`` replays its random
 choices. A kill counts as survived for a case when that run's outputs of the case were all exactly once.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
-from crash_harness import CASES, CrashRun, summary  # noqa: E402
+from crash_harness import CASES, POINTS, CrashRun, summary  # noqa: E402
 
 
 def table(rows: dict[str, dict[str, int]]) -> str:
@@ -42,9 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=300, help="input tuples per case")
     ap.add_argument("--interval", type=float, default=0.05, help="seconds between input tuples")
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ",".join(CASES))
+    ap.add_argument("--points", default=",".join(POINTS), help="comma-separated kill points: " + ",".join(POINTS))
     ap.add_argument("--keep", action="store_true", help="keep the work folders")
     args = ap.parse_args(argv)
     cases = tuple(c for c in args.cases.split(",") if c)
+    points = tuple(p for p in args.points.split(",") if p)
     rows = {c: {"tried": 0, "survived": 0, "lost": 0, "duplicated": 0, "wrong": 0} for c in cases}
     print(f"crash_random: --kills {args.kills} --seed {args.seed} --per-run {args.per_run} --n {args.n}")
     done, run, failed = 0, 0, []
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tempfile.mkdtemp(prefix=f"sbpy-crash-{args.seed + run}-"))
         try:
             results = CrashRun(root, seed=args.seed + run, kills=kills, n=args.n, interval=args.interval,
-                               cases=cases).run()
+                               cases=cases, points=points).run()
         except Exception as e:  # noqa: BLE001 - a run that could not even finish is a failure of every case
             print(f"run {run} (seed {args.seed + run}) failed: {e!r}; folder {root}")
             failed.append(args.seed + run)
