@@ -37,6 +37,7 @@ from server_process import Server, lines
 QUERY = "SELECT RSTREAM count(*) AS n, max(id) AS m FROM src [RANGE 10 TUPLES]"
 CASES = {"bql_file": "tfile", "rest": "trest", "two_sinks": "ttwo"}  # case -> topology name
 POINTS = ("before_output", "mid_stream", "source_end", "replan")
+UNPERSISTED_ATTACH = "the kill cut the late attach before its INSERT INTO was persisted"
 
 
 def expected(n: int) -> list[dict[str, int]]:
@@ -84,6 +85,13 @@ class CaseResult:
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.sinks.values())
+
+    @property
+    def known_issue(self) -> bool:
+        """Not ok, but only after a kill cut a re-plan between the split (which removes the owner's old
+        checkpoint) and the persisting of its INSERT INTO: the restart plans the old chain, finds no
+        checkpoint and starts at the journal HEAD (open: server/nodes/replan.py)."""
+        return not self.ok and any(n.startswith(UNPERSISTED_ATTACH) for n in self.notes)
 
 
 class CrashRun:
@@ -287,7 +295,7 @@ class CrashRun:
             res.sinks["late"] = check(lines(self.out(case, "late")), want, tail=True)
         elif state == "lost":
             rows = len(lines(self.out(case, "late")))
-            res.notes.append(f"the kill cut the late attach before its INSERT INTO was persisted ({rows} rows)")
+            res.notes.append(f"{UNPERSISTED_ATTACH} ({rows} rows)")
 
 
 def summary(results: dict[str, CaseResult]) -> str:
@@ -296,6 +304,6 @@ def summary(results: dict[str, CaseResult]) -> str:
     for case, r in results.items():
         sinks = "; ".join(f"{k}: {c.got}/{c.want} lost {c.lost} dup {c.duplicated} wrong {c.wrong}"
                           + ("" if c.ordered else " UNORDERED") for k, c in r.sinks.items())
-        out.append(f"{case:<10} {'ok ' if r.ok else 'BAD'} kills [{', '.join(r.kills)}] {sinks}"
+        out.append(f"{case:<10} {'ok ' if r.ok else 'KNOWN' if r.known_issue else 'BAD'} kills [{', '.join(r.kills)}] {sinks}"
                    + (f" ({'; '.join(r.notes)})" if r.notes else ""))
     return "\n".join(out)

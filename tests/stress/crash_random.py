@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(summary(results), flush=True)
         for c, r in results.items():
+            if r.known_issue:
+                print(f"  {c}: the known re-plan issue (a kill between the split and the persisted INSERT INTO)")
             rows[c]["tried"] += len(r.kills)
             rows[c]["survived"] += len(r.kills) if r.ok else 0
             for k in ("lost", "duplicated", "wrong"):
