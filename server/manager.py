@@ -27,7 +27,7 @@ from .topology import Topology
 log = logging.getLogger("sbpy.server.manager")
 
 QUERY_STATEMENTS = (ast.Select, ast.SelectUnion, ast.Eval, ast.Explain)
-MIXED_QUERY_MESSAGE = "a SELECT, EVAL or EXPLAIN statement cannot be issued with other statements"
+MIXED_QUERY_MESSAGE = "a SELECT or EVAL statement cannot be issued with other statements"  # SensorBee's text (EXPLAIN too)
 
 
 # ---------------------------------------------------------------- errors

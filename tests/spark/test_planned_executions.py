@@ -26,7 +26,7 @@ ROWS = [{"id": 1, "price": 3}, {"id": 2, "price": 9.5}, {"id": 3}, {"id": 4, "pr
 
 CHAINS = {
     "filter-project": [
-        ("s1", "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8", ["src"]),
+        ("s1", "SELECT RSTREAM id, price, note FROM src [RANGE 1 TUPLES] WHERE price < 8", ["src"]),
         ("s2", "SELECT RSTREAM id * 2 AS d, price::string AS p, note FROM s1 [RANGE 1 TUPLES]", ["s1"]),
     ],
     "errors-drop-alone": [
@@ -103,7 +103,7 @@ def test_stateless_plan_is_read_in_several_partitions(spark, tmp_path):
     plan = plan_query(["src"], CHAINS["filter-project"])
     assert plan.execution is Execution.STATELESS
     journal = TestJournal(tmp_path / "journal")
-    journal.append([("src", {"id": i, "price": i % 10}) for i in range(30_000)])
+    journal.append([("src", {"id": i, "price": i % 10, "note": i}) for i in range(30_000)])
     got = []
     spec = QuerySpec(query_id="t.parts", journal_dir=tmp_path / "journal", inputs=("src",),
                      stages=query_spec_stages(plan), checkpoint_dir=tmp_path / "ck", topology="t",
