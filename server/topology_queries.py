@@ -77,11 +77,17 @@ class TopologyQueries:
         plan = consumer.plan if consumer.plan is not None else self.plan_query(consumer.chain)
         consumer.plan = plan
         consumer.on_driver = plan.execution is Execution.DRIVER
+        # a sink fed by a stateless query gets its JSON lines encoded on the executors (no driver decode)
+        json_lines = (self._starter is None and plan.execution is Execution.STATELESS and consumer.kind == "sink"
+                      and consumer.sink is not None and consumer.sink.takes_json_lines)
+        consumer.out_format = "json" if json_lines else "tagged"
         spec = dict(query_id=f"{self.name}.{consumer.id}", journal_dir=str(self.journal.dir),
                     inputs=tuple(plan.inputs), stages=query_spec_stages(plan, loaded_plugins()),
                     checkpoint_dir=str(consumer.checkpoint_dir), start_seq=consumer.start_seq,
                     on_batch=consumer.on_batch, before_batch=consumer.before_batch, topology=self.name,
                     initial_state=consumer.initial_state, plan=plan)
+        if json_lines:
+            spec["out_format"] = "json"
         context = self.processor_context() if consumer.on_driver else None
         if self._starter is not None:
             return self._starter(**spec, processor_context=context)

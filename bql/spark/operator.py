@@ -144,6 +144,7 @@ class Pipeline:
         self.dirty = False  # run() began after the last save: the processors are ahead of ``saved``
         self._rows: list[tuple] = []
         self._stats: dict[int, _Stat] = {}
+        self.encode_out: Callable[[Any], str] = jf.encode_data  # ``out`` rows' data (tagged JSON by default)
         self._seq = 0
 
     # ------------------------------------------------------------ state
@@ -275,7 +276,7 @@ class Pipeline:
 
     def _emit_out(self, node: str, tup: Tuple) -> None:
         try:
-            text = jf.encode_data(tup.data)
+            text = self.encode_out(tup.data)
             ts = jf.ts_to_us(tup.ts)
         except Exception as exc:
             self._emit("dropped", node, 0, None, _error_text(exc), node, "output")

@@ -31,10 +31,14 @@ from .query import QueryHandle, QuerySpec, _collect, _ensure_listener, journal_r
 _CHAINS: dict[tuple, Pipeline] = {}
 
 
-def _chain(cache_key: tuple, stages: list[StageSpec], topology: str) -> Pipeline:
+def _chain(cache_key: tuple, stages: list[StageSpec], topology: str, out_format: str) -> Pipeline:
     pipeline = _CHAINS.get(cache_key)
     if pipeline is None:
         pipeline = _CHAINS[cache_key] = make_pipeline(stages, topology)
+        if out_format == "json":
+            from sbpy.bql.jsonio import to_json
+
+            pipeline.encode_out = to_json
     pipeline.ended_inputs = [set() for _ in pipeline.stages]
     pipeline.ended, pipeline.ended_sources = set(), set()
     return pipeline
@@ -46,15 +50,17 @@ def run_rows(pipeline: Pipeline, rows: Any) -> list[tuple]:
     return pipeline.run(rows)
 
 
-def partition_function(query_id: str, stages: list[StageSpec], topology: str = "") -> Callable:
-    """The ``mapInArrow`` function running ``stages`` over one partition's Arrow batches."""
+def partition_function(query_id: str, stages: list[StageSpec], topology: str = "",
+                       out_format: str = "tagged") -> Callable:
+    """The ``mapInArrow`` function running ``stages`` over one partition's Arrow batches; ``out_format``
+    ``json``: the ``out`` rows' data is the sink's JSON line (``jsonio.to_json``), not tagged JSON."""
     stages = list(stages)
-    cache_key = (query_id, tuple(s.key() for s in stages))
+    cache_key = (query_id, out_format, tuple(s.key() for s in stages))
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        pipeline = _chain(cache_key, stages, topology)
+        pipeline = _chain(cache_key, stages, topology, out_format)
         rows: list[tuple] = []
         for rb in batches:
             cols = [rb.column(name).to_pylist() for name in JOURNAL_COLUMNS if name in rb.schema.names]
@@ -92,5 +98,33 @@ def start_stateless_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
     parallelism = max(1, int(spark.sparkContext.defaultParallelism))
     source = journal_reader(spark, spec, start_seq, partitions=parallelism)
-    out = source.mapInArrow(partition_function(spec.query_id, spec.stages, spec.topology), OUTPUT_SCHEMA)
-    return start_writer(spark, spec, out, checkpoint, None, 0, _collect)
+    fn = partition_function(spec.query_id, spec.stages, spec.topology, spec.out_format)
+    out = source.mapInArrow(fn, OUTPUT_SCHEMA)
+    return start_writer(spark, spec, out, checkpoint, None, 0,
+                        collect_encoded if spec.out_format == "json" else _collect)
+
+
+class EncodedBatch:
+    """A micro-batch whose ``out`` rows are already the sink's JSON lines: ``lines`` (in arrival order)
+    and every other row (``stat``, ``dropped``, ``end``) as ``on_batch`` dicts, in order."""
+
+    def __init__(self, lines: list[str], others: list[dict[str, Any]]):
+        self.lines = lines
+        self.others = others
+
+
+def collect_encoded(batch_df: Any) -> EncodedBatch:
+    """Sort the batch by ``(seq, idx)`` in Arrow and keep the ``out`` lines as text (no decode)."""
+    import pyarrow.compute as pc
+
+    table = batch_df.toArrow()
+    if table.num_rows == 0:
+        return EncodedBatch([], [])
+    table = table.take(pc.sort_indices(table, [("seq", "ascending"), ("idx", "ascending")]))
+    is_out = pc.equal(table.column("kind"), "out")
+    lines = table.filter(is_out).column("data").to_pylist()
+    others = table.filter(pc.invert(is_out)).to_pylist()
+    for row in others:
+        if row["data"] is not None:
+            row["data"] = jf.decode_data(row["data"])
+    return EncodedBatch(lines, others)

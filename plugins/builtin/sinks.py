@@ -153,6 +153,14 @@ class FileSink:
     # ------------------------------------------------------------ writing
 
     def write(self, tuples: list[dict[str, Any]], batch: tuple[str, int] | None = None) -> None:
+        self._append(b"".join(to_json_bytes(t) + b"\n" for t in tuples), batch)
+
+    def write_json_lines(self, lines: list[str], batch: tuple[str, int] | None = None) -> None:
+        """``write`` for tuples already encoded as ``sbpy.bql.jsonio.to_json`` text (one per line): the
+        stateless execution encodes them on the executors, so the driver only appends."""
+        self._append(("\n".join(lines) + "\n").encode("utf-8") if lines else b"", batch)
+
+    def _append(self, data: bytes, batch: tuple[str, int] | None) -> None:
         with self.lock:
             if self.f is None:
                 raise RuntimeError("the sink is closed")
@@ -160,7 +168,6 @@ class FileSink:
                 query_id, batch_id = batch
                 if self.commit["batches"].get(query_id, -1) >= batch_id:
                     return  # a replayed batch that was fully written
-            data = b"".join(to_json_bytes(t) + b"\n" for t in tuples)
             if self.f.tell() != self.commit["size"]:  # a torn write before a crash
                 self.f.truncate(self.commit["size"])
                 self.f.seek(self.commit["size"])

@@ -65,6 +65,7 @@ class Consumer:
         self.on_driver = False  # its stages run on the driver (UDS calls, or the small-state latency path)
         self.plan: Any = None  # its ``sbpy.bql.plan.QueryPlan`` (set when planned)
         self.select_stage: tuple[str, str, list[str]] | None = None  # an ad-hoc SELECT's own stage
+        self.out_format = "tagged"  # "json": its stateless query hands the sink pre-encoded lines
         self.query_key = cid  # names the query in sink commit records: its checkpoint's name
         self.last_batch: int | None = None  # the last micro-batch whose rows were fully handled
         self.freezing = False  # re-planning: refuse new batches (they fail uncommitted) until stopped
@@ -132,6 +133,11 @@ class Consumer:
         # no ``before_batch`` here: a batch the callback accepted is delivered completely
         if self.stopped and self.kind == "cursor":
             return
+        if self.out_format == "json":  # a stateless query encoded the sink's lines on the executors
+            self.sink.write_json_lines(self.target, rows.lines, (self.query_key, int(batch_id)))
+            self._others(rows.others)
+            self.last_batch = int(batch_id)
+            return
         rows = _rows(rows)
         outs = [r for r in rows if r["kind"] == "out"]
         topo = self.topology
@@ -145,16 +151,7 @@ class Consumer:
         elif outs:
             topo.journal.append(self.target, [(int(r["ts"]), _decode(r["data"])) for r in outs],
                                 batch=(self.query_key, int(batch_id)))
-        for r in rows:
-            kind = r["kind"]
-            if kind == "stat":
-                self._stat(r)
-            elif kind == "dropped" and (r.get("event") != "input" or self._reports_input(r["node"])):
-                topo.report_dropped(r["node"], _decode(r.get("data")), r.get("error"),
-                                    r.get("event") or "other")
-        ended = [r["node"] for r in rows if r["kind"] == "end"]
-        for node in ended:
-            self._end(node)
+        self._others(rows)
         self.last_batch = int(batch_id)
 
     def _reports_input(self, name: str) -> bool:
@@ -166,6 +163,20 @@ class Consumer:
         if source.drop_reporter is None or source.drop_reporter not in self.topology.consumers:
             source.drop_reporter = self.id
         return source.drop_reporter == self.id
+
+    def _others(self, rows: list[dict[str, Any]]) -> None:
+        """A batch's ``stat``, ``dropped`` and then ``end`` rows (after its outputs were delivered)."""
+        topo = self.topology
+        for r in rows:
+            kind = r["kind"]
+            if kind == "stat":
+                self._stat(r)
+            elif kind == "dropped" and (r.get("event") != "input" or self._reports_input(r["node"])):
+                topo.report_dropped(r["node"], _decode(r.get("data")), r.get("error"),
+                                    r.get("event") or "other")
+        ended = [r["node"] for r in rows if r["kind"] == "end"]
+        for node in ended:
+            self._end(node)
 
     def _stat(self, row: dict[str, Any]) -> None:
         node = self.topology.streams.get(row["node"])

@@ -29,6 +29,23 @@ class SinkNode:
         self.error: str | None = None
         self._lock = threading.Lock()
 
+    @property
+    def takes_json_lines(self) -> bool:
+        """The sink type accepts tuples pre-encoded as JSON lines (``write_json_lines``)."""
+        return hasattr(self.impl, "write_json_lines")
+
+    def write_json_lines(self, input_name: str, lines: list[str], batch: tuple[str, int] | None) -> None:
+        """``write`` for tuples encoded by ``sbpy.bql.jsonio.to_json`` on the executors."""
+        with self._lock:
+            if self.state == st.STOPPED:
+                return
+            try:
+                self.impl.write_json_lines(lines, batch=batch)
+            except Exception as e:  # noqa: BLE001 - a sink failure drops the batch
+                log.warning("sink '%s' failed to write %d tuples: %s", self.name, len(lines), e)
+                self.counters.add_error(len(lines))
+            self.counters.add_received(input_name, len(lines))
+
     def write(self, input_name: str, tuples: list[dict[str, Any]], batch: tuple[str, int] | None) -> None:
         """Write one batch from ``input_name``; a failing write is logged and counted as errors."""
         with self._lock:
