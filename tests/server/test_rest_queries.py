@@ -189,3 +189,17 @@ def test_node_endpoints(fake):
     r = c.get("/topologies/f/sources/zzz")
     assert r.status_code == 404 and r.json()["error"]["message"] == "The source was not found"
     assert c.get("/topologies/nope/sources").status_code == 404
+
+
+def test_explain_answers_the_plan_and_creates_nothing(c):
+    assert post(c, "t", "CREATE PAUSED SOURCE src TYPE node_statuses;").status_code == 200
+    r = post(c, "t", "EXPLAIN SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE id > 1;")
+    plan = r.json()["plan"]
+    assert r.status_code == 200 and plan["execution"] == "stateless"
+    assert plan["stages"][0]["tier"] == "vectorized-python" and plan["stages"][0]["node"] == "(select)"
+    assert plan["text"].startswith("execution: stateless")
+    r = post(c, "t", "EXPLAIN CREATE STREAM w AS SELECT RSTREAM count(*) AS n FROM src [RANGE 5 SECONDS];")
+    assert r.json()["plan"]["execution"] == "sequential" and r.json()["plan"]["stages"][0]["node"] == "w"
+    assert c.get("/topologies/t/streams").json()["streams"] == []  # nothing was created
+    r = post(c, "t", "EXPLAIN SELECT RSTREAM id FROM nowhere [RANGE 1 TUPLES];")
+    assert r.status_code == 400 and "'nowhere' was not found" in r.json()["error"]["meta"]["error"]
