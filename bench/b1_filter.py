@@ -1,13 +1,14 @@
 """B1 — ``SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8`` over N JSONL lines.
 
-sbpy runs it the way a topology does: a ``file`` source thread parses the lines and journals them on
-the driver, one fused Spark query (``sbpy_journal`` → the per-tuple kernel in
-``applyInPandasWithState`` → ``foreachBatch``) feeds a ``file`` sink. Two sbpy figures:
+sbpy runs it the way a topology does: the ``file`` source journals the file by reference (segments),
+the planner makes the memoryless query *stateless* (``sbpy_journal`` read in seq-range partitions →
+``mapInArrow`` running the stage on every core, the sink's JSON lines encoded there → ``foreachBatch``
+appending them in arrival order) and a ``file`` sink. Two sbpy figures:
 
 * **topology**: a real ``Topology`` (CREATE PAUSED SOURCE / STREAM / SINK / INSERT INTO / RESUME),
   timed from RESUME until the stream has stopped and the sink holds every output;
-* **query only**: the same fused query started again over the journal the topology wrote (the source's
-  parsing and journaling excluded), timed by Spark's own progress (sum of ``triggerExecution``).
+* **query only**: the same planned query started again over the journal the topology wrote (the
+  source's journaling excluded), timed by Spark's own progress (sum of ``triggerExecution``).
 
 Reference, in the same SparkSession: the best hand-written PySpark job for the same work —
 the JSON source with an explicit schema (the fastest parse measured in spark-facts.md), ``price < 8``,
@@ -101,20 +102,21 @@ def sbpy_topology(ctx: Any, src: Path, out: Path, expected: int, timeout: float)
 
 
 def sbpy_query_only(spark: Any, journal_dir: Path, out: Path, ck: Path, max_seqs: int) -> dict[str, Any]:
-    from sbpy.bql.spark.operator import StageSpec
+    from sbpy.bql.plan import plan_query
+    from sbpy.bql.spark.compile import query_spec_stages
     from sbpy.bql.spark.query import QuerySpec
     from sbpy.plugins.builtin.sinks import FileSink
 
     sink = FileSink({"path": str(out), "truncate": True})
     count = [0]
 
-    def on_batch(batch_id: int, rows: list[dict[str, Any]]) -> None:
-        tuples = [r["data"] for r in rows if r["kind"] == "out"]
-        sink.write(tuples, ("b1.q", int(batch_id)))
-        count[0] += len(tuples)
+    def on_batch(batch_id: int, batch: Any) -> None:  # the stateless execution's EncodedBatch
+        sink.write_json_lines(batch.lines, ("b1.q", int(batch_id)))
+        count[0] += len(batch.lines)
 
-    spec = QuerySpec("b1.q", journal_dir, ("src",), [StageSpec("out", QUERY, ("src",))], ck,
-                     on_batch=on_batch, max_seqs=max_seqs)
+    plan = plan_query(["src"], [("out", QUERY, ["src"])])
+    spec = QuerySpec("b1.q", journal_dir, ("src",), query_spec_stages(plan), ck,
+                     on_batch=on_batch, max_seqs=max_seqs, plan=plan, out_format="json")
     try:
         wall, progress = benchlib.run_to_end(spark, spec)
     finally:
@@ -176,9 +178,9 @@ def main() -> None:
         ("PySpark streaming json→filter→json (availableNow)", ref_s, rate["ref_stream"], 1.0, "-"),
         ("PySpark batch read.json→filter→write.json", ref_b, rate["ref_batch"],
          rate["ref_batch"] / rate["ref_stream"], "-"),
-        ("sbpy topology: file source→journal→fused query→file sink", topo["seconds"], rate["topo"],
+        ("sbpy topology: file source→journal segments→planned query→file sink", topo["seconds"], rate["topo"],
          rate["topo"] / rate["ref_stream"], topo["batches"]),
-        ("sbpy fused query only (journal already written)", only["seconds"], rate["only"],
+        ("sbpy planned query only (journal already written)", only["seconds"], rate["only"],
          rate["only"] / rate["ref_stream"], only["batches"]),
     ]
     print()

@@ -101,12 +101,17 @@ def start_session(ctx: Any) -> Any:
 
 
 def run_to_end(spark: Any, spec: Any) -> tuple[float, list[dict[str, Any]]]:
-    """Start the fused query ``spec``, process all available input and stop it. Returns the wall time
+    """Start the query ``spec`` (planned or fused), process all available input and stop it. Returns the wall time
     from the start and Spark's progress entries of the batches that had input rows."""
     from sbpy.bql.spark.query import start_query
 
     t0 = time.perf_counter()
-    handle = start_query(spark, spec)
+    if spec.plan is not None:  # planned: the execution the plan names
+        from sbpy.bql.spark.compile import start_planned
+
+        handle = start_planned(spark, spec)
+    else:
+        handle = start_query(spark, spec)
     try:
         handle.process_all_available()
         wall = time.perf_counter() - t0

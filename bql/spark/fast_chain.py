@@ -3,7 +3,7 @@
 A stateless plan's chain is a path ``input → s1 → s2 → … → sk`` where every stage is the kernel's fast
 form (``RSTREAM`` over ``[RANGE 1 TUPLES]`` of one input, WHERE and a select list, no LIMIT). For such
 a chain ``FastPipeline.run`` does per journal row only what the generic path does, in the same order:
-decode, then per stage WHERE and the select list, then encode the last stage's row — without the
+decode (``Pipeline.run``), then per stage WHERE and the select list, then encode the last stage's row — without the
 ``StepResult``/emitter/``Tuple`` plumbing between stages. Counters, dropped rows (the same node, error
 text, event and tuple), end handling and stat rows are the ``Pipeline``'s own, so the rows equal the
 generic path's (``tests/spark/test_fast_chain.py`` checks this against ``Pipeline`` on random rows).
@@ -16,14 +16,11 @@ import datetime as _dt
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from sbpy.bql.eval import Env
 from sbpy.bql.runtime.kernel import SelectProcessor, _message, truth
 from sbpy.bql.runtime.processor import Tuple
 
-from . import journal_format as jf
-from .operator import Pipeline, _error_text
+from .operator import Pipeline
 
 _UTC = _dt.timezone.utc
 _now = _dt.datetime.now
@@ -44,13 +41,6 @@ def fast_stages(pipeline: Pipeline) -> bool:
     return bool(names) and pipeline.stages[0].inputs[0] not in names
 
 
-def decode(text: str) -> Any:
-    """``journal_format.decode_data`` without the tag walk when the text can hold no tag."""
-    if '"$' in text:
-        return jf.decode_data(text)
-    return orjson.loads(text)
-
-
 def make_pipeline(stages: Iterable[Any], topology: str = "", context: Any = None) -> Pipeline:
     """A ``FastPipeline`` when the stages qualify (``fast_stages``), else a ``Pipeline``."""
     stages = list(stages)
@@ -67,27 +57,10 @@ class FastPipeline(Pipeline):
         self.steps = [(k, spec.node, proc.aliases[0], proc.where, proc.select_list.evaluate)
                       for k, (spec, proc) in enumerate(zip(self.stages, self.processors))]
 
-    def run(self, rows: Iterable[tuple]) -> list[tuple]:
-        self._rows, self._stats = [], {}
-        first = self.input
-        for row in rows:
-            seq, name, ts_us, text, end = row[:5]
-            self._seq = seq
-            if end:
-                self._end_input(name)
-                continue
-            if text is None and len(row) > 5 and row[5]:
-                self._emit("dropped", name, ts_us, None, row[5], name, "input")
-                continue
-            try:
-                data = decode(text)
-                ts = jf.us_to_ts(ts_us)
-            except Exception as exc:
-                self._emit("dropped", name, ts_us, text, _error_text(exc), name, "input")
-                continue
-            if name == first:
-                self._chain(data, ts, seq, name)
-        return self._batch_rows()
+    def _deliver(self, name: str, tup: Tuple) -> None:
+        """A journal row of the chain's input takes the direct path (``Pipeline.run`` decoded it)."""
+        if name == self.input:
+            self._chain(tup.data, tup.ts, tup.seq, name)
 
     def _chain(self, data: Any, ts: _dt.datetime, seq: int, name: str) -> None:
         for k, node, alias, where, select in self.steps:
