@@ -206,7 +206,7 @@ def main() -> None:
     print(benchlib.table(("path", "p50 ms", "p99 ms", "min ms", "max ms", "start→1st tuple s"), [
         ("PySpark: json file source → filter → project → foreachBatch", ref["p50"], ref["p99"], ref["min"],
          ref["max"], ref_start),
-        ("sbpy topology: source → s1 → s2 (fused) → sink", sb["p50"], sb["p99"], sb["min"], sb["max"], sb_start),
+        ("sbpy topology: source → s1 → s2 (planned) → sink", sb["p50"], sb["p99"], sb["min"], sb["max"], sb_start),
     ]))
     print(f"ratio sbpy / PySpark: p50 {sb['p50'] / ref['p50']:.2f}×, p99 {sb['p99'] / ref['p99']:.2f}×")
     keys = sorted(set(ref_means) | set(sb_means))
