@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from sbpy.bql.durable import fsync_dir
 from sbpy.bql.spark import journal_format as jf
 from sbpy.bql.spark import journal_segments as js
 
@@ -112,7 +113,7 @@ class JournalWriter:
             f = open(path, "ab")
             self._files[node] = f
             if self.fsync and created:  # the new log's folder entry is durable before HEAD names it
-                jf.sync_dir(self.dir)
+                fsync_dir(self.dir)
         return f
 
     def _commit(self, node: str, text: str, seq: int) -> None:

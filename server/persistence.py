@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sbpy.bql import ast
+from sbpy.bql.durable import fsync_dir
 from sbpy.bql.parsed import ParsedStatement
 from sbpy.bql.spark import journal_format as jf
 
@@ -57,8 +58,8 @@ class Persistence:
         self._discard(jf.topology_dir(self.data_dir, name))
         self.path(name).parent.mkdir(parents=True, exist_ok=True)
         self.path(name).write_text("", encoding="utf-8")
-        _fsync_dir(self.path(name).parent)
-        _fsync_dir(self.path(name).parent.parent)
+        fsync_dir(self.path(name).parent, missing_ok=True)
+        fsync_dir(self.path(name).parent.parent, missing_ok=True)
 
     def dropped(self, name: str) -> None:
         """A deleted topology forgets its statements, journal and checkpoints."""
@@ -74,7 +75,7 @@ class Persistence:
             os.rename(folder, tomb)
         except FileNotFoundError:
             return
-        _fsync_dir(folder.parent)
+        fsync_dir(folder.parent, missing_ok=True)
         shutil.rmtree(tomb, ignore_errors=True)
 
     def sweep(self) -> None:
@@ -130,20 +131,6 @@ def install(manager: Any, data_dir: str | Path | None = None) -> Persistence:
 def _text(parsed: ParsedStatement) -> str:
     """A statement as ``Persistence.applied`` records it."""
     return parsed.text.strip().rstrip(";").strip()
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the entries of ``folder`` (created, renamed, removed files) durable."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def restore_configured(manager: Any, name: str, statements: list[ParsedStatement]) -> Any:

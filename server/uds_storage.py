@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from sbpy.bql.durable import fsync_dir
 from sbpy.bql.errors import BQLExecutionError
 
 _FILE = re.compile(r"^(.+)-(.+)-(.+)\.state$")
@@ -145,7 +146,7 @@ class FsStorage:
             os.fsync(f.fileno())
             f.close()
             os.replace(tmp, target)  # atomic when temp_dir is on the same file system
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir, missing_ok=True)
 
         def abort() -> None:
             f.close()
@@ -188,19 +189,6 @@ class FsStorage:
 
     def delete(self, topology: str, state: str, tag: str) -> None:
         self.path(topology, state, tag).unlink(missing_ok=True)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def storage_from_config(config: Any, base_dir: str | os.PathLike[str] | None = None) -> InMemoryStorage | FsStorage:

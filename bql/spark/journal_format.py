@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from sbpy.bql.durable import fsync_dir
 
 from . import journal_segments as js
 from .journal_values import decode_data, encode_data, ts_to_us, us_to_ts  # noqa: F401 - part of this API
@@ -174,16 +175,7 @@ def write_head(journal_dir: str | os.PathLike[str], seq: int, batches: dict[str,
             os.fsync(f.fileno())
     os.replace(tmp, path / HEAD_FILE)
     if sync:
-        sync_dir(path)
-
-
-def sync_dir(path: str | os.PathLike[str]) -> None:
-    """fsync a folder (its entries: a renamed or created file is durable)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fsync_dir(path)
 
 
 # ---------------------------------------------------------------- reading

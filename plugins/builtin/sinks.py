@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
+from sbpy.bql.durable import fsync_dir
 from sbpy.bql.jsonio import to_json_bytes
 
 from .paths import allowed_path
@@ -47,17 +47,6 @@ def _number(params: dict[str, Any], name: str) -> float | None:
     if value < 0:
         raise ValueError(f"{name} must not be negative")
     return float(value)
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make ``folder``'s entries (a created, renamed or replaced file) durable."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:  # some file systems cannot sync a folder
-        pass
-    finally:
-        os.close(fd)
 
 
 class StdoutSink:
@@ -148,7 +137,7 @@ class FileSink:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.commit_path)
-        _fsync_dir(self.commit_path.parent)
+        fsync_dir(self.commit_path.parent)
 
     # ------------------------------------------------------------ writing
 
@@ -208,7 +197,7 @@ class FileSink:
         tmp = self.backups_path.with_name(self.backups_path.name + ".tmp")
         tmp.write_bytes(orjson.dumps(names))
         os.replace(tmp, self.backups_path)
-        _fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
 
     def _prune(self) -> None:
         """Delete the backups over ``max_backups`` or older than ``max_age`` days — only files this
