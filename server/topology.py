@@ -355,15 +355,8 @@ class Topology(TopologyQueries, TopologyViews):
     def plan_chain(self, consumer: Consumer) -> graph.Chain:
         """The chain ``consumer``'s query runs with the current graph."""
         select_stage = consumer.select_stage
-        targets = select_stage[2] if select_stage else [consumer.target]
-        chain = graph.Chain()
-        for target in targets:
-            sub = graph.plan(target, self.sources, self.streams, self.materialized)
-            chain.inputs += [i for i in sub.inputs if i not in chain.inputs]
-            chain.stages += [s for s in sub.stages if s[0] not in chain.stage_names]
-        if select_stage:
-            chain.stages.append(select_stage)
-        return chain
+        targets = list(select_stage[2]) if select_stage else [consumer.target]
+        return graph.plan_reading(targets, self.sources, self.streams, self.materialized, select_stage)
 
     def _start(self, consumer: Consumer) -> None:
         """Start ``consumer``'s planned query. Its checkpoint is named by the consumer and its chain, so

@@ -60,12 +60,8 @@ class TopologyQueries:
             name, select, label = "(select)", inner, "(select)"
         inputs = self._check_inputs(select, inner, own=name)
         self._dry_build(select, inner)
-        chain = graph.Chain()
-        for target in inputs:
-            sub = graph.plan(target, self.sources, self.streams, self.materialized)
-            chain.inputs += [i for i in sub.inputs if i not in chain.inputs]
-            chain.stages += [s for s in sub.stages if s[0] not in chain.stage_names]
-        chain.stages.append((name, text, list(inputs)))
+        chain = graph.plan_reading(list(inputs), self.sources, self.streams, self.materialized,
+                                   (name, text, list(inputs)))
         return as_dict(self.plan_query(chain), {name: label})
 
     def start_query(self, consumer: Consumer) -> Any:
@@ -74,8 +70,7 @@ class TopologyQueries:
         from sbpy.bql.spark.compile import query_spec_stages
         from sbpy.plugins.loader import loaded_plugins
 
-        plan = consumer.plan if consumer.plan is not None else self.plan_query(consumer.chain)
-        consumer.plan = plan
+        plan = consumer.plan  # planned by ``Topology._start``
         consumer.on_driver = plan.execution is Execution.DRIVER
         # a sink fed by a stateless query gets its JSON lines encoded on the executors (no driver decode)
         json_lines = (self._starter is None and plan.execution is Execution.STATELESS and consumer.kind == "sink"

@@ -147,23 +147,24 @@ def _stateless_chain(inputs: Sequence[str], stages: Sequence[StagePlan]) -> str 
     return None
 
 
-def _keyed(stages: Sequence[StagePlan], inputs: Sequence[str]) -> bool:
+def keyed_stage(stages: Sequence[StagePlan], inputs: Sequence[str]) -> str | None:
+    """The MATCH_RECOGNIZE stage the keyed split would run by partition key (None: no split applies)."""
     from sbpy.bql.spark.keyed_plan import plan_keyed
     from sbpy.bql.spark.operator import StageSpec
 
-    specs = [StageSpec(s.node, s.text, s.inputs) for s in stages]
-    return plan_keyed(specs, tuple(inputs)) is not None
+    keyed = plan_keyed([StageSpec(s.node, s.text, s.inputs) for s in stages], tuple(inputs))
+    return keyed.keyed.node if keyed is not None else None
 
 
-def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan],
+def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan], keyed_node: str | None = None,
                      force: Execution | None = None) -> tuple[Execution, str, int]:
-    """``(execution, reason, tick interval ms)`` for the chain."""
+    """``(execution, reason, tick interval ms)`` for the chain; ``keyed_node``: ``keyed_stage``'s answer."""
     from sbpy.bql.spark.operator import tick_interval_from_periods
 
     calls = list(dict.fromkeys(c for s in stages for c in s.stateful_calls))
     tick_ms = tick_interval_from_periods([s.tick_ms for s in stages if s.tick_ms is not None])
     not_stateless = _stateless_chain(inputs, stages)
-    keyed = not tick_ms and not calls and _keyed(stages, inputs)
+    keyed = not tick_ms and not calls and keyed_node is not None
     bound = [s.bounded_tuples for s in stages]
     if force is not None:
         if force is Execution.STATELESS and (not_stateless or calls or tick_ms):
@@ -227,12 +228,6 @@ def plan_query(inputs: Sequence[str], stages: Sequence[StageText], context: Any 
     """Plan a consumer's chain. ``context``: the topology's ``ProcessorContext`` (its functions and
     UDSFs); ``stateful_calls(statement)``: the calls of a statement that reach the topology's states."""
     described = [describe_stage(n, t, i, context, stateful_calls) for n, t, i in stages]
-    execution, reason, tick_ms = choose_execution(inputs, described, force or forced_execution())
-    keyed_node = None
-    if execution is Execution.KEYED:
-        from sbpy.bql.spark.keyed_plan import plan_keyed
-        from sbpy.bql.spark.operator import StageSpec
-
-        keyed = plan_keyed([StageSpec(s.node, s.text, s.inputs) for s in described], tuple(inputs))
-        keyed_node = keyed.keyed.node if keyed is not None else None
+    keyed_node = keyed_stage(described, inputs)
+    execution, reason, tick_ms = choose_execution(inputs, described, keyed_node, force or forced_execution())
     return QueryPlan(tuple(inputs), _place(described, execution, keyed_node), execution, reason, tick_ms)

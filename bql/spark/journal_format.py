@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sbpy.bql.durable import fsync_dir
 
+from ..durable import fsync_dir
 from . import journal_segments as js
 from .journal_values import decode_data, encode_data, ts_to_us, us_to_ts  # noqa: F401 - part of this API
 

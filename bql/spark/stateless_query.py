@@ -85,10 +85,7 @@ def _arrow_types() -> list[Any]:
     return [kinds[c] for c in OUTPUT_COLUMNS]
 
 
-try:
-    _TYPES = _arrow_types()
-except ImportError:  # pragma: no cover - pyarrow comes with the pyspark extras we install
-    _TYPES = []
+_TYPES = _arrow_types()
 
 
 def start_stateless_query(spark: Any, spec: QuerySpec) -> QueryHandle:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from sbpy.bql.durable import fsync_dir
 from sbpy.bql.jsonio import to_json_bytes
 

@@ -70,6 +70,20 @@ def plan(target: str, sources: dict[str, Any], streams: dict[str, Any], material
     return chain
 
 
+def plan_reading(targets: list[str], sources: dict[str, Any], streams: dict[str, Any], materialized: set[str],
+                 own_stage: tuple[str, str, list[str]] | None = None) -> Chain:
+    """The chain of a query reading every node of ``targets`` (their chains merged, each stage once),
+    with ``own_stage`` (an ad-hoc SELECT or an explained statement: ``(node, text, inputs)``) last."""
+    chain = Chain()
+    for target in targets:
+        sub = plan(target, sources, streams, materialized)
+        chain.inputs += [i for i in sub.inputs if i not in chain.inputs]
+        chain.stages += [s for s in sub.stages if s[0] not in chain.stage_names]
+    if own_stage is not None:
+        chain.stages.append(own_stage)
+    return chain
+
+
 def shared_streams(target: str, sources: dict[str, Any], streams: dict[str, Any], sinks: dict[str, Any],
                    materialized: set[str], extra: list[str] = ()) -> list[str]:
     """Streams upstream of ``target`` (inclusive) that need their own query now: several consumers and
