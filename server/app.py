@@ -5,9 +5,11 @@ storage) and the ``TopologyManager``, installs topology persistence (``persisten
 topologies of the config, restores the persisted ones (config topologies win), and at shutdown stops
 every topology (they stay persisted) and closes the context. Errors are rendered with SensorBee's envelope
 (``sbpy.server.api.errors``); requests are numbered and guarded (``sbpy.server.auth``: Host, bearer
-token, Origin, JSON bodies, body size). The lifespan also makes ``storage.file_roots`` the only folders
-file sources and sinks may touch (``ctx.file_roots``, read by each topology) and warns loudly when the
-server listens beyond loopback without ``network.auth_token``.
+token, Origin, JSON bodies, body size), then counted and timed for ``GET /metrics``
+(``sbpy.server.metrics``); ``/docs`` and ``/redoc`` are served without a CDN (``sbpy.server.docs``).
+The lifespan also makes ``storage.file_roots`` the only folders file sources and sinks may touch
+(``ctx.file_roots``, read by each topology) and warns loudly when the server listens beyond loopback
+without ``network.auth_token``.
 
 Example::
 
@@ -34,7 +36,10 @@ from .api import build_router
 from .api.errors import install_error_handlers
 from .auth import RequestContextMiddleware, RequestPolicy
 from .config import Config
+from .docs import install_docs
 from .manager import StartupError, TopologyManager
+from .metrics import install_metrics
+from .request_metrics import RequestMetricsMiddleware
 from .topology import Topology
 
 log = logging.getLogger("sbpy.server")
@@ -148,9 +153,14 @@ def create_app(config: Config | None = None, context_factory: ContextFactory | N
         version=sbpy.__version__,
         summary="SensorBee-compatible BQL server on Spark Structured Streaming (REST API v1)",
         lifespan=lifespan,
+        docs_url=None,  # served without a CDN by install_docs
+        redoc_url=None,
     )
     app.state.config = config
     app.include_router(build_router())
+    install_docs(app)
+    request_metrics = install_metrics(app, config.network)
     install_error_handlers(app)
     app.add_middleware(RequestContextMiddleware, policy=RequestPolicy.from_network(config.network))
+    app.add_middleware(RequestMetricsMiddleware, metrics=request_metrics)  # outermost: counts refusals too
     return app

@@ -93,6 +93,7 @@ class NetworkConfig(_Section):
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, gt=0)
+    public_metrics: bool = False  # GET /metrics answers without the auth_token (sbpy.server.metrics)
 
     @field_validator("listen_on")
     @classmethod
