@@ -7,7 +7,7 @@ from __future__ import annotations
 from lark import Token
 
 from .ast import (
-    ArrayLit, BinaryOp, Case, Cast, FieldRef, FunctionCall, IndexStep, IsMissing, IsNull,
+    ArrayLit, BinaryOp, CallSelector, Case, Cast, FieldRef, FunctionCall, IndexStep, IsMissing, IsNull,
     KeyStep, Literal, MapLit, RecursiveStep, RunningFinal, SliceStep, SortKey, TimestampRef,
     UnaryOp, Wildcard, WhenClause,
 )
@@ -144,6 +144,12 @@ class ExpressionRules:
         if fname == "ts" and not items and not order:
             return TimestampRef(None, span=span_of(meta))
         return FunctionCall(fname, tuple(items), order, span=span_of(meta))
+
+    def call_selector(self, meta, call, *steps):
+        if not isinstance(call, FunctionCall):  # ts() takes no selector
+            raise fail("a selector can only follow a function call", call)
+        check_path(steps)
+        return CallSelector(call, tuple(steps), span=span_of(meta))
 
     def order_by(self, meta, *keys):
         return tuple(keys)

@@ -120,6 +120,12 @@ def _deep_equal(a: Any, b: Any) -> bool:
     return False
 
 
+def values_equal(a: Any, b: Any) -> bool:
+    """SensorBee's ``data.Equal``: two-valued equality where NULL equals NULL (used inside arrays and
+    maps, and by ``CASE x WHEN y``); int/float compare as floats; NaN never equals anything."""
+    return _deep_equal(a, b)
+
+
 def bql_equal(a: Any, b: Any) -> bool | None:
     """``a = b`` in three-valued logic: NULL on either side gives None; different types are not equal
     (except int/float, compared as floats); arrays and maps compare deeply with NULL = NULL inside."""
@@ -128,12 +134,15 @@ def bql_equal(a: Any, b: Any) -> bool | None:
     return _deep_equal(a, b)
 
 
-_ORDERED = {str, _dt.datetime}
+_ORDERED = {str, _dt.datetime, bool}
 
 
 def bql_less(a: Any, b: Any, op: str = "<") -> bool | None:
-    """Ordering comparison ``a op b`` for op in ``< <= > >=``: numbers with numbers, or the same comparable
-    type (string, timestamp); NULL gives None; other pairs are an error. NaN compares false."""
+    """Ordering comparison ``a op b`` for op in ``< <= > >=``: numbers with numbers (an int is converted
+    to float when the other side is a float, as Go's ``float64(l) < r``), or the same comparable type
+    (string, timestamp, and bool with ``false < true`` as in SensorBee's ``newLess`` and its
+    ``TestEvaluators`` table); NULL gives None; other pairs (blob, array, map, mixed types) are an
+    error. NaN compares false with every operator (the reference document's NaN note)."""
     if a is None or b is None:
         return None
     ta, tb = type(a), type(b)
@@ -246,4 +255,5 @@ __all__ = [
     "sort_key",
     "to_json",
     "type_name",
+    "values_equal",
 ]

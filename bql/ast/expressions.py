@@ -147,6 +147,15 @@ class FunctionCall(Expr):
 
 
 @node
+class CallSelector(Expr):
+    """A JSON Path applied to a function's result: ``f(x).key``, ``f(x)[0]``, ``f(x)..k`` (SensorBee's
+    ``FuncAppSelector``). ``call`` is a FunctionCall; ``path`` never starts with a stream prefix."""
+
+    call: Expr
+    path: tuple[PathStep, ...]
+
+
+@node
 class ArrayLit(Expr):
     """``[e1, e2, ...]``; elements may be wildcards."""
 

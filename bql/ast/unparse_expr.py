@@ -176,6 +176,10 @@ def _FunctionCall(e) -> str:
     return f"{e.name}({args})"
 
 
+def _CallSelector(e) -> str:
+    return expr(e.call) + path_text(e.path, first=False)
+
+
 def _ArrayLit(e) -> str:
     items = ", ".join(expr(i) for i in e.items)
     if len(e.items) == 1 and isinstance(e.items[0], Literal) and isinstance(e.items[0].value, str):

@@ -15,14 +15,14 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..ast import (
-    ArrayLit, BinaryOp, Case, Cast, FieldRef, FunctionCall, IsMissing, IsNull, Literal, MapLit,
+    ArrayLit, BinaryOp, CallSelector, Case, Cast, FieldRef, FunctionCall, IsMissing, IsNull, Literal, MapLit,
     TimestampRef, UnaryOp, Wildcard,
 )
 from ..conversions import converter
 from ..errors import BQLAnalysisError, BQLError, BQLEvaluationError, UnsupportedFeatureError
-from ..values import MISSING, bql_equal, type_name
+from ..values import MISSING, type_name, values_equal
 from .env import Env, Scope
-from .operators import BINARY, UNARY
+from .operators import BINARY, UNARY, and_, lazy_and, lazy_or, or_
 from .paths import compile_path, path_text
 
 Compiled = Callable[[Env], Any]
@@ -135,6 +135,10 @@ class _Compiler:
             raise UnsupportedFeatureError(f"unknown operator '{e.op}'", e.span)
         lf = self.compile(e.left)
         rf = self.compile(e.right)
+        if op is and_:
+            return lazy_and(lf, rf)
+        if op is or_:
+            return lazy_or(lf, rf)
         if type(e.right) is Literal:
             c = e.right.value
             return lambda env: op(lf(env), c)
@@ -180,6 +184,9 @@ class _Compiler:
         return lambda env: {k: f(env) for k, f in items}
 
     def _Case(self, e: Case) -> Compiled:
+        """SensorBee's ``caseBuilder``: the first WHEN whose value equals the subject by ``data.Equal``
+        (two-valued: NULL equals NULL, 1 equals 1.0) wins; WHENs after it are not evaluated. A searched
+        CASE is a CASE on ``true``: a condition that is NULL or not a bool simply does not match."""
         whens = [(self.compile(w.condition), self.compile(w.result)) for w in e.whens]
         else_f = self.compile(e.else_) if e.else_ is not None else (lambda env: None)
         if e.operand is not None:
@@ -188,7 +195,7 @@ class _Compiler:
             def simple_case(env: Env) -> Any:
                 v = subject(env)
                 for cond, result in whens:
-                    if bql_equal(v, cond(env)) is True:
+                    if values_equal(v, cond(env)):
                         return result(env)
                 return else_f(env)
 
@@ -196,11 +203,8 @@ class _Compiler:
 
         def searched_case(env: Env) -> Any:
             for cond, result in whens:
-                c = cond(env)
-                if c is True:
+                if cond(env) is True:
                     return result(env)
-                if c is not None and c is not False:
-                    raise BQLEvaluationError(f"CASE condition must be 'bool', got '{type_name(c)}'")
             return else_f(env)
 
         return searched_case
@@ -233,6 +237,28 @@ class _Compiler:
                 raise BQLAnalysisError(f"'*' is not a valid argument of '{e.name}'", a.span)
         fs = [self.compile(a) for a in e.args]
         return _call(spec, fs)
+
+
+    def _CallSelector(self, e: CallSelector) -> Compiled:
+        """``f(x).path``: the path applied to the call's result, which must be a map or an array
+        (SensorBee's ``funcApp.Eval`` with a selector); a path that finds nothing is an error."""
+        call = self.compile(e.call)
+        getter = compile_path(e.path)
+        text = path_text(e.path)
+        text = text if text.startswith(("[", "..")) else "." + text
+        name = e.call.name if type(e.call) is FunctionCall else "?"
+
+        def selected(env: Env) -> Any:
+            v = call(env)
+            t = type(v)
+            if t is not dict and t is not list:
+                raise BQLEvaluationError(f"type '{type_name(v)}' is not supported with selector")
+            r = getter(v)
+            if r is MISSING:
+                raise BQLEvaluationError(f"'{text}' was not found in the result of '{name}'")
+            return r
+
+        return selected
 
 
 def _call(spec: Any, fs: list[Compiled]) -> Compiled:

@@ -3,8 +3,13 @@
 Semantics (SensorBee's): NULL propagates through arithmetic, ``||`` and comparisons; int op int stays
 int (``/`` truncates toward zero, ``%`` takes the dividend's sign as in Go; division or modulo by int
 zero and int64 overflow are errors); int op float is float (IEEE: ``1.0 / 0`` is +Inf, ``%`` is
-``fmod``); bools are not numbers; ``||`` accepts only strings. AND/OR evaluate both operands (no short
-circuit) and accept only bool or NULL.
+``fmod``); bools are not numbers; ``||`` accepts only strings. Ordering compares numbers, strings,
+timestamps and bools (``false < true``). AND/OR accept only bool or NULL and decide from the left
+operand first as SensorBee's ``and``/``or`` evaluators do: ``false AND x`` is false and ``true OR x``
+is true whatever ``x`` is (the compiler does not even evaluate ``x``, see ``lazy_and``/``lazy_or``).
+
+Int64 overflow stays an error (the reference document: "Using an integer value out of this range
+results in an error"), although SensorBee's Go code wraps around silently.
 """
 from __future__ import annotations
 
@@ -142,7 +147,7 @@ def neg(a: Any) -> Any:
 
 
 _SIMPLE = frozenset((int, float, str, bool))
-_ORDERABLE = frozenset((int, float, str))
+_ORDERABLE = frozenset((int, float, str, bool))
 
 
 def eq(a: Any, b: Any) -> Any:
@@ -192,12 +197,20 @@ def _logic_error(op: str, v: Any) -> BQLEvaluationError:
     return BQLEvaluationError(f"'{op}' needs bool operands, got '{type_name(v)}'")
 
 
+def _check_bool(op: str, v: Any) -> None:
+    if v is not None and type(v) is not bool:
+        raise _logic_error(op, v)
+
+
 def and_(a: Any, b: Any) -> Any:
-    if a is not None and type(a) is not bool:
-        raise _logic_error("and", a)
-    if b is not None and type(b) is not bool:
-        raise _logic_error("and", b)
-    if a is False or b is False:
+    """``a AND b`` given both values, with SensorBee's left-first rule (``and.Eval``): a false left
+    operand decides without looking at the right one (``false AND 1`` is false); otherwise both must
+    be bool or NULL."""
+    _check_bool("and", a)
+    if a is False:
+        return False
+    _check_bool("and", b)
+    if b is False:
         return False
     if a is None or b is None:
         return None
@@ -205,15 +218,46 @@ def and_(a: Any, b: Any) -> Any:
 
 
 def or_(a: Any, b: Any) -> Any:
-    if a is not None and type(a) is not bool:
-        raise _logic_error("or", a)
-    if b is not None and type(b) is not bool:
-        raise _logic_error("or", b)
-    if a is True or b is True:
+    """``a OR b`` given both values, with SensorBee's left-first rule (``or.Eval``): a true left operand
+    decides without looking at the right one (``true OR 1`` is true); otherwise both must be bool or
+    NULL."""
+    _check_bool("or", a)
+    if a is True:
+        return True
+    _check_bool("or", b)
+    if b is True:
         return True
     if a is None or b is None:
         return None
     return False
+
+
+def lazy_and(lf: Callable[[Any], Any], rf: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The closure of ``l AND r`` that evaluates ``r`` only when ``l`` is not false: the right operand's
+    errors (a missing field, a type error) do not matter after a false left operand."""
+
+    def f(env: Any) -> Any:
+        a = lf(env)
+        _check_bool("and", a)
+        if a is False:
+            return False
+        return and_(a, rf(env))
+
+    return f
+
+
+def lazy_or(lf: Callable[[Any], Any], rf: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The closure of ``l OR r`` that evaluates ``r`` only when ``l`` is not true (SensorBee's
+    ``or.Eval``)."""
+
+    def f(env: Any) -> Any:
+        a = lf(env)
+        _check_bool("or", a)
+        if a is True:
+            return True
+        return or_(a, rf(env))
+
+    return f
 
 
 def not_(a: Any) -> Any:
