@@ -25,12 +25,12 @@ _TWO63 = float(1 << 63)
 
 _TRUE_STRINGS = frozenset(("t", "true", "y", "yes", "on", "1"))
 _FALSE_STRINGS = frozenset(("f", "false", "n", "no", "off", "0"))
-_INT_RE = re.compile(r"[+-]?[0-9]+\Z")
+_INT_RE = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|[0-9]+)\Z")
 _FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _SPECIAL_FLOATS = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
                    "+infinity": math.inf, "-infinity": -math.inf, "nan": math.nan}
 _RFC3339_RE = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))\Z"
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:(Z)|([+-])(\d{2}):(\d{2}))\Z"
 )
 
 
@@ -84,7 +84,9 @@ def format_timestamp(t: _dt.datetime) -> str:
 
 
 def parse_timestamp(text: str) -> _dt.datetime:
-    """Parse RFC3339 (optionally with up to nanoseconds, truncated to µs) into an aware UTC datetime."""
+    """Parse RFC3339 (optionally with up to nanoseconds, truncated to µs) into an aware UTC datetime.
+
+    As Go's ``time.Parse(time.RFC3339Nano, ...)``: ``T`` and ``Z`` must be upper-case."""
     m = _RFC3339_RE.match(text)
     if m is None:
         raise BQLEvaluationError(f"cannot parse '{text}' as a timestamp")
@@ -166,17 +168,38 @@ def to_int(v: Any) -> Any:
             raise BQLEvaluationError(f"float {format_float(v)} is out of the range of 'int'")
         return int(v)
     if t is str:
-        if _INT_RE.match(v):
-            # more than 19 significant digits is out of range (and Python refuses > 4300 digits)
-            i = int(v) if len(v.lstrip("+-").lstrip("0")) <= 19 else None
-            if i is not None and _INT_MIN <= i <= _INT_MAX:
-                return i
-            shown = v if len(v) <= 40 else f"{v[:20]}...({len(v)} characters)"
-            raise BQLEvaluationError(f"string '{shown}' is out of the range of 'int'")
-        raise BQLEvaluationError(f"cannot convert string '{v}' to 'int'")
+        i = parse_int(v)
+        if i is None:
+            raise BQLEvaluationError(f"cannot convert string '{v}' to 'int'")
+        if _INT_MIN <= i <= _INT_MAX:
+            return i
+        shown = v if len(v) <= 40 else f"{v[:20]}...({len(v)} characters)"
+        raise BQLEvaluationError(f"string '{shown}' is out of the range of 'int'")
     if t is _dt.datetime:
         return timestamp_to_int(v)
     raise _fail(v, "int")
+
+
+def parse_int(text: str) -> int | None:
+    """Go's ``strconv.ParseInt(text, 0, 64)`` syntax (SensorBee's ``data.ToInt``): an optional sign,
+    then ``0x``/``0X`` and hex digits, ``0`` and octal digits (``"017"`` is 15), or decimal digits.
+    None when the text is not such a number; the caller checks the int64 range."""
+    if not _INT_RE.match(text):
+        return None
+    sign = -1 if text[0] == "-" else 1
+    digits = text.lstrip("+-")
+    if len(digits) > 2 and digits[1] in "xX":
+        body, base = digits[2:], 16
+    elif len(digits) > 1 and digits[0] == "0":
+        body, base = digits[1:], 8
+        if not body.isdigit() or "8" in body or "9" in body:
+            return None
+    else:
+        body, base = digits, 10
+    body = body.lstrip("0") or "0"
+    if len(body) > 64:  # far out of the int64 range (and Python refuses > 4300 digits)
+        return sign * (1 << 64)
+    return sign * int(body, base)
 
 
 def parse_float(text: str) -> float:
@@ -222,16 +245,66 @@ def to_string(v: Any) -> Any:
     if t is _dt.datetime:
         return format_timestamp(v)
     if t is list or t is dict:
-        from .jsonio import to_json
-
-        return to_json(v)
+        return go_json(v)
     raise _fail(v, "string")
 
 
+_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+                 "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_JSON_SPECIAL_RE = re.compile('[\x00-\x1f"\\\\<>&\u2028\u2029]')
+
+
+def _go_json_string(text: str) -> str:
+    def escape(m: re.Match) -> str:
+        c = m.group()
+        return _JSON_ESCAPES.get(c) or f"\\u{ord(c):04x}"
+
+    return '"' + _JSON_SPECIAL_RE.sub(escape, text) + '"'
+
+
+def go_json(v: Any) -> str:
+    """``v`` as SensorBee's ``Array.String()``/``Map.String()`` writes it (Go's ``json.Marshal``): map
+    keys sorted, no spaces, floats in Go's shortest ``%v`` form (``1`` for 1.0, ``1e+06``) with NaN and
+    ±Inf as ``null``, ``<``, ``>`` and ``&`` escaped as ``\\u003c`` ..., blobs as base64 strings and
+    timestamps as RFC3339 strings."""
+    t = type(v)
+    if v is None:
+        return "null"
+    if t is bool:
+        return "true" if v else "false"
+    if t is int:
+        return str(v)
+    if t is float:
+        if v != v or v in (math.inf, -math.inf):
+            return "null"
+        return format_float(v)
+    if t is str:
+        return _go_json_string(v)
+    if t is bytes:
+        return '"' + base64.b64encode(v).decode("ascii") + '"'
+    if t is _dt.datetime:
+        return '"' + format_timestamp(v) + '"'
+    if t is list:
+        return "[" + ",".join(go_json(x) for x in v) + "]"
+    if t is dict:
+        return "{" + ",".join(_go_json_string(k) + ":" + go_json(v[k]) for k in sorted(v)) + "}"
+    from .values import _normalise
+
+    return go_json(_normalise(v))
+
+
 def to_blob(v: Any) -> Any:
+    """A base64 string decoded, or an array of ints 0..255 as its bytes (SensorBee's ``data.ToBlob``)."""
     t = type(v)
     if t is bytes or v is None:
         return v
+    if t is list:
+        for x in v:
+            if type(x) is not int:
+                raise BQLEvaluationError(f"cannot convert '{_type_name(x)}' to a byte of a 'blob'")
+            if not 0 <= x <= 255:
+                raise BQLEvaluationError(f"cannot convert int {x} to a byte of a 'blob'")
+        return bytes(v)
     if t is str:
         try:
             return base64.b64decode(v.encode("ascii"), validate=True)
