@@ -1,29 +1,32 @@
 """B1 — ``SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8`` over N JSONL lines.
 
 sbpy runs it the way a topology does: the ``file`` source journals the file by reference (segments),
-the planner makes the memoryless query *stateless* (``sbpy_journal`` read in seq-range partitions →
-``mapInArrow`` running the stage on every core, the sink's JSON lines encoded there → ``foreachBatch``
-appending them in arrival order) and a ``file`` sink. Two sbpy figures:
+the planner makes the memoryless query *stateless* (``sbpy_stateless``: the journal read in seq-range
+partitions with the stage running there, on every core, the sink's JSON lines encoded there →
+``foreachBatch`` appending them in arrival order) and a ``file`` sink. The sbpy figure is a real
+``Topology`` (CREATE PAUSED SOURCE / STREAM / SINK / INSERT INTO / RESUME), timed from RESUME until
+the stream has stopped and the sink holds every output. ``--query-only`` also times the planned query
+alone once over the journal the last round wrote (Spark's summed ``triggerExecution``).
 
-* **topology**: a real ``Topology`` (CREATE PAUSED SOURCE / STREAM / SINK / INSERT INTO / RESUME),
-  timed from RESUME until the stream has stopped and the sink holds every output;
-* **query only**: the same planned query started again over the journal the topology wrote (the
-  source's journaling excluded), timed by Spark's own progress (sum of ``triggerExecution``).
+The reference, in the same SparkSession, is the best hand-written PySpark job for the same work: a
+streaming query with the JSON source and an explicit schema (the fastest parse measured in
+spark-facts.md), ``price < 8``, the projection, a JSON file sink and ``trigger(availableNow)`` (also
+incremental, checkpointed, exactly-once output), the input split into ~32 MB partitions so it uses
+both cores, as a hand-tuned job would.
 
-Reference, in the same SparkSession: the best hand-written PySpark job for the same work —
-the JSON source with an explicit schema (the fastest parse measured in spark-facts.md), ``price < 8``,
-the projection, written as JSON files. Two forms: a **streaming** query with ``trigger(availableNow)``
-and a file sink (the like-for-like reference: also incremental, checkpointed, exactly-once output) and
-the **batch** job (the ceiling: no streaming bookkeeping). Both split the input into ~32 MB partitions
-so they use both cores, as a hand-tuned job would.
+Both sides are warmed the same way (one untimed run of each over a small file) and then run in
+alternating rounds (``--rounds``, default 3) over the same input; the table shows medians and the
+ratio of medians, and every round checks that sbpy's sink file and the reference's output hold the
+same rows ``(id, price)`` (as multisets; sbpy's also in input order).
 
-Run: ``/work/venv/bin/python bench/b1_filter.py [--rows 2000000] [--master local[2]]``.
-Prints a table; never asserts timings (it does check that every path produced the same row count).
+Run: ``.venv/bin/python bench/b1_filter.py [--rows 2000000] [--rounds 3] [--master local[2]]``.
+Prints a table; never asserts timings.
 """
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -38,33 +41,44 @@ QUERY = "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8"
 SCHEMA = "id long, price double, name string, k long, unit string, note string"
 
 
-def reference_batch(spark: Any, src: Path, out: Path) -> tuple[float, int]:
-    t0 = time.perf_counter()
-    (spark.read.schema(SCHEMA).json(str(src)).where("price < 8").select("id", "price")
-     .write.mode("overwrite").json(str(out)))
-    dt = time.perf_counter() - t0
-    return dt, spark.read.schema("id long, price double").json(str(out)).count()
+def read_rows(out: Path) -> list[tuple[int, float]]:
+    """``(id, price)`` of every JSON line under ``out`` (a file, or a folder of part files), in order."""
+    import orjson
+
+    files = [out] if out.is_file() else sorted(out.glob("part-*"))
+    rows = []
+    for f in files:
+        for line in f.read_bytes().splitlines():
+            if line.strip():
+                d = orjson.loads(line)
+                rows.append((d["id"], float(d["price"])))
+    return rows
 
 
-def reference_streaming(spark: Any, src_dir: Path, out: Path, ck: Path) -> tuple[float, int]:
-    t0 = time.perf_counter()
-    q = (spark.readStream.schema(SCHEMA).json(str(src_dir)).where("price < 8").select("id", "price")
-         .writeStream.format("json").option("path", str(out)).option("checkpointLocation", str(ck))
-         .trigger(availableNow=True).start())
+def reference_streaming(spark: Any, src_dir: Path, out: Path, ck: Path) -> float:
+    """The hand-written streaming job over ``src_dir``; seconds from start to the end of its output."""
+    prev = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(32 * 1024 * 1024))
     try:
-        q.awaitTermination()
+        t0 = time.perf_counter()
+        q = (spark.readStream.schema(SCHEMA).json(str(src_dir)).where("price < 8").select("id", "price")
+             .writeStream.format("json").option("path", str(out)).option("checkpointLocation", str(ck))
+             .trigger(availableNow=True).start())
+        try:
+            q.awaitTermination()
+        finally:
+            q.stop()
+        return time.perf_counter() - t0
     finally:
-        q.stop()
-    dt = time.perf_counter() - t0
-    return dt, spark.read.schema("id long, price double").json(str(out)).count()
+        spark.conf.set("spark.sql.files.maxPartitionBytes", prev)
 
 
-def sbpy_topology(ctx: Any, src: Path, out: Path, expected: int, timeout: float) -> dict[str, Any]:
+def sbpy_topology(ctx: Any, src: Path, out: Path, expected: int, timeout: float, name: str = "b1") -> dict[str, Any]:
     from sbpy.bql.parser import parse_script
     from sbpy.server.nodes.source_node import wait_until
     from sbpy.server.topology import Topology
 
-    t = Topology("b1", ctx)
+    t = Topology(name, ctx)
     res: dict[str, Any] = {}
     try:
         for p in parse_script(f"""
@@ -128,69 +142,81 @@ def sbpy_query_only(spark: Any, journal_dir: Path, out: Path, ck: Path, max_seqs
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="extra Spark setting for the session (repeatable), as sensorbee.yaml's spark.conf")
     ap.add_argument("--max-seqs", type=int, default=0, help="cap per micro-batch for the query-only run")
+    ap.add_argument("--query-only", action="store_true", help="also time the planned query alone, once")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--keep", action="store_true", help="keep the temp folder")
     a = ap.parse_args()
     n = a.rows
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-b1-"))
-    print(f"B1: {QUERY}\n{n:,} JSONL lines; master {a.master}; {benchlib.load_note()}"
-          + (f"\nextra conf: {a.conf}" if a.conf else ""))
+    print(f"B1: {QUERY}\n{n:,} JSONL lines; master {a.master}; {a.rounds} alternating rounds; "
+          f"{benchlib.load_note()}" + (f"\nextra conf: {a.conf}" if a.conf else ""))
     src_dir = tmp / "in"
     src = src_dir / "rows.jsonl"
     size = benchlib.write_jsonl(src, n)
     expected = benchlib.expected_filter_count(n)
     print(f"input {size / 1e6:.0f} MB ({size / n:.0f} B/line), {expected:,} rows pass the filter")
+    warm_dir = tmp / "warm"
+    benchlib.write_jsonl(warm_dir / "w.jsonl", 20_000)
+    warm_expected = benchlib.expected_filter_count(20_000)
 
     ctx = benchlib.server_context(tmp / "data", a.master, a.conf)
+    times: dict[str, list[float]] = {"ref": [], "topo": []}
+    mismatches = 0
+    only = None
     try:
         spark = benchlib.start_session(ctx)
-        prev = spark.conf.get("spark.sql.files.maxPartitionBytes")
-        spark.conf.set("spark.sql.files.maxPartitionBytes", str(32 * 1024 * 1024))
-        try:
-            # warm-up (not timed): the JSON reader and the writer on a small file
-            warm = tmp / "warm"
-            benchlib.write_jsonl(warm / "w.jsonl", 1000)
-            reference_batch(spark, warm, tmp / "warm-out")
-            ref_s, ref_s_rows = reference_streaming(spark, src_dir, tmp / "ref-stream-out", tmp / "ref-ck")
-            ref_b, ref_b_rows = reference_batch(spark, src_dir, tmp / "ref-batch-out")
-        finally:
-            spark.conf.set("spark.sql.files.maxPartitionBytes", prev)
-        topo = sbpy_topology(ctx, src, tmp / "sbpy-out.jsonl", expected, a.timeout)
-        only = sbpy_query_only(spark, topo["journal_dir"], tmp / "sbpy-q-out.jsonl", tmp / "q-ck", a.max_seqs)
+        # warm-up, not timed: one run of each side over a small file
+        reference_streaming(spark, warm_dir, tmp / "warm-ref", tmp / "warm-ck")
+        sbpy_topology(ctx, warm_dir / "w.jsonl", tmp / "warm-sbpy.jsonl", warm_expected, a.timeout, "b1w")
+        for r in range(a.rounds):
+            order = ("ref", "topo") if r % 2 == 0 else ("topo", "ref")
+            outs: dict[str, Path] = {}
+            for side in order:
+                if side == "ref":
+                    outs[side] = tmp / f"ref-out-{r}"
+                    times[side].append(reference_streaming(spark, src_dir, outs[side], tmp / f"ref-ck-{r}"))
+                else:
+                    outs[side] = tmp / f"sbpy-out-{r}.jsonl"
+                    res = sbpy_topology(ctx, src, outs[side], expected, a.timeout, f"b1r{r}")
+                    times[side].append(res["seconds"])
+                    journal = res["journal_dir"]
+            sbpy_rows, ref_rows = read_rows(outs["topo"]), read_rows(outs["ref"])
+            in_order = sbpy_rows == sorted(sbpy_rows)
+            same = len(sbpy_rows) == expected and sorted(ref_rows) == sorted(sbpy_rows)
+            mismatches += (not same) + (not in_order)
+            print(f"round {r + 1}: reference {times['ref'][-1]:.2f} s, sbpy {times['topo'][-1]:.2f} s, "
+                  f"ratio {times['ref'][-1] / times['topo'][-1]:.2f}; rows {len(sbpy_rows):,} "
+                  f"{'same' if same else 'DIFFERENT'}{'' if in_order else ', sbpy NOT in input order'}; "
+                  f"{benchlib.load_note()}")
+            shutil.rmtree(outs["ref"], ignore_errors=True)
+            outs["topo"].unlink(missing_ok=True)
+        if a.query_only:
+            only = sbpy_query_only(spark, journal, tmp / "sbpy-q-out.jsonl", tmp / "q-ck", a.max_seqs)
     finally:
         ctx.close()
         if not a.keep:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    for name, rows in (("reference streaming", ref_s_rows), ("reference batch", ref_b_rows),
-                       ("sbpy query only", only["rows_out"])):
-        if rows != expected:
-            print(f"  !! {name}: {rows} rows out, expected {expected}")
-    rate = {
-        "ref_stream": n / ref_s, "ref_batch": n / ref_b,
-        "topo": n / topo["seconds"], "only": n / only["seconds"],
-    }
+    ref_med, topo_med = statistics.median(times["ref"]), statistics.median(times["topo"])
     rows = [
-        ("PySpark streaming json→filter→json (availableNow)", ref_s, rate["ref_stream"], 1.0, "-"),
-        ("PySpark batch read.json→filter→write.json", ref_b, rate["ref_batch"],
-         rate["ref_batch"] / rate["ref_stream"], "-"),
-        ("sbpy topology: file source→journal segments→planned query→file sink", topo["seconds"], rate["topo"],
-         rate["topo"] / rate["ref_stream"], topo["batches"]),
-        ("sbpy planned query only (journal already written)", only["seconds"], rate["only"],
-         rate["only"] / rate["ref_stream"], only["batches"]),
+        ("PySpark streaming json→filter→json (availableNow), median", ref_med, n / ref_med, 1.0),
+        ("sbpy topology: file source→journal→stateless query→file sink, median", topo_med, n / topo_med,
+         ref_med / topo_med),
     ]
+    if only is not None:
+        rows.append(("sbpy planned query only (journal already written), once", only["seconds"],
+                     n / only["seconds"], ref_med / only["seconds"]))
     print()
-    print(benchlib.table(("path", "seconds", "rows/s", "× streaming ref", "batches"), rows))
-    if topo.get("source_seconds"):
-        print(f"\nsbpy source alone (parse + journal, driver thread): {topo['source_seconds']:.1f} s "
-              f"= {n / topo['source_seconds']:,.0f} rows/s")
-    print(f"sbpy query-only wall time incl. query start: {only['wall']:.1f} s")
-    print(f"ratio sbpy topology / PySpark streaming reference: {rate['topo'] / rate['ref_stream']:.3f} "
-          f"(reference {rate['ref_stream'] / rate['topo']:.1f}× faster)")
+    print(benchlib.table(("path", "seconds", "rows/s", "× streaming ref"), rows))
+    ratios = sorted(t_ref / t_topo for t_ref, t_topo in zip(times["ref"], times["topo"]))
+    print(f"\nratio sbpy topology / PySpark streaming reference: {ref_med / topo_med:.3f} (median of medians); "
+          f"per round {', '.join(f'{x:.2f}' for x in ratios)}; row checks: "
+          f"{'all same' if not mismatches else f'{mismatches} MISMATCHES'}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ execution names:
 
 | execution  | Spark work                                                              | module            |
 |------------|-------------------------------------------------------------------------|-------------------|
-| stateless  | journal (n partitions) → ``mapInArrow`` → ``foreachBatch``               | stateless_query   |
+| stateless  | ``sbpy_stateless`` (journal in n partitions, stages run there) → ``foreachBatch`` | stateless_query   |
 | sequential | journal → ``groupBy(lit 0).applyInPandasWithState`` → ``foreachBatch``  | query             |
 | keyed      | journal → router → ``groupBy(key)`` matcher → tail → ``foreachBatch``    | query, keyed_query|
 | driver     | journal → ``foreachBatch`` running the pipeline on the driver            | driver_query      |

@@ -2,36 +2,40 @@
 
 A chain whose stages are all memoryless (``sbpy.bql.plan``: RSTREAM over ``[RANGE 1 TUPLES]`` of one
 input, no aggregate, no LIMIT, no UDSF, each stage reading one input) gives every journal row the
-same rows whichever rows came before it. So::
+same rows whichever rows came before it. So the stages run where the journal is read::
 
-    sbpy_journal (read in several partitions) ──► mapInArrow(run the stages) ──► foreachBatch
+    sbpy_stateless (journal read in seq-range partitions, the stages run on each) ──► foreachBatch
 
-Each partition runs the same ``operator.Pipeline`` the sequential operator hosts (exact by
-construction), fed the partition's rows in seq order. A journal row's outputs all come from the
-partition that read it, numbered in emission order (``idx``), so the driver restores the sequential
-order by sorting on ``(seq, idx)``. An input's end marker is in one partition; since every stage has
-one input, that partition ends the stages below it (``end`` rows) and nothing of that input follows.
-Stage counters come as one ``stat`` row per partition and stage; the consumer adds them up.
+(``stateless_source``: one Python pass per tuple, no ``mapInArrow`` hop). Each partition runs the
+same ``operator.Pipeline`` the sequential operator hosts (exact by construction), fed the partition's
+rows in seq order. A journal row's outputs all come from the partition that read it, numbered in
+emission order (``idx``), so the driver restores the sequential order by sorting on ``(seq, idx)``.
+An input's end marker is in one partition; since every stage has one input, that partition ends the
+stages below it (``end`` rows) and nothing of that input follows. Stage counters come as one ``stat``
+row per partition and stage; the consumer adds them up.
 
 There is no operator state: the Spark checkpoint holds only offsets.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from . import journal_format as jf
 from .fast_chain import make_pipeline
-from .operator import JOURNAL_COLUMNS, OUTPUT_COLUMNS, OUTPUT_SCHEMA, Pipeline, StageSpec
-from .query import QueryHandle, QuerySpec, _collect, _ensure_listener, journal_reader, start_writer
+from .operator import Pipeline, StageSpec
+from .query import QueryHandle, QuerySpec, _collect, _ensure_listener, start_writer
+from .stateless_source import NAME as SOURCE_NAME, encode_chain, register as register_source
 
-# Per worker process: (query id, stage keys) -> Pipeline. Its processors are memoryless; only the end
-# flags change, and they are reset for every partition.
+# Per worker process: (query id, out format, stage keys) -> Pipeline. Its processors are memoryless;
+# only the end flags change, and they are reset for every partition.
 _CHAINS: dict[tuple, Pipeline] = {}
 
 
-def _chain(cache_key: tuple, stages: list[StageSpec], topology: str, out_format: str) -> Pipeline:
+def chain_pipeline(query_id: str, stages: list[StageSpec], topology: str, out_format: str) -> Pipeline:
+    """The (cached) pipeline of a chain, with fresh end flags; ``out_format`` ``json``: the ``out``
+    rows' data is the sink's JSON line (``jsonio.to_json``), not tagged JSON."""
+    cache_key = (query_id, out_format, tuple(s.key() for s in stages))
     pipeline = _CHAINS.get(cache_key)
     if pipeline is None:
         pipeline = _CHAINS[cache_key] = make_pipeline(stages, topology)
@@ -50,54 +54,22 @@ def run_rows(pipeline: Pipeline, rows: Any) -> list[tuple]:
     return pipeline.run(rows)
 
 
-def partition_function(query_id: str, stages: list[StageSpec], topology: str = "",
-                       out_format: str = "tagged") -> Callable:
-    """The ``mapInArrow`` function running ``stages`` over one partition's Arrow batches; ``out_format``
-    ``json``: the ``out`` rows' data is the sink's JSON line (``jsonio.to_json``), not tagged JSON."""
-    stages = list(stages)
-    cache_key = (query_id, out_format, tuple(s.key() for s in stages))
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        pipeline = _chain(cache_key, stages, topology, out_format)
-        rows: list[tuple] = []
-        for rb in batches:
-            cols = [rb.column(name).to_pylist() for name in JOURNAL_COLUMNS if name in rb.schema.names]
-            rows.extend(zip(*cols))
-        if not rows:
-            return
-        out = run_rows(pipeline, rows)
-        if not out:
-            return
-        columns = list(zip(*out))
-        yield pa.RecordBatch.from_arrays([pa.array(list(col), type=typ) for col, typ in zip(columns, _TYPES)],
-                                         names=OUTPUT_COLUMNS)
-
-    return run
-
-
-def _arrow_types() -> list[Any]:
-    import pyarrow as pa
-
-    kinds = dict(kind=pa.string(), node=pa.string(), seq=pa.int64(), idx=pa.int64(), ts=pa.int64(),
-                 data=pa.string(), error=pa.string(), input=pa.string(), event=pa.string())
-    return [kinds[c] for c in OUTPUT_COLUMNS]
-
-
-_TYPES = _arrow_types()
-
-
 def start_stateless_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     """Start ``spec`` (all stages memoryless) on every partition; see the module docstring."""
     _ensure_listener(spark)
+    register_source(spark)
     checkpoint = Path(spec.checkpoint_dir)
     start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
     parallelism = max(1, int(spark.sparkContext.defaultParallelism))
-    source = journal_reader(spark, spec, start_seq, partitions=parallelism)
-    fn = partition_function(spec.query_id, spec.stages, spec.topology, spec.out_format)
-    out = source.mapInArrow(fn, OUTPUT_SCHEMA)
-    return start_writer(spark, spec, out, checkpoint, None, 0,
+    reader = (spark.readStream.format(SOURCE_NAME)
+              .option("dir", str(spec.journal_dir))
+              .option("inputs", ",".join(spec.inputs))
+              .option("start_seq", str(start_seq))
+              .option("partitions", str(parallelism))
+              .option("chain", encode_chain(spec.query_id, spec.stages, spec.topology, spec.out_format)))
+    if spec.max_seqs:
+        reader = reader.option("max_seqs", str(int(spec.max_seqs)))
+    return start_writer(spark, spec, reader.load(), checkpoint, None, 0,
                         collect_encoded if spec.out_format == "json" else _collect)
 
 

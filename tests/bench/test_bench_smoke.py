@@ -81,8 +81,9 @@ def _run(script: str, *args: str) -> str:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_b1_runs_tiny():
-    out = _run("b1_filter.py", "--rows", "3000")
-    assert "sbpy topology" in out and "× streaming ref" in out
+    out = _run("b1_filter.py", "--rows", "3000", "--rounds", "2", "--query-only")
+    assert "sbpy topology" in out and "× streaming ref" in out and "query only" in out
+    assert "row checks: all same" in out, out
 
 
 @pytest.mark.spark
