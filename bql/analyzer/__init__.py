@@ -18,7 +18,7 @@ from .aggregates import check_aggregates
 from .builtin_params import check_builtin_params
 from .context import AnalysisWarning, Context
 from .emitters import check_emitter
-from .expressions import check_arity, check_casts, check_eval, check_match_only_forms
+from .expressions import check_arity, check_casts, check_eval, check_is_missing, check_match_only_forms
 from .match import check_match_recognize
 from .names import check_node_name, is_reserved
 from .paths import check_field_paths, check_labels
@@ -36,6 +36,7 @@ RULES = (
     check_field_paths,
     check_labels,
     check_casts,
+    check_is_missing,
     check_arity,
     check_window_functions,
     check_prefixes,

@@ -2,8 +2,9 @@
 
 - GROUP BY lists plain field references only ("grouping by expressions is not supported yet").
 - Aggregates may not appear in WHERE or GROUP BY, nor inside another aggregate.
-- When a query groups or aggregates, every field used in the select list or HAVING outside an
-  aggregate must be grouped; ``*`` and ``ts()`` cannot be used there.
+- When a query groups, aggregates or has a HAVING clause, every field used in the select list or
+  HAVING outside an aggregate must be grouped (the whole path: ``GROUP BY a`` does not group
+  ``a.b``); ``*`` and ``ts()`` cannot be used there.
 - Non-aggregation parameters of an aggregate (``sep`` in ``string_agg(name, sep)``) are evaluated
   once per group, so they must be grouped fields or constants.
 """
@@ -89,8 +90,10 @@ class _Groups:
                 self.keys += [(s, (("key", c),)) for c in WINDOW_COLUMNS]
 
     def has(self, ref: FieldRef) -> bool:
+        """True when ``ref`` is one of the GROUP BY keys. The whole path must match: SensorBee compares
+        the column as written (``GROUP BY a`` does not group ``a.b``, transform_plan.go)."""
         path = tuple(step_key(s) for s in ref.path)
-        return any(s == ref.stream and path[: len(p)] == p for s, p in self.keys)
+        return any(s == ref.stream and path == p for s, p in self.keys)
 
 
 def _check_group_by(select: Select, ctx: Context) -> None:
@@ -165,7 +168,9 @@ def check_aggregates(stmt: Statement, ctx: Context) -> None:
         _check_where(select, ctx)
         _check_group_by(select, ctx)
         check_nested([e for _, e in select_exprs(select)], ctx)
-        if not is_aggregating(select, ctx):
+        # SensorBee: a HAVING clause alone puts the query in grouping mode (transform_plan.go)
+        grouping = is_aggregating(select, ctx) or (select.having is not None and select.emitter is not None)
+        if not grouping:
             continue
         groups = _Groups(select)
         for p in select.projections:

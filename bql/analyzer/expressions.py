@@ -5,6 +5,8 @@
   plugin may provide them at run time).
 - MATCH_RECOGNIZE-only forms (navigation, CLASSIFIER, MATCH_NUMBER, RUNNING/FINAL) stay inside it.
 - EVAL without ON cannot read fields; EVAL never aggregates.
+- ``IS [NOT] MISSING`` applies to a field selector only (``a + 2 IS MISSING`` is invalid: SensorBee's
+  grammar has ``RowValue IS [NOT] MISSING`` and the reference document says so).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from ..ast import (
     Eval,
     FieldRef,
     FunctionCall,
+    IsMissing,
     MatchNumber,
     Navigation,
     PatternFieldRef,
@@ -117,3 +120,9 @@ def check_eval(stmt: Statement, ctx: Context) -> None:
         name = _MATCH_ONLY_NAMES.get(type(n))
         if name is not None:
             raise fail(f"{name(n)} can only be used inside MATCH_RECOGNIZE", n)
+
+
+def check_is_missing(stmt: Statement, ctx: Context) -> None:
+    for n in walk(stmt):
+        if isinstance(n, IsMissing) and not isinstance(n.operand, (FieldRef, PatternFieldRef)):
+            raise fail("IS [NOT] MISSING can only be applied to a field selector, not to an expression", n)

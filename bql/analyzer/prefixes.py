@@ -3,7 +3,8 @@
 - Each FROM item is known by its alias, else its stream (or UDSF) name; names must be distinct.
 - With several FROM items every field reference (and ``ts()``) needs a prefix naming one of them.
 - With one FROM item prefixes are all present or all absent; either way a prefix must name it.
-Plain ``*`` is fine everywhere; ``x:*`` must name a FROM item.
+Plain ``*`` is fine everywhere; ``x:*`` must name a FROM item and counts as a prefixed reference
+(SensorBee's ``validateReferences``: ``SELECT a, t:* FROM t`` mixes the two forms, ``SELECT t:a, *`` does not).
 """
 from __future__ import annotations
 
@@ -74,9 +75,11 @@ def check_prefixes(stmt: Statement, ctx: Context) -> None:
             if ref.stream is not None and ref.stream.lower() not in names:
                 known = ", ".join(f"'{from_name(i)}'" for i in select.from_items)
                 raise fail(f"stream '{ref.stream}' in '{_text(ref)}' is not in FROM (known: {known})", ref)
-        fields = [r for r in refs if not isinstance(r, Wildcard)]
+        fields = [r for r in refs if not (isinstance(r, Wildcard) and r.stream is None)]
         if len(select.from_items) > 1:
             for ref in fields:
+                if isinstance(ref, Wildcard):
+                    continue
                 if ref.stream is None:
                     raise fail(
                         f"'{_text(ref)}' needs a stream prefix (such as"

@@ -116,8 +116,10 @@ def test_good_output_label():
 # ---------------------------------------------------------------- aggregates and prefixes
 
 
-def test_grouped_prefix_of_a_path_counts_as_grouped():
-    run("SELECT RSTREAM a.b, count(*) FROM src [RANGE 2 TUPLES] GROUP BY a")
+def test_grouped_column_must_match_the_whole_path():
+    # SensorBee compares rowValue{relation, column-as-written} (bql/execution/transform_plan.go)
+    run("SELECT RSTREAM a.b, count(*) FROM src [RANGE 2 TUPLES] GROUP BY a.b")
+    assert "field 'a.b'" in error("SELECT RSTREAM a.b, count(*) FROM src [RANGE 2 TUPLES] GROUP BY a")
     assert "field 'a'" in error("SELECT RSTREAM a, count(*) FROM src [RANGE 2 TUPLES] GROUP BY a.b")
 
 
