@@ -286,7 +286,7 @@ class Matcher:
             hist, end = att.match
             labels = hist_list(hist)
             self.mno += 1
-            nxt, err = self._skip_target(att.start, end, labels)
+            nxt, err = skip_target(self.spec, att.start, end, labels)
             self.covered = max(self.covered, end)
             if err is None:
                 events.append(("match", att.start, end, labels, self.mno))
@@ -311,23 +311,6 @@ class Matcher:
             self.live.pop(0)
         elif att.threads:
             self.live.remove(att)
-
-    def _skip_target(self, start: int, end: int, labels: list) -> tuple[int, str | None]:
-        mode = self.spec.skip_mode
-        if mode == "past_last_row":
-            return (end if end > start else start + 1), None
-        if mode == "to_next_row":
-            return start + 1, None
-        var = self.spec.skip_var
-        members = self.spec.sets.get(var, frozenset((var,)))
-        idxs = [start + i for i, (v, _) in enumerate(labels) if v in members]
-        if not idxs:
-            return start + 1, f"AFTER MATCH SKIP TO {var}: no row of the match is mapped to {var}"
-        target = idxs[0] if mode == "to_first" else idxs[-1]
-        if target == start:
-            return start + 1, (f"AFTER MATCH SKIP TO {var} would resume at the first row of the match "
-                               "(an infinite loop)")
-        return target, None
 
     # ------------------------------------------------------------ snapshot
 
@@ -354,6 +337,26 @@ class Matcher:
             self.attempts.append(a)
         self.live = [a for a in self.attempts if a.threads]
         self.n_tainted = sum(1 for a in self.attempts if a.tainted)
+
+
+def skip_target(spec: MatchSpec, start: int, end: int, labels: list) -> tuple[int, str | None]:
+    """Where the next attempt starts after the match ``start .. end`` (AFTER MATCH SKIP), and the
+    error when the skip is impossible (then matching goes on at ``start + 1``)."""
+    mode = spec.skip_mode
+    if mode == "past_last_row":
+        return (end if end > start else start + 1), None
+    if mode == "to_next_row":
+        return start + 1, None
+    var = spec.skip_var
+    members = spec.sets.get(var, frozenset((var,)))
+    idxs = [start + i for i, (v, _) in enumerate(labels) if v in members]
+    if not idxs:
+        return start + 1, f"AFTER MATCH SKIP TO {var}: no row of the match is mapped to {var}"
+    target = idxs[0] if mode == "to_first" else idxs[-1]
+    if target == start:
+        return start + 1, (f"AFTER MATCH SKIP TO {var} would resume at the first row of the match "
+                           "(an infinite loop)")
+    return target, None
 
 
 def _truth(fn: Any, view: View) -> bool:

@@ -20,11 +20,16 @@ from ...eval import Env, Scope, compile_expr
 from ...values import multiset_key
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList, default_label
+from .conditions import RowMasks
+from .dfa import Automaton
+from .engine import choose
 from .exprs import Blocked, MRContext, define_level, max_offsets
+from .labels import Replayer
 from .matcher import MatchSpec, Matcher
 from .output import OutputBuilder
 from .partition import Rows
 from .program import compile_pattern, program_variables
+from .runner import AutomatonMatcher
 
 DEFAULT_REORDER_BOUND = 10
 
@@ -32,10 +37,10 @@ DEFAULT_REORDER_BOUND = 10
 class _Partition:
     __slots__ = ("values", "rows", "matcher", "pending")
 
-    def __init__(self, values: tuple, spec: MatchSpec, bound: float):
+    def __init__(self, values: tuple, engine: Any, bound: float):
         self.values = values
         self.rows = Rows(bound)
-        self.matcher = Matcher(spec, self.rows)
+        self.matcher = engine(self.rows)
         self.pending: deque = deque()
 
 
@@ -54,7 +59,9 @@ class MatchRecognizeProcessor:
     """The processor of a SELECT whose FROM item is a MATCH_RECOGNIZE clause."""
 
     def __init__(self, select: Any, context: ProcessorContext | None = None,
-                 reorder_bound: float | None = None):
+                 reorder_bound: float | None = None, engine: str | None = None):
+        """``engine``: ``matcher`` forces the matcher, ``auto``/``automaton`` (default: the
+        ``SBPY_MATCH_ENGINE`` environment variable, else ``auto``) use the automaton where exact."""
         context = context or ProcessorContext()
         items = select.from_items
         if len(items) != 1 or not isinstance(items[0], MatchRecognize):
@@ -81,9 +88,10 @@ class MatchRecognizeProcessor:
         conds = {}
         level = 1
         define_exprs = []
+        by_var = {}
         for d in mr.defines:
             var = d.name.upper()
-            expr = ctx.normalise(d.condition)
+            expr = by_var[var] = ctx.normalise(d.condition)
             define_exprs.append(expr)
             lv = define_level(expr, var, registry)
             level = max(level, lv)
@@ -95,6 +103,17 @@ class MatchRecognizeProcessor:
         skip = mr.after_match
         self.spec = MatchSpec(program, conds, level, within, skip.mode,
                               skip.var.upper() if skip.var else None, sets, ctx)
+        use_automaton, self.fallback_reason = choose(mr, program, level, define_exprs, engine)
+        if use_automaton:
+            masks = RowMasks(sorted(variables), conds, by_var, ctx)
+            self.automaton = Automaton(program, masks.bits, masks.always)
+            replayer = Replayer(self.automaton)
+            spec, auto, mask_at = self.spec, self.automaton, masks.mask_at
+            self.engine = lambda rows: AutomatonMatcher(spec, auto, mask_at, replayer, rows)
+        else:
+            self.automaton = None
+            spec = self.spec
+            self.engine = lambda rows: Matcher(spec, rows)
 
         in_scope = Scope((in_alias,), registry)
         self.part_fns = [compile_expr(_plain(e, in_alias), in_scope) for e in mr.partition_by]
@@ -108,6 +127,13 @@ class MatchRecognizeProcessor:
         self.select_list = SelectList(select.projections, (out_alias,), lambda e: compile_expr(e, out_scope))
         self.where = compile_expr(select.where, out_scope) if select.where is not None else None
         self.parts: dict[Any, _Partition] = {}
+
+    def engine_description(self) -> str:
+        """Which engine matches the pattern, for EXPLAIN: ``deterministic automaton (n states)`` (the
+        states built so far; they are built on first use) or ``backtracking matcher: <why>``."""
+        if self.automaton is not None:
+            return f"deterministic automaton ({len(self.automaton.table)} states)"
+        return f"backtracking matcher: {self.fallback_reason}"
 
     # ------------------------------------------------------------ Processor protocol
 
@@ -123,7 +149,7 @@ class MatchRecognizeProcessor:
         pk = tuple(multiset_key(v) for v in pvalues)
         part = self.parts.get(pk)
         if part is None:
-            part = self.parts[pk] = _Partition(pvalues, self.spec, self.bound)
+            part = self.parts[pk] = _Partition(pvalues, self.engine, self.bound)
         if not part.rows.offer(tup, key):
             result.dropped.append(Dropped(
                 tup, f"MATCH_RECOGNIZE: row arrived later than the ORDER BY reorder bound ({self.bound}) "
@@ -152,7 +178,7 @@ class MatchRecognizeProcessor:
     def restore(self, data: bytes) -> None:
         self.parts = {}
         for pk, (values, rows, matcher, pending) in pickle.loads(data).items():
-            part = _Partition(values, self.spec, self.bound)
+            part = _Partition(values, self.engine, self.bound)
             part.rows.from_state(rows)
             part.matcher.from_state(matcher)
             part.pending = deque(pending)

@@ -1,0 +1,120 @@
+"""Row-local DEFINE conditions compiled into one function: ``mask_at(rows, p)`` → the bit mask of the
+pattern variables the row at position ``p`` satisfies (the automaton's input symbol).
+
+A variable without a DEFINE condition is satisfied by every row (its bit is in ``always``). A condition
+holds when it evaluates to TRUE; an evaluation error counts as not holding, as in the matcher.
+
+Conditions of the common form ``operand <cmp> operand`` — ``<cmp>`` one of ``= != < <= > >=`` and each
+operand a literal, a field of the row (one key) or ``PREV`` of one (one key, constant offset) — are
+generated inline as Python source: the operands are read straight from the row dicts, same-typed
+numbers and strings are compared with Python's operator (exactly what the BQL operator does for them),
+every other pair goes through the BQL operator itself. Any other condition calls its compiled closure
+(``MRContext.compile_row_local`` or, failing that, the general view evaluation of a one-row match).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...ast import BinaryOp, KeyStep, Literal, Navigation, PatternFieldRef
+from ...errors import BQLError
+from ...eval.operators import _ORDERABLE, _SIMPLE, BINARY
+from .exprs import Blocked, View
+
+_CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_EMPTY: dict = {}
+
+
+def _operand(e: Any, var: str) -> tuple | None:
+    """``("lit", value)`` or ``("field", key, back)`` (``back`` rows before the current one)."""
+    if type(e) is Literal:
+        return ("lit", e.value)
+    back = 0
+    if type(e) is Navigation and e.kind.lower() == "prev":
+        back = 1 if e.offset is None else e.offset
+        if type(back) is not int or back < 0:
+            return None
+        e = e.operand
+    if (type(e) is PatternFieldRef and e.var in (None, var) and len(e.path) == 1
+            and type(e.path[0]) is KeyStep):
+        return ("field", e.path[0].key, back)
+    return None
+
+
+def simple_comparison(expr: Any, var: str) -> tuple | None:
+    """``(op, left operand, right operand)`` when ``expr`` can be generated inline, else None."""
+    if type(expr) is not BinaryOp or expr.op.lower() not in _CMP:
+        return None
+    left, right = _operand(expr.left, var), _operand(expr.right, var)
+    if left is None or right is None:
+        return None
+    return expr.op.lower(), left, right
+
+
+def _guard(fast: Callable) -> Callable[[Any, int], bool]:
+    def holds(rows: Any, p: int) -> bool:
+        try:
+            return fast(rows, p) is True
+        except (BQLError, Blocked):
+            return False
+    return holds
+
+
+def _view_guard(fn: Callable, var: str, ctx: Any) -> Callable[[Any, int], bool]:
+    def holds(rows: Any, p: int) -> bool:
+        try:
+            return fn(View(rows, p, [var], p, p, 1, ctx)) is True
+        except (BQLError, Blocked):
+            return False
+    return holds
+
+
+class RowMasks:
+    """The bits of the pattern variables and ``mask_at`` for one DEFINE set (all row-local)."""
+
+    def __init__(self, variables: list[str], conds: dict, exprs: dict, ctx: Any):
+        """``conds``: var → (view fn, level, fast fn or None); ``exprs``: var → normalised condition."""
+        self.bits = {v: 1 << i for i, v in enumerate(sorted(variables))}
+        self.always = 0
+        ns: dict[str, Any] = {"_EMPTY": _EMPTY, "BQLError": BQLError}
+        body: list[str] = []
+        backs: set[int] = set()
+        self.inline: list[str] = []
+        for var, bit in self.bits.items():
+            if var not in conds:
+                self.always |= bit
+                continue
+            fn, _level, fast = conds[var]
+            simple = simple_comparison(exprs[var], var)
+            if simple is None:
+                name = f"_holds_{bit}"
+                ns[name] = _guard(fast) if fast is not None else _view_guard(fn, var, ctx)
+                body.append(f"    if {name}(rows, p):\n        m |= {bit}")
+                continue
+            self.inline.append(var)
+            op, left, right = simple
+            operands = []
+            for k, o in enumerate((left, right)):
+                if o[0] == "lit":
+                    ns[f"_c{bit}_{k}"] = o[1]
+                    operands.append(f"_c{bit}_{k}")
+                else:
+                    backs.add(o[2])
+                    operands.append(f"d{o[2]}.get({o[1]!r})")
+            ns[f"_op{bit}"] = BINARY[op]
+            fast_types = "_ORDERABLE" if op in ("<", "<=", ">", ">=") else "_SIMPLE"
+            ns[fast_types] = _ORDERABLE if fast_types == "_ORDERABLE" else _SIMPLE
+            body.append(
+                f"    a = {operands[0]}\n    b = {operands[1]}\n"
+                f"    if type(a) is type(b) and type(a) in {fast_types}:\n"
+                f"        if a {_CMP[op]} b:\n            m |= {bit}\n"
+                f"    else:\n        try:\n            if _op{bit}(a, b) is True:\n                m |= {bit}\n"
+                f"        except BQLError:\n            pass")
+        head = ["def mask_at(rows, p):", f"    m = {self.always}"]
+        if backs:
+            head += ["    rl = rows.rows", "    i = p - rows.base"]
+            for n in sorted(backs):
+                head.append(f"    d{n} = rl[i].data" if n == 0 else
+                            f"    d{n} = rl[i - {n}].data if i >= {n} else _EMPTY")
+        self.source = "\n".join(head + body + ["    return m"])
+        exec(compile(self.source, "<MATCH_RECOGNIZE DEFINE masks>", "exec"), ns)  # noqa: S102
+        self.mask_at: Callable[[Any, int], int] = ns["mask_at"]

@@ -1,0 +1,156 @@
+"""The pattern program as a lazily built deterministic automaton over the matcher's thread sets.
+
+The matcher (``matcher.py``) runs every match attempt of a partition side by side: live attempts in
+start order, each an ordered list of waiting threads (``pc``s), threads reaching a ``pc`` another one
+already reached at this position cut (the later one *tainted* if it belongs to another attempt), a
+thread reaching MATCH cutting the lower-preference threads of its attempt. When every DEFINE condition
+is row-local, what happens to these ``pc`` lists on a row depends on nothing but the lists and the set
+of variables whose condition the row satisfies (a bit mask). So the whole configuration
+(``State.comps``: one ``pc`` tuple per live attempt, plus ``State.vis``: the ``pc``s already visited at
+the current position, which can shadow the closure of an attempt started there) is a state of a
+deterministic automaton, and a row is one table look-up (``State.steps[mask]``).
+
+The per-attempt facts the matcher keeps on its thread objects become the edges' side effects:
+``Step.keep`` (which live attempts still have threads, in order), ``Step.cand`` (which reached MATCH at
+this row: their candidate match now ends after it), ``Step.taint`` (which were shadowed). Histories
+(the labels of each thread) are not tracked: the runner re-derives the labels of a match when it is
+resolved (``labels.py``).
+
+States and edges are built on first use and interned; past ``MAX_STATES`` the intern table starts
+over (states in use stay valid, they are self-contained), so memory stays bounded.
+"""
+from __future__ import annotations
+
+from .program import CONSUME, MATCH, static_closures
+
+MAX_STATES = 20_000
+
+
+class Step:
+    """The edge of a state for one row mask (see the module docstring)."""
+
+    __slots__ = ("to", "keep", "cand", "taint", "plain")
+
+    def __init__(self, to: "State", keep: tuple, cand: tuple, taint: tuple, n: int):
+        self.to = to
+        self.keep = keep
+        self.cand = cand
+        self.taint = taint
+        self.plain = not cand and not taint and len(keep) == n  # nothing but the pcs changed
+
+
+class State:
+    """Live attempts' ``pc`` tuples (start order) and the ``pc``s visited at the current position."""
+
+    __slots__ = ("comps", "vis", "needs", "steps", "added", "cleared")
+
+    def __init__(self, comps: tuple, vis: frozenset, needs: int):
+        self.comps = comps
+        self.vis = vis
+        self.needs = needs            # mask bits the live threads test
+        self.steps: dict = {}         # mask & needs -> Step
+        self.added: tuple | None = None   # (State, tainted, matched) of starting an attempt here
+        self.cleared: dict = {}       # k -> the state after dropping the first k attempts (vis reset)
+
+
+class Automaton:
+    """Builds and caches the states of one compiled pattern program."""
+
+    def __init__(self, program: list, var_bits: dict[str, int], always: int):
+        eps = static_closures(program)
+        if eps is None:
+            raise ValueError("the program has anchors or is too large for the automaton")
+        self.program = program
+        self.eps = eps
+        self.match_pc = len(program) - 1
+        assert program[self.match_pc][0] == MATCH
+        # bit[pc]: the mask bit a CONSUME pc tests (``always`` holds the undefined variables' bits)
+        self.bit = [var_bits.get(op[1], 0) if op[0] == CONSUME else 0 for op in program]
+        self.always = always
+        self.table: dict = {}
+        self.empty = self.state((), frozenset())
+
+    # ------------------------------------------------------------ states
+
+    def state(self, comps: tuple, vis: frozenset) -> State:
+        key = (comps, vis)
+        st = self.table.get(key)
+        if st is None:
+            if len(self.table) >= MAX_STATES:
+                self.table = {}
+            needs = 0
+            bit = self.bit
+            for threads in comps:
+                for pc in threads:
+                    needs |= bit[pc]
+            st = self.table[key] = State(comps, vis, needs & ~self.always)
+        return st
+
+    def add(self, st: State) -> tuple:
+        """Start an attempt at the current position: ``(state, tainted, matched)`` — its closure from
+        ``pc`` 0 is shadowed by ``st.vis`` (then it is tainted); ``matched``: it reached MATCH (an
+        empty match); it is live iff the new state has one more attempt."""
+        if st.added is not None:
+            return st.added
+        vis = set(st.vis)
+        threads = []
+        tainted = matched = False
+        for t in self.eps[0]:
+            if t in vis:
+                tainted = True
+                continue
+            vis.add(t)
+            if t == self.match_pc:
+                matched = True
+                break
+            threads.append(t)
+        comps = st.comps + (tuple(threads),) if threads else st.comps
+        st.added = (self.state(comps, frozenset(vis)), tainted, matched)
+        return st.added
+
+    def clear(self, st: State, k: int) -> State:
+        """After a match: the visited set is reset and the first ``k`` live attempts are dropped."""
+        out = st.cleared.get(k)
+        if out is None:
+            out = st.cleared[k] = self.state(st.comps[k:], frozenset())
+        return out
+
+    def step(self, st: State, mask: int) -> Step:
+        """The edge of ``st`` for a row whose satisfied variables are ``mask`` (``& st.needs``)."""
+        edge = st.steps.get(mask)
+        if edge is not None:
+            return edge
+        full = mask | self.always
+        bit, eps, match_pc = self.bit, self.eps, self.match_pc
+        owner: dict = {}
+        comps = []
+        keep, cand, taint = [], [], []
+        for i, threads in enumerate(st.comps):
+            new = []
+            tainted = hit = False
+            for pc in threads:
+                if not full & bit[pc]:
+                    continue
+                for t in eps[pc + 1]:
+                    o = owner.get(t)
+                    if o is not None:
+                        if o != i:
+                            tainted = True
+                        continue
+                    owner[t] = i
+                    if t == match_pc:
+                        hit = True
+                        break
+                    new.append(t)
+                if hit:
+                    break
+            if new:
+                keep.append(i)
+                comps.append(tuple(new))
+            if hit:
+                cand.append(i)
+            if tainted:
+                taint.append(i)
+        to = self.state(tuple(comps), frozenset(owner))
+        edge = st.steps[mask] = Step(to, tuple(keep), tuple(cand), tuple(taint), len(st.comps))
+        return edge

@@ -1,0 +1,63 @@
+"""Which engine matches a MATCH_RECOGNIZE clause: the deterministic automaton or the matcher.
+
+The automaton (``dfa.py`` + ``runner.py``) gives exactly the matcher's events when the configuration
+of live attempts evolves on a row as a function of the row's variable mask alone, which holds when:
+
+- every DEFINE condition is row-local (it reads the current row and rows at fixed physical offsets
+  before it: no FIRST/LAST beyond the current row, aggregates, MATCH_NUMBER or other variables' rows);
+- no DEFINE condition reads a later row (``NEXT``: its value changes once that row arrives, and the
+  matcher evaluates it whenever it steps the row);
+- the pattern has no ``^``/``$`` anchors (their truth depends on the position and the end of input);
+- there is no WITHIN (it ends attempts by the time span since their first row);
+- the program is small enough for the static closures (``program.static_closures``).
+
+MEASURES, ONE ROW / ALL ROWS PER MATCH, empty/unmatched rows, exclusion, SUBSET and every AFTER MATCH
+SKIP mode are rendered from the match events and work the same with either engine.
+
+``SBPY_MATCH_ENGINE`` (or the processor's ``engine`` argument) = ``matcher`` forces the matcher;
+``automaton`` or ``auto`` (the default) use the automaton wherever it is exact.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ...ast import PatternAnchor
+from .exprs import ROW_LOCAL, max_offsets
+from .program import static_closures
+
+ENGINE_ENV = "SBPY_MATCH_ENGINE"
+ENGINES = ("auto", "automaton", "matcher")
+
+
+def requested_engine(engine: str | None) -> str:
+    """The engine asked for: the argument, else ``$SBPY_MATCH_ENGINE``, else ``auto``."""
+    value = (engine if engine is not None else os.environ.get(ENGINE_ENV, "")).strip().lower() or "auto"
+    if value not in ENGINES:
+        raise ValueError(f"{ENGINE_ENV} must be one of {', '.join(ENGINES)}, not {value!r}")
+    return value
+
+
+def automaton_obstacle(mr: Any, program: list, level: int, define_exprs: list) -> str | None:
+    """Why the automaton would not be exact for this clause (None: it is)."""
+    if mr.within is not None:
+        return "WITHIN bounds each attempt by time"
+    if level != ROW_LOCAL:
+        return ("a DEFINE condition reads other rows of the match (FIRST/LAST, an aggregate, "
+                "MATCH_NUMBER or another variable)")
+    if max_offsets(define_exprs)[1] > 0:
+        return "a DEFINE condition reads a later row (NEXT)"
+    if any(isinstance(n, PatternAnchor) for n in mr.pattern.walk()):
+        return "the pattern has ^ or $ anchors"
+    if static_closures(program) is None:
+        return "the pattern program is too large"
+    return None
+
+
+def choose(mr: Any, program: list, level: int, define_exprs: list, engine: str | None) -> tuple[bool, str]:
+    """(use the automaton?, why the matcher) for a clause and the requested engine."""
+    asked = requested_engine(engine)
+    if asked == "matcher":
+        return False, f"{ENGINE_ENV}=matcher"
+    why = automaton_obstacle(mr, program, level, define_exprs)
+    return why is None, why or ""

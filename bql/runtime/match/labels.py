@@ -1,0 +1,84 @@
+"""The labels of a match found by the automaton, re-derived by running its one attempt again.
+
+The automaton (``dfa.py``) knows where an attempt's match ends but not which variable each row was
+mapped to. This module replays the attempt alone — the matcher's priority-ordered thread list with
+histories, over the row masks the automaton used — from its first row to the end of the match: the
+first thread (in preference order) that reaches MATCH on the last row holds the labels.
+
+Alone means without the other attempts that could shadow its threads in the shared run. That gives the
+same labels whenever the attempt is resolved from that run: a thread of ours is shadowed only at a
+``pc`` an earlier attempt already reached at that position; whatever follows from there is reached by
+that earlier attempt first as well, so if the earlier attempts all failed (which they did, or ours would
+have been dropped or rescanned after their match) the shadowed threads led nowhere, and no preferred
+path of ours through them can exist.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .matcher import hist_list
+from .program import CONSUME
+
+
+class Replayer:
+    """Replays single attempts of one program (``Automaton``) over ``mask_at(p)``."""
+
+    def __init__(self, automaton: Any):
+        program = automaton.program
+        self.eps = automaton.eps
+        self.bit = automaton.bit
+        self.always = automaton.always
+        self.match_pc = automaton.match_pc
+        self.label = [(op[1], op[2]) if op[0] == CONSUME else None for op in program]
+
+    def _start(self) -> tuple[list, bool]:
+        threads: list = []
+        for t in self.eps[0]:
+            if t == self.match_pc:
+                return threads, True
+            threads.append((t, None))
+        return threads, False
+
+    def _row(self, threads: list, mask: int) -> tuple[list, Any]:
+        """One row: the new thread list and the history that reached MATCH (or None)."""
+        full = mask | self.always
+        bit, eps, label, match_pc = self.bit, self.eps, self.label, self.match_pc
+        seen: set = set()
+        new: list = []
+        for pc, hist in threads:
+            if not full & bit[pc]:
+                continue
+            var, excl = label[pc]
+            nh = (hist, var, excl)
+            for t in eps[pc + 1]:
+                if t in seen:
+                    continue
+                seen.add(t)
+                if t == match_pc:
+                    return new, nh
+                new.append((t, nh))
+        return new, None
+
+    def labels(self, start: int, end: int, mask_at: Callable[[int], int]) -> list:
+        """``[(var, excluded), ...]`` of the attempt at ``start`` whose match ends before ``end``."""
+        threads, _ = self._start()
+        if end == start:
+            return []
+        hit = None
+        for p in range(start, end):
+            threads, hit = self._row(threads, mask_at(p))
+        if hit is None:
+            raise AssertionError(f"replay of the attempt at {start} found no match ending at {end}")
+        return hist_list(hit)
+
+    def threads(self, start: int, upto: int, mask_at: Callable[[int], int]) -> dict:
+        """``pc -> labels`` of the attempt's threads waiting at ``upto`` (first history per ``pc``)."""
+        threads, _ = self._start()
+        for p in range(start, upto):
+            if not threads:
+                break
+            threads, _ = self._row(threads, mask_at(p))
+        out: dict = {}
+        for pc, hist in threads:
+            out.setdefault(pc, hist_list(hist))
+        return out

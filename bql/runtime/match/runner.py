@@ -1,0 +1,212 @@
+"""``AutomatonMatcher``: the matcher of one partition driven by the deterministic automaton.
+
+It is the ``Matcher`` algorithm (``matcher.py``) step for step — an attempt at every row from
+``floor``, the earliest attempt resolved first once it has no threads, AFTER MATCH SKIP moving
+``floor``, a rescan from the skip target when a resolved match leaves shadowed (tainted) attempts
+behind — with the thread lists replaced by automaton states (``dfa.py``), the DEFINE conditions by one
+row mask per row (``conditions.py``, each row evaluated once and its mask kept for the replay), and the
+histories by a replay of the matched attempt (``labels.py``).
+
+The unresolved attempts are always the consecutive starts ``head .. newest``: the live ones (those
+with threads, ``starts`` in the order of ``state.comps``), the others waiting to become the head with
+their candidate match end (``cands``) or none. Snapshots use the ``Matcher``'s format (thread
+histories replayed), so a snapshot restores into either engine.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .dfa import Automaton
+from .labels import Replayer
+from .matcher import skip_target
+
+
+class AutomatonMatcher:
+    """Matches one partition's rows (``rows``: ``get``, ``avail``, ``ended``, ``rows``, ``base``)."""
+
+    def __init__(self, spec: Any, automaton: Automaton, mask_at: Any, replayer: Replayer, rows: Any):
+        self.spec = spec
+        self.auto = automaton
+        self.mask_fn = mask_at
+        self.replayer = replayer
+        self.rows = rows
+        self.state = automaton.empty
+        self.starts: list[int] = []
+        self.cands: dict[int, int] = {}
+        self.tainted: set[int] = set()
+        self.head = 0
+        self.newest = -1
+        self.pos = 0
+        self.floor = 0
+        self.covered = 0
+        self.mno = 0
+        self.masks: list[int] = []
+        self.mbase = 0
+
+    # ------------------------------------------------------------ driving
+
+    def advance(self) -> list:
+        """Feed every available row; the resolved events in order (as ``Matcher.advance``)."""
+        events: list = []
+        rows = self.rows
+        while True:
+            p = self.pos
+            if p < rows.avail:
+                if p >= self.floor and self.newest < p:
+                    self._new_attempt(p)
+                    if not self.starts or self.starts[0] != self.head:
+                        self._resolve(events)
+                        if self.pos != p:
+                            continue
+                self._step(p)
+                self.pos = p + 1
+                if self.head <= self.newest and (not self.starts or self.starts[0] != self.head):
+                    self._resolve(events)
+            elif rows.ended and self.head <= self.newest:
+                self.state = self.auto.empty  # no thread waits on an anchor: every attempt ends
+                self.starts = []
+                self._resolve(events)
+            else:
+                return events
+
+    def min_needed(self) -> int:
+        """The first row position the matcher may still read (before PREV look-back)."""
+        return self.head if self.head <= self.newest else self.pos
+
+    # ------------------------------------------------------------ masks
+
+    def mask_at(self, p: int) -> int:
+        i = p - self.mbase
+        if 0 <= i < len(self.masks):
+            return self.masks[i]
+        return self.mask_fn(self.rows, p)
+
+    def _mask(self, p: int) -> int:
+        masks = self.masks
+        i = p - self.mbase
+        if i == len(masks):
+            m = self.mask_fn(self.rows, p)
+            masks.append(m)
+            if i > 4096:
+                keep = min(self.head, p) - self.mbase
+                if keep > 2048:
+                    del masks[:keep]
+                    self.mbase += keep
+            return m
+        if 0 <= i < len(masks):
+            return masks[i]
+        m = self.mask_fn(self.rows, p)
+        self.masks, self.mbase = [m], p
+        return m
+
+    # ------------------------------------------------------------ attempts
+
+    def _new_attempt(self, p: int) -> None:
+        st = self.state
+        to, tainted, matched = self.auto.add(st)
+        if self.head > self.newest:
+            self.head = p  # no unresolved attempt: this one is the head
+        self.newest = p
+        if matched:
+            self.cands[p] = p
+        if tainted:
+            self.tainted.add(p)
+        if len(to.comps) > len(st.comps):
+            self.starts.append(p)
+        self.state = to
+
+    def _step(self, p: int) -> None:
+        st = self.state
+        if not st.comps:
+            self.state = self.auto.empty
+            return
+        m = self._mask(p) & st.needs
+        edge = st.steps.get(m)
+        if edge is None:
+            edge = self.auto.step(st, m)
+        self.state = edge.to
+        if edge.plain:
+            return
+        starts = self.starts
+        for i in edge.cand:
+            self.cands[starts[i]] = p + 1
+        for i in edge.taint:
+            self.tainted.add(starts[i])
+        self.starts = [starts[i] for i in edge.keep]
+
+    def _resolve(self, events: list) -> None:
+        while self.head <= self.newest:
+            s = self.head
+            if self.starts and self.starts[0] == s:
+                return
+            self.head = s + 1
+            self.tainted.discard(s)
+            end = self.cands.pop(s, None)
+            if end is None:
+                if s >= self.covered:
+                    events.append(("unmatched", s))
+                continue
+            labels = self.replayer.labels(s, end, self.mask_at)
+            self.mno += 1
+            nxt, err = skip_target(self.spec, s, end, labels)
+            self.covered = max(self.covered, end)
+            if err is None:
+                events.append(("match", s, end, labels, self.mno))
+            else:
+                events.append(("error", s, end, labels, self.mno, err))
+                nxt = s + 1
+            self.floor = nxt
+            starts = self.starts
+            k = 0
+            while k < len(starts) and starts[k] < nxt:
+                k += 1
+            self.state = self.auto.clear(self.state, k)
+            if k:
+                del starts[:k]
+            if nxt > self.head:
+                self.head = nxt
+                self.cands = {a: e for a, e in self.cands.items() if a >= nxt}
+                self.tainted = {a for a in self.tainted if a >= nxt}
+            if nxt < self.pos and self.tainted:
+                self.state = self.auto.empty
+                self.starts = []
+                self.cands = {}
+                self.tainted = set()
+                self.head, self.newest, self.pos = nxt, nxt - 1, nxt
+
+    # ------------------------------------------------------------ snapshot (the Matcher's format)
+
+    def to_state(self) -> dict:
+        live = dict(zip(self.starts, self.state.comps))
+        owners: dict = {}
+        for s, comp in zip(self.starts, self.state.comps):
+            for pc in comp:
+                owners.setdefault(pc, s)
+        attempts = []
+        for s in range(self.head, self.newest + 1):
+            threads = []
+            if s in live:
+                hists = self.replayer.threads(s, self.pos, self.mask_at)
+                threads = [(pc, hists[pc]) for pc in live[s]]
+            end = self.cands.get(s)
+            match = None if end is None else (self.replayer.labels(s, end, self.mask_at), end)
+            attempts.append((s, threads, match, s in self.tainted))
+            if end == self.pos:
+                owners.setdefault(self.auto.match_pc, s)
+        visited = {pc: owners.get(pc, -1) for pc in self.state.vis}
+        return {"pos": self.pos, "floor": self.floor, "covered": self.covered, "mno": self.mno,
+                "visited": visited, "attempts": attempts}
+
+    def from_state(self, st: dict) -> None:
+        self.pos, self.floor, self.covered, self.mno = st["pos"], st["floor"], st["covered"], st["mno"]
+        attempts = st["attempts"]
+        self.starts = [a[0] for a in attempts if a[1]]
+        comps = tuple(tuple(pc for pc, _ in a[1]) for a in attempts if a[1])
+        self.state = self.auto.state(comps, frozenset(st["visited"]))
+        self.cands = {a[0]: a[2][1] for a in attempts if a[2] is not None}
+        self.tainted = {a[0] for a in attempts if a[3]}
+        if attempts:
+            self.head, self.newest = attempts[0][0], attempts[-1][0]
+        else:
+            self.head, self.newest = self.pos, self.pos - 1
+        self.masks, self.mbase = [], self.pos
