@@ -20,7 +20,8 @@ from typing import Any
 import httpx
 import orjson
 
-DEFAULT_URI = "http://127.0.0.1:15601/"
+from .options import DEFAULT_URI
+
 TOKEN_ENV = "SBPY_AUTH_TOKEN"
 _BOUNDARY = re.compile(r'boundary="?([^";]+)"?')
 

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from .client import DEFAULT_URI, ApiClient, RequestFailed
+from .options import add_client_options
 
+if TYPE_CHECKING:
+    from .client import ApiClient
 
-def add_client_options(parser: argparse.ArgumentParser) -> None:
-    """``--uri`` and ``--api-version``, shared with ``sbpy shell``."""
-    parser.add_argument("--uri", default=DEFAULT_URI,
-                        help=f"the server's address (default {DEFAULT_URI})")
-    parser.add_argument("--api-version", default="v1", help="the REST API version (default v1)")
+__all__ = ["add_client_options", "register", "run"]  # add_client_options: shared with ``sbpy shell``
 
 
 def _create(client: ApiClient, args: argparse.Namespace) -> None:
@@ -33,6 +32,8 @@ def _list(client: ApiClient, args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen subcommand; 0 on success, 1 with ``request failed: CODE: message`` otherwise."""
+    from .client import ApiClient, RequestFailed
+
     with ApiClient(args.uri, args.api_version) as client:
         try:
             args.action(client, args)
