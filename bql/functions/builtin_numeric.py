@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import BQLEvaluationError
 from ..eval.operators import int_div, int_mod
-from ..values import INT_MIN, check_int
+from ..values import INT_MIN, check_int, type_name
 from .registry import FunctionSpec
 from .signatures import as_float, integer, number
 
@@ -65,12 +65,15 @@ def go_round(x: float) -> float:
     return t
 
 
-def _same_kind(name: str, y: Any, x: Any) -> tuple[Any, Any, bool]:
-    y = number(name, "y", y)
-    x = number(name, "x", x)
-    if type(y) is int and type(x) is int:
-        return y, x, True
-    return float(y), float(x), False
+def _same_kind(name: str, y: Any, x: Any, py: str = "y", px: str = "x") -> tuple[Any, Any, bool]:
+    """Both ints or both floats (the document: "x: same as y"; SensorBee's two-parameter numeric
+    templates fail with "types ... do not match" for int with float)."""
+    y = number(name, py, y)
+    x = number(name, px, x)
+    if type(y) is not type(x):
+        raise BQLEvaluationError(
+            f"function '{name}': '{py}' and '{px}' must have the same type, got '{type_name(y)}' and '{type_name(x)}'")
+    return y, x, type(y) is int
 
 
 def _div(y: Any, x: Any) -> Any:
@@ -106,16 +109,16 @@ def _log(a: Any, b: Any = None) -> float:
     if b is None:
         f = as_float("log", "x", a)
         return math.log10(f) if f > 0.0 else NAN
-    base = as_float("log", "b", a)
-    f = as_float("log", "x", b)
+    base, f, _ = _same_kind("log", a, b, "b", "x")
+    base, f = float(base), float(f)
     if not (f > 0.0 and base > 0.0) or base == 1.0:
         return NAN
     return math.log(f) / math.log(base)
 
 
 def _power(a: Any, b: Any) -> float:
-    x = as_float("power", "a", a)
-    y = as_float("power", "b", b)
+    x, y, _ = _same_kind("power", a, b, "a", "b")
+    x, y = float(x), float(y)
     try:
         return math.pow(x, y)
     except ValueError:
