@@ -1,6 +1,7 @@
-"""``sbpy run [-c FILE]``: start the server (uvicorn) on ``network.listen_on``.
+"""``sbpy run [-c FILE] [--listen HOST:PORT]``: start the server (uvicorn) on ``network.listen_on``.
 
-The config comes from ``-c``, else ``$SENSORBEE_CONFIG``, else the defaults. Logging follows the
+The config comes from ``-c``, else ``$SENSORBEE_CONFIG``, else the defaults; ``--listen`` replaces
+its ``network.listen_on`` (``:PORT`` listens on every interface). Logging follows the
 ``logging`` section (target stderr, stdout or a file; ``min_log_level``). A topology of the config
 whose ``bql_file`` fails aborts startup with a non-zero exit code.
 """
@@ -10,7 +11,9 @@ import argparse
 import logging
 import sys
 
-from ..config import Config, ConfigError, load_config
+from pydantic import ValidationError
+
+from ..config import Config, ConfigError, NetworkConfig, load_config
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -59,9 +62,20 @@ def serve(config: Config) -> int:
     return 0 if server.started else 1
 
 
+def with_listen(config: Config, listen: str) -> Config:
+    """``config`` listening on ``listen`` (``host:port`` or ``:port``); ``ConfigError`` if malformed."""
+    try:
+        network = NetworkConfig.model_validate({**config.network.model_dump(), "listen_on": listen})
+    except ValidationError as err:
+        raise ConfigError(f"--listen: {err.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+    return config.model_copy(update={"network": network})
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
+        if args.listen is not None:
+            config = with_listen(config, args.listen)
     except ConfigError as err:
         print(f"sbpy run: {err}", file=sys.stderr)
         return 1
@@ -71,7 +85,10 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``run``."""
-    parser = subparsers.add_parser("run", help="run the server")
+    parser = subparsers.add_parser("run", help="run the server",
+                                   description="Serve the REST API and the topologies of the config.")
     parser.add_argument("-c", "--config", default=None,
                         help="the config file (default: $SENSORBEE_CONFIG, else built-in defaults)")
+    parser.add_argument("-l", "--listen", default=None, metavar="HOST:PORT",
+                        help="listen here instead of the config's network.listen_on (':PORT': every interface)")
     parser.set_defaults(func=run)

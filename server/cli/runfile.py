@@ -8,6 +8,10 @@ statement exits 1 with ``FILE:LINE: message``. The topology name defaults to the
 ``-s ""`` saves every state that supports saving; without ``-s`` nothing is saved. The config's
 ``plugins`` (and installed plugins) are loaded and ``storage.uds`` says where states are saved, so
 ``sbpy runfile -t twitter -c sensorbee.yaml -s '' train.bql`` prepares models a server loads later.
+
+Before Spark starts the file's names are resolved as ``sbpy check`` does (functions, UDSFs, types,
+streams, sources, sinks, states in statement order): a file with an unknown name exits 1 at once
+with ``FILE:LINE:COL: message`` and the line with a caret.
 """
 from __future__ import annotations
 
@@ -17,14 +21,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from sbpy.bql import ast
 from sbpy.bql.errors import BQLError, format_error
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("runfile", help="run a BQL file until its sources stop",
-                                   description=__doc__.split("\n\n")[0])
+    parser = subparsers.add_parser(
+        "runfile", help="run a BQL file until its sources stop",
+        description="Run the statements of a BQL file in a new in-process topology, resume its sources and "
+                    "wait until they stopped and every query drained; optionally save states at the end.")
     parser.add_argument("-c", "--config", default=None, help="the config file (default: $SENSORBEE_CONFIG)")
     parser.add_argument("-t", "--topology", default=None, help="topology name (default: the file's base name)")
     parser.add_argument("-s", "--save-uds", default=None, help="comma list of states to save at the end")
@@ -34,13 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sbpy.bql.parser import parse_script
-
     from sbpy.plugins.loader import PluginLoadError, load_all
 
     from ..config import ConfigError, load_config
-    from ..context import ServerContext
-    from ..manager import check_statement
-    from ..topology import Topology
     from ..uds_storage import storage_from_config
 
     path = Path(args.file)
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     name = args.topology or path.stem
     try:
-        load_all(config.plugins)
+        registries = load_all(config.plugins)
         storage = storage_from_config(config)
     except (PluginLoadError, OSError, ValueError) as e:
         print(f"sbpy runfile: {e}", file=sys.stderr)
@@ -66,6 +69,12 @@ def run(args: argparse.Namespace) -> int:
     except BQLError as e:
         print(f"{path}: {format_error(e, script)}", file=sys.stderr)
         return 1
+    if unresolved_names(statements, script, registries, str(path)):
+        return 1
+    from ..context import ServerContext  # these import Spark: only once the file is known to be sound
+    from ..manager import check_statement
+    from ..topology import Topology
+
     with tempfile.TemporaryDirectory(prefix="sbpy-runfile-") as data_dir:
         ctx = ServerContext(data_dir=data_dir, master=config.spark.master,
                             conf=dict(config.spark.conf or {}), config=config)
@@ -101,6 +110,21 @@ def run(args: argparse.Namespace) -> int:
             topology.stop()
             ctx.close()
     return code
+
+
+def unresolved_names(statements: list, script: str, registries: Any, filename: str) -> bool:
+    """Resolve the names of the parsed ``statements`` as ``sbpy check`` does and print each problem
+    to stderr; True if any is an error (then nothing must run)."""
+    from sbpy.bql.analyzer.resolve import ScriptScope
+
+    from .catalog import catalog_of
+    from .check import resolve_statement
+
+    scope = ScriptScope(catalog_of(registries))
+    findings = [f for ps in statements for f in resolve_statement(scope, ps, script)]
+    for f in findings:
+        print(f.render(filename, script), file=sys.stderr)
+    return any(not f.warning for f in findings)
 
 
 def save_states(topology, names: str) -> int:
