@@ -58,6 +58,6 @@ def choose(mr: Any, program: list, level: int, define_exprs: list, engine: str |
     """(use the automaton?, why the matcher) for a clause and the requested engine."""
     asked = requested_engine(engine)
     if asked == "matcher":
-        return False, f"{ENGINE_ENV}=matcher"
+        return False, "the matcher was asked for"
     why = automaton_obstacle(mr, program, level, define_exprs)
     return why is None, why or ""

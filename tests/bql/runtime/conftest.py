@@ -1,0 +1,25 @@
+"""Every MATCH_RECOGNIZE runtime test module (``test_match_*``) runs once per engine: with
+``SBPY_MATCH_ENGINE=matcher`` (the reference matcher everywhere) and ``=automaton`` (the deterministic
+automaton wherever it is exact). ``test_match_automaton_equivalence`` picks its engines itself."""
+import pytest
+
+ENGINES = ("matcher", "automaton")
+
+
+def _per_engine(module_name: str) -> bool:
+    name = module_name.rsplit(".", 1)[-1]
+    return name.startswith("test_match_") and name != "test_match_automaton_equivalence"
+
+
+def pytest_generate_tests(metafunc):
+    if _per_engine(metafunc.module.__name__):
+        metafunc.parametrize("match_engine", ENGINES, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def match_engine(request, monkeypatch):
+    """The engine a ``test_match_*`` test runs with (None elsewhere)."""
+    engine = getattr(request, "param", None)
+    if engine is not None:
+        monkeypatch.setenv("SBPY_MATCH_ENGINE", engine)
+    return engine
