@@ -185,8 +185,10 @@ def check_text(text: str, scope: ScriptScope | None = None, registry: Any = None
             continue
         check_all(statements)
         break
-    findings.sort(key=lambda f: (f.line, f.column))
-    return findings
+    unique: dict[tuple[int, int, str, bool], Finding] = {}  # an unknown function in EVAL: found twice
+    for f in sorted(findings, key=lambda f: (f.line, f.column, -f.length)):
+        unique.setdefault((f.line, f.column, f.message, f.warning), f)
+    return list(unique.values())
 
 
 def resolve_statement(scope: ScriptScope, ps: ParsedStatement, text: str) -> list[Finding]:
