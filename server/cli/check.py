@@ -63,8 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``check`` subcommand."""
     p = subparsers.add_parser(
         "check", help="check a BQL file: syntax, statements and names (no server needed)",
-        description="Parse and analyze a BQL script and resolve its names; print FILE:LINE:COL: message "
-                    "and the line with a caret per problem. Exit 1 if any error was found.")
+        description="Parse and analyze a BQL script and resolve its names. Each problem prints as\n"
+                    "FILE:LINE:COL: message and the line with a caret; exit 1 if any error was found.")
     p.add_argument("file", nargs="?", default="-", help="BQL file, or - for stdin (default)")
     p.add_argument("--resolve", action=argparse.BooleanOptionalAction, default=None,
                    help="resolve function, type and node names (default: for a FILE, not for stdin)")

@@ -18,7 +18,7 @@ from .help_texts import MAIN, add_examples
 from .plugin_commands import register_plugin_commands
 
 SUBCOMMANDS = ("run", "runfile", "shell", "topology", "check", "plugins")
-ALIASES = {"t": "topology"}
+ALIASES = {"t": "topology", "bql": "shell"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

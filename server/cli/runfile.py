@@ -30,8 +30,8 @@ from sbpy.bql.errors import BQLError, format_error
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "runfile", help="run a BQL file until its sources stop",
-        description="Run the statements of a BQL file in a new in-process topology, resume its sources and "
-                    "wait until they stopped and every query drained; optionally save states at the end.")
+        description="Run the statements of a BQL file in a new in-process topology, resume its sources\n"
+                    "and wait until they stopped and every query drained; optionally save states at the end.")
     parser.add_argument("-c", "--config", default=None, help="the config file (default: $SENSORBEE_CONFIG)")
     parser.add_argument("-t", "--topology", default=None, help="topology name (default: the file's base name)")
     parser.add_argument("-s", "--save-uds", default=None, help="comma list of states to save at the end")
