@@ -136,8 +136,12 @@ class ScriptScope:
         self._region = (ps.offset, ps.offset + len(ps.text))
         stmt = ps.stmt
         self._functions(stmt)
-        if isinstance(stmt, Explain):
-            self._reads(stmt.statement)
+        if isinstance(stmt, Explain):  # reads what it explains, creates nothing
+            inner = stmt.statement
+            if isinstance(inner, CreateStreamAsSelect):
+                self._reads(inner.select, own=inner.name.lower())
+            else:
+                self._reads(inner)
         elif isinstance(stmt, (Select, SelectUnion)):
             self._reads(stmt)
         elif isinstance(stmt, CreateStreamAsSelect):

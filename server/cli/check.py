@@ -30,7 +30,7 @@ from sbpy.bql.ast import Eval, FunctionCall
 from sbpy.bql.errors import BQLError, BQLSyntaxError, Span, caret_snippet, line_col
 from sbpy.bql.parsed import ParsedStatement
 
-from .options import add_client_options
+from .options import add_client_options, default_uri
 
 CONFIG_ENV = "SENSORBEE_CONFIG"  # as ``sbpy run`` (sbpy.server.config.ENV_VAR, not imported: pydantic is slow)
 _DECLARATION = re.compile(
@@ -138,7 +138,7 @@ def _resolution(opts: dict[str, Any]) -> tuple[ScriptScope, Any]:
     from .client import ApiClient, RequestFailed
 
     try:
-        with ApiClient(opts["uri"], opts.get("api_version") or "v1") as client:
+        with ApiClient(opts.get("uri") or default_uri(), opts.get("api_version") or "v1") as client:
             existing = topology_nodes(client, topology)
     except RequestFailed as err:
         detail = f"{err.code}: {err.message}" if err.code else err.message

@@ -77,6 +77,10 @@ UNKNOWN = [
     ("used after DROP", SRC + "DROP SOURCE src;\nSELECT RSTREAM * FROM src [RANGE 1 TUPLES];",
      "3:23: stream 'src' was not found"),
     ("EXPLAIN", "EXPLAIN SELECT RSTREAM * FROM nowhere [RANGE 1 TUPLES];", "1:31: stream 'nowhere' was not found"),
+    ("EXPLAIN CREATE STREAM", "EXPLAIN CREATE STREAM s AS SELECT RSTREAM * FROM nowhere [RANGE 1 TUPLES];",
+     "1:50: stream 'nowhere' was not found"),
+    ("EXPLAIN creates nothing", SRC + "EXPLAIN CREATE STREAM s AS SELECT RSTREAM * FROM src [RANGE 1 TUPLES];\n"
+     "DROP STREAM s;", "3:13: stream 's' was not found"),
 ]
 
 
