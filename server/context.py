@@ -22,7 +22,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from . import gateway
+from .spark_noise import driver_java_options
+
 log = logging.getLogger("sbpy.spark")
+
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -74,6 +79,7 @@ class ServerContext:
         self._warm_thread: threading.Thread | None = None
         self._warm_error: BaseException | None = None
         self._closed = False
+        self._generation = 0
 
     @classmethod
     def from_config(cls, config: Any) -> ServerContext:
@@ -99,16 +105,48 @@ class ServerContext:
     # ------------------------------------------------------------ session
 
     def spark(self) -> Any:
-        """The shared SparkSession, created on first use (or re-created if it was stopped)."""
+        """The shared SparkSession, created on first use (or re-created if it was stopped, or if its JVM
+        died: then the dead one is dropped first, ``drop_dead_session``)."""
         session = self._session
         if session is not None and self._alive(session):
             return session
         with self._lock:
             if self._closed:
                 raise RuntimeError("the server context is closed")
+            if self._session is not None and not self._alive(self._session) and not gateway.jvm_alive():
+                self.drop_dead_session()
             if self._session is None or not self._alive(self._session):
                 self._session = self._create()
             return self._session
+
+    @property
+    def generation(self) -> int:
+        """How many sessions this context has created (a re-created session has a higher number)."""
+        return self._generation
+
+    def jvm_pid(self) -> int | None:
+        """The pid of the Spark driver JVM this process launched (None before Spark starts)."""
+        return gateway.jvm_pid() if self._session is not None else None
+
+    def jvm_alive(self, timeout: float | None = None) -> bool:
+        """Whether the session's JVM runs (no session: True). ``timeout``: also make a py4j call and
+        count a JVM that does not answer within it as dead (a hung JVM)."""
+        if self._session is None:
+            return True
+        if not gateway.jvm_alive():
+            return False
+        if timeout is None:
+            return True
+        answer = gateway.ping(timeout)
+        return answer is True or (answer is None and gateway.jvm_alive())
+
+    def drop_dead_session(self) -> int | None:
+        """Forget a session whose JVM died or hangs, without a py4j call to it: PySpark's cached gateway
+        and contexts are reset, the old py4j servers closed and the JVM killed (if it still runs) and
+        reaped. The next ``spark()`` launches a new JVM. Returns the old JVM's exit code."""
+        with self._lock:
+            self._session = None
+            return gateway.discard()
 
     def warm_up(self) -> threading.Thread:
         """Create the session in a background thread; returns the thread (join it to wait)."""
@@ -154,6 +192,9 @@ class ServerContext:
         session, self._session = self._session, None
         if session is None:
             return
+        if not gateway.jvm_alive():  # nothing to stop: py4j calls would only fail
+            gateway.discard()
+            return
         try:
             for query in session.streams.active:
                 try:
@@ -172,6 +213,7 @@ class ServerContext:
         conf["spark.sql.streaming.checkpointLocation"] = str(self._data_dir / "checkpoints-default")
         for key, value in self.conf.items():
             conf[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        conf[JAVA_OPTIONS] = driver_java_options(conf.get(JAVA_OPTIONS))
         return conf
 
     def _create(self) -> Any:
@@ -183,6 +225,8 @@ class ServerContext:
 
         from sbpy.bql.spark.journal_source import register as register_journal
 
+        from .spark_noise import quiet_expected_stops
+
         self._data_dir.mkdir(parents=True, exist_ok=True)
         builder = SparkSession.builder.master(self.master).appName(self.app_name)
         for key, value in self.session_conf().items():
@@ -190,6 +234,8 @@ class ServerContext:
         log.info("starting Spark (master %s)", self.master)
         session = builder.getOrCreate()
         session.sparkContext.setLogLevel(self.log_level)
+        quiet_expected_stops(session)
         register_journal(session)
         self._warm_error = None
+        self._generation += 1
         return session

@@ -115,6 +115,8 @@ class Consumer:
                 h.stop()
             except Exception as e:  # noqa: BLE001
                 log.warning("stopping query '%s' failed: %s", self.id, e)
+            else:
+                log.info("query '%s' of topology '%s' stopped", self.id, self.topology.name)
         if (remove_checkpoint or self.temporary) and self.checkpoint_dir is not None:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
 
