@@ -202,3 +202,11 @@ def test_the_tutorial_file_without_its_plugins_fails():
     proc = sbpy_check(train, env={"SENSORBEE_CONFIG": ""})
     assert proc.returncode == 1
     assert f"{train}:3:29: state type 'jubaclassifier_arow' is not registered" in proc.stdout.splitlines()
+
+
+def test_plugin_function_arity_comes_from_the_analyzer(tmp_path, capsys):
+    script = "EVAL my_inc(1, 2);\nEVAL nlp_split(\"a b\");"
+    assert check(tmp_path, capsys, script, "-c", SBML_CONFIG)[:2] == (1, [
+        "1:6: function 'my_inc' takes 1 argument, got 2",
+        "2:6: function 'nlp_split' takes 2 arguments, got 1",
+    ])
