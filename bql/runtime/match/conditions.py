@@ -78,6 +78,8 @@ class RowMasks:
         ns: dict[str, Any] = {"_EMPTY": _EMPTY, "BQLError": BQLError}
         body: list[str] = []
         backs: set[int] = set()
+        fields: dict[tuple, str] = {}  # (key, back) -> local variable of the generated function
+        reads: list[str] = []
         self.inline: list[str] = []
         for var, bit in self.bits.items():
             if var not in conds:
@@ -97,9 +99,13 @@ class RowMasks:
                 if o[0] == "lit":
                     ns[f"_c{bit}_{k}"] = o[1]
                     operands.append(f"_c{bit}_{k}")
-                else:
+                else:  # each field read once (rows are not changed by the conditions)
                     backs.add(o[2])
-                    operands.append(f"d{o[2]}.get({o[1]!r})")
+                    name = fields.get(o[1:])
+                    if name is None:
+                        name = fields[o[1:]] = f"f{len(fields)}"
+                        reads.append(f"    {name} = d{o[2]}.get({o[1]!r})")
+                    operands.append(name)
             ns[f"_op{bit}"] = BINARY[op]
             fast_types = "_ORDERABLE" if op in ("<", "<=", ">", ">=") else "_SIMPLE"
             ns[fast_types] = _ORDERABLE if fast_types == "_ORDERABLE" else _SIMPLE
@@ -115,6 +121,6 @@ class RowMasks:
             for n in sorted(backs):
                 head.append(f"    d{n} = rl[i].data" if n == 0 else
                             f"    d{n} = rl[i - {n}].data if i >= {n} else _EMPTY")
-        self.source = "\n".join(head + body + ["    return m"])
+        self.source = "\n".join(head + reads + body + ["    return m"])
         exec(compile(self.source, "<MATCH_RECOGNIZE DEFINE masks>", "exec"), ns)  # noqa: S102
         self.mask_at: Callable[[Any, int], int] = ns["mask_at"]

@@ -29,7 +29,7 @@ MAX_STATES = 20_000
 class Step:
     """The edge of a state for one row mask (see the module docstring)."""
 
-    __slots__ = ("to", "keep", "cand", "taint", "plain")
+    __slots__ = ("to", "keep", "cand", "taint", "plain", "lo", "hi", "head_left")
 
     def __init__(self, to: "State", keep: tuple, cand: tuple, taint: tuple, n: int):
         self.to = to
@@ -37,6 +37,10 @@ class Step:
         self.cand = cand
         self.taint = taint
         self.plain = not cand and not taint and len(keep) == n  # nothing but the pcs changed
+        # the kept attempts are ``[lo:hi]`` of the old ones when they are consecutive (else lo = -1)
+        contiguous = keep == tuple(range(keep[0], keep[0] + len(keep))) if keep else True
+        self.lo, self.hi = ((keep[0], keep[-1] + 1) if keep else (0, 0)) if contiguous else (-1, -1)
+        self.head_left = n > 0 and (not keep or keep[0] != 0)  # the first live attempt has no threads
 
 
 class State:
@@ -49,7 +53,7 @@ class State:
         self.vis = vis
         self.needs = needs            # mask bits the live threads test
         self.steps: dict = {}         # mask & needs -> Step
-        self.added: tuple | None = None   # (State, tainted, matched) of starting an attempt here
+        self.added: tuple | None = None   # (State, plain, tainted, matched): an attempt started here
         self.cleared: dict = {}       # k -> the state after dropping the first k attempts (vis reset)
 
 
@@ -87,9 +91,10 @@ class Automaton:
         return st
 
     def add(self, st: State) -> tuple:
-        """Start an attempt at the current position: ``(state, tainted, matched)`` — its closure from
-        ``pc`` 0 is shadowed by ``st.vis`` (then it is tainted); ``matched``: it reached MATCH (an
-        empty match); it is live iff the new state has one more attempt."""
+        """Start an attempt at the current position: ``(state, plain, tainted, matched)`` — its
+        closure from ``pc`` 0 is shadowed by ``st.vis`` (then it is tainted); ``matched``: it reached
+        MATCH (an empty match); it is live iff the new state has one more attempt; ``plain``: live,
+        neither tainted nor matched."""
         if st.added is not None:
             return st.added
         vis = set(st.vis)
@@ -105,7 +110,8 @@ class Automaton:
                 break
             threads.append(t)
         comps = st.comps + (tuple(threads),) if threads else st.comps
-        st.added = (self.state(comps, frozenset(vis)), tainted, matched)
+        plain = bool(threads) and not tainted and not matched
+        st.added = (self.state(comps, frozenset(vis)), plain, tainted, matched)
         return st.added
 
     def clear(self, st: State, k: int) -> State:

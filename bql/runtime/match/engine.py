@@ -23,8 +23,13 @@ import os
 from typing import Any
 
 from ...ast import PatternAnchor
+from .conditions import RowMasks
+from .dfa import Automaton
 from .exprs import ROW_LOCAL, max_offsets
+from .labels import Replayer
+from .matcher import MatchSpec, Matcher
 from .program import static_closures
+from .runner import AutomatonMatcher
 
 ENGINE_ENV = "SBPY_MATCH_ENGINE"
 ENGINES = ("auto", "automaton", "matcher")
@@ -61,3 +66,16 @@ def choose(mr: Any, program: list, level: int, define_exprs: list, engine: str |
         return False, "the matcher was asked for"
     why = automaton_obstacle(mr, program, level, define_exprs)
     return why is None, why or ""
+
+
+def build_engine(mr: Any, spec: MatchSpec, variables: set, define_by_var: dict, define_exprs: list,
+                 engine: str | None, unmatched_rows: bool) -> tuple[Any, Automaton | None, str]:
+    """``(factory(rows) -> partition matcher, the automaton or None, why the matcher)``."""
+    use_automaton, why = choose(mr, spec.program, spec.level, define_exprs, engine)
+    if not use_automaton:
+        return (lambda rows: Matcher(spec, rows)), None, why
+    masks = RowMasks(sorted(variables), spec.conds, define_by_var, spec.ctx)
+    automaton = Automaton(spec.program, masks.bits, masks.always)
+    replayer = Replayer(automaton)
+    mask_at = masks.mask_at
+    return (lambda rows: AutomatonMatcher(spec, automaton, mask_at, replayer, rows, unmatched_rows)), automaton, ""

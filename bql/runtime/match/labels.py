@@ -19,6 +19,8 @@ from typing import Any, Callable
 from .matcher import hist_list
 from .program import CONSUME
 
+MAX_CACHED = 10_000  # replays kept (by mask sequence) before the cache starts over
+
 
 class Replayer:
     """Replays single attempts of one program (``Automaton``) over ``mask_at(p)``."""
@@ -30,6 +32,7 @@ class Replayer:
         self.always = automaton.always
         self.match_pc = automaton.match_pc
         self.label = [(op[1], op[2]) if op[0] == CONSUME else None for op in program]
+        self.cache: dict[tuple, tuple] = {}
 
     def _start(self) -> tuple[list, bool]:
         threads: list = []
@@ -60,16 +63,27 @@ class Replayer:
         return new, None
 
     def labels(self, start: int, end: int, mask_at: Callable[[int], int]) -> list:
-        """``[(var, excluded), ...]`` of the attempt at ``start`` whose match ends before ``end``."""
+        """``[(var, excluded), ...]`` of the attempt at ``start`` whose match ends before ``end``.
+        The labels depend on nothing but the masks of those rows: replays are cached by them."""
+        key = tuple(map(mask_at, range(start, end)))
+        labels = self.cache.get(key)
+        if labels is None:
+            labels = self._replay(key)
+            if len(self.cache) >= MAX_CACHED:
+                self.cache.clear()
+            self.cache[key] = labels
+        return list(labels)
+
+    def _replay(self, masks: tuple) -> tuple:
         threads, _ = self._start()
-        if end == start:
-            return []
+        if not masks:
+            return ()
         hit = None
-        for p in range(start, end):
-            threads, hit = self._row(threads, mask_at(p))
+        for mask in masks:
+            threads, hit = self._row(threads, mask)
         if hit is None:
-            raise AssertionError(f"replay of the attempt at {start} found no match ending at {end}")
-        return hist_list(hit)
+            raise AssertionError(f"the replay of an attempt over masks {masks} found no match at their end")
+        return tuple(hist_list(hit))
 
     def threads(self, start: int, upto: int, mask_at: Callable[[int], int]) -> dict:
         """``pc -> labels`` of the attempt's threads waiting at ``upto`` (first history per ``pc``)."""

@@ -14,22 +14,19 @@ import pickle
 from collections import deque
 from typing import Any
 
-from ...ast import MatchRecognize, PatternFieldRef, FieldRef
+from ...ast import FieldRef, MatchRecognize, PatternFieldRef, Wildcard
 from ...errors import BQLAnalysisError, BQLError
 from ...eval import Env, Scope, compile_expr
 from ...values import multiset_key
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList, default_label
-from .conditions import RowMasks
-from .dfa import Automaton
-from .engine import choose
+from .engine import build_engine
 from .exprs import Blocked, MRContext, define_level, max_offsets
-from .labels import Replayer
-from .matcher import MatchSpec, Matcher
+from .fastpath import OneRowMeasures, field_key
+from .matcher import MatchSpec
 from .output import OutputBuilder
 from .partition import Rows
 from .program import compile_pattern, program_variables
-from .runner import AutomatonMatcher
 
 DEFAULT_REORDER_BOUND = 10
 
@@ -103,30 +100,33 @@ class MatchRecognizeProcessor:
         skip = mr.after_match
         self.spec = MatchSpec(program, conds, level, within, skip.mode,
                               skip.var.upper() if skip.var else None, sets, ctx)
-        use_automaton, self.fallback_reason = choose(mr, program, level, define_exprs, engine)
-        if use_automaton:
-            masks = RowMasks(sorted(variables), conds, by_var, ctx)
-            self.automaton = Automaton(program, masks.bits, masks.always)
-            replayer = Replayer(self.automaton)
-            spec, auto, mask_at = self.spec, self.automaton, masks.mask_at
-            self.engine = lambda rows: AutomatonMatcher(spec, auto, mask_at, replayer, rows)
-        else:
-            self.automaton = None
-            spec = self.spec
-            self.engine = lambda rows: Matcher(spec, rows)
-
         in_scope = Scope((in_alias,), registry)
         self.part_fns = [compile_expr(_plain(e, in_alias), in_scope) for e in mr.partition_by]
         self.order_fns = [compile_expr(_plain(k.expr, in_alias), in_scope) for k in mr.order_by]
         pnames = [default_label(_plain(e, in_alias), i) for i, e in enumerate(mr.partition_by)]
-        self.builder = OutputBuilder(measures, pnames, mr.rows_per_match, mr.empty_matches, ctx)
+        self.builder = (OneRowMeasures.compile(mr, measure_exprs, sets, pnames)
+                        or OutputBuilder(measures, pnames, mr.rows_per_match, mr.empty_matches, ctx))
+        unmatched_rows = mr.rows_per_match == "all" and mr.empty_matches == "with_unmatched"
+        self.engine, self.automaton, self.fallback_reason = build_engine(
+            mr, self.spec, variables, by_var, define_exprs, engine, unmatched_rows)
 
         out_alias = mr.alias or in_alias
         out_scope = Scope((out_alias,), registry)
         self.out_alias = out_alias
         self.select_list = SelectList(select.projections, (out_alias,), lambda e: compile_expr(e, out_scope))
         self.where = compile_expr(select.where, out_scope) if select.where is not None else None
+        self.star_only = (select.where is None and len(select.projections) == 1
+                          and isinstance(select.projections[0].expr, Wildcard)
+                          and select.projections[0].expr.stream is None and select.projections[0].alias is None)
         self.parts: dict[Any, _Partition] = {}
+        # the in-order shortcut (``_offer_in_order``): one ORDER BY field, at most one PARTITION BY field
+        keys = [field_key(_plain(e, in_alias), in_alias) for e in mr.partition_by]
+        okeys = [field_key(_plain(k.expr, in_alias), in_alias) for k in mr.order_by]
+        self.fast_keys = None
+        if (self.automaton is not None and len(keys) <= 1 and None not in keys and len(okeys) == 1
+                and okeys[0] is not None and type(self.bound) in (int, float)):
+            self.fast_keys = (keys[0] if keys else None, okeys[0])
+        self.by_str: dict[str, _Partition] = {}  # partitions by their one str PARTITION BY value
 
     def engine_description(self) -> str:
         """Which engine matches the pattern, for EXPLAIN: ``deterministic automaton (n states)`` (the
@@ -138,6 +138,40 @@ class MatchRecognizeProcessor:
     # ------------------------------------------------------------ Processor protocol
 
     def process(self, tup: Tuple) -> StepResult:
+        fast = self.fast_keys
+        if fast is not None:  # the in-order shortcut of ``_process`` (see ``_offer_in_order``)
+            data = tup.data
+            if fast[0] is None:
+                part = self.parts.get(())
+            else:
+                pv = data.get(fast[0])
+                part = self.by_str.get(pv) if type(pv) is str else None
+            if part is not None:
+                k0 = data.get(fast[1])
+                rows = part.rows
+                mx = rows.max0
+                if mx is not None and type(k0) is type(mx) and (type(k0) is int or type(k0) is float) and k0 >= mx:
+                    result = StepResult()
+                    # Rows.offer: held, then the rows the new watermark releases
+                    rows.max0 = k0
+                    rows.arrival += 1
+                    held = rows.held
+                    held.append(((k0,), rows.arrival, tup))
+                    wm = k0 - self.bound
+                    if held[0][0][0] <= wm:
+                        n = 1
+                        while n < len(held) and held[n][0][0] <= wm:
+                            n += 1
+                        for e in held[:n]:
+                            rows.rows.append(e[2])
+                            rows.keys.append(e[0])
+                        del held[:n]
+                        self._run(part, tup, result)
+                    return result
+        return self._process(tup)
+
+    def _process(self, tup: Tuple) -> StepResult:
+        """``process`` in general: compiled PARTITION BY / ORDER BY expressions and ``Rows.offer``."""
         result = StepResult()
         env = Env({self.in_alias: tup})
         try:
@@ -150,6 +184,8 @@ class MatchRecognizeProcessor:
         part = self.parts.get(pk)
         if part is None:
             part = self.parts[pk] = _Partition(pvalues, self.engine, self.bound)
+            if len(pvalues) == 1 and type(pvalues[0]) is str:
+                self.by_str[pvalues[0]] = part
         if not part.rows.offer(tup, key):
             result.dropped.append(Dropped(
                 tup, f"MATCH_RECOGNIZE: row arrived later than the ORDER BY reorder bound ({self.bound}) "
@@ -177,19 +213,24 @@ class MatchRecognizeProcessor:
 
     def restore(self, data: bytes) -> None:
         self.parts = {}
+        self.by_str = {}
         for pk, (values, rows, matcher, pending) in pickle.loads(data).items():
             part = _Partition(values, self.engine, self.bound)
             part.rows.from_state(rows)
             part.matcher.from_state(matcher)
             part.pending = deque(pending)
             self.parts[pk] = part
+            if len(values) == 1 and type(values[0]) is str:
+                self.by_str[values[0]] = part
 
     # ------------------------------------------------------------ internals
 
     def _run(self, part: _Partition, tup: Tuple | None, result: StepResult) -> None:
-        part.pending.extend(part.matcher.advance())
+        events = part.matcher.advance()
         rows = part.rows
         pending = part.pending
+        if events:
+            pending.extend(events)
         while pending:
             event = pending[0]
             try:
@@ -204,12 +245,16 @@ class MatchRecognizeProcessor:
                 result.dropped.append(Dropped(tup or rows.get(event[1]), f"MATCH_RECOGNIZE: {event[5]}"))
             for row, ts in rendered:
                 self._emit(row, ts, result, tup)
-        keep = part.matcher.min_needed()
-        if pending:
-            keep = min(keep, pending[0][1])
-        rows.trim(keep - self.lookback)
+        if len(rows.rows) > 64:  # (``trim`` never forgets fewer than 65 rows)
+            keep = part.matcher.min_needed()
+            if pending:
+                keep = min(keep, pending[0][1])
+            rows.trim(keep - self.lookback)
 
     def _emit(self, row: dict, ts: Any, result: StepResult, tup: Tuple | None) -> None:
+        if self.star_only:  # SELECT RSTREAM * without WHERE: the row itself
+            result.outputs.append(Tuple(dict(row), ts, tup.seq if tup is not None else 0, ""))
+            return
         env = Env({self.out_alias: Tuple(row, ts)})
         try:
             if self.where is not None and self.where(env) is not True:

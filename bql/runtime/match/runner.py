@@ -24,8 +24,11 @@ from .matcher import skip_target
 class AutomatonMatcher:
     """Matches one partition's rows (``rows``: ``get``, ``avail``, ``ended``, ``rows``, ``base``)."""
 
-    def __init__(self, spec: Any, automaton: Automaton, mask_at: Any, replayer: Replayer, rows: Any):
+    def __init__(self, spec: Any, automaton: Automaton, mask_at: Any, replayer: Replayer, rows: Any,
+                 report_unmatched: bool = True):
+        """``report_unmatched`` False: no ``("unmatched", row)`` events (when nothing renders them)."""
         self.spec = spec
+        self.report_unmatched = report_unmatched
         self.auto = automaton
         self.mask_fn = mask_at
         self.replayer = replayer
@@ -46,28 +49,91 @@ class AutomatonMatcher:
     # ------------------------------------------------------------ driving
 
     def advance(self) -> list:
-        """Feed every available row; the resolved events in order (as ``Matcher.advance``)."""
+        """Feed every available row; the resolved events in order (as ``Matcher.advance``).
+
+        Each row: an attempt at it from ``floor``, its mask through the automaton, the head resolved
+        whenever it has no threads left. The usual cases run on local copies of the fields (written
+        back before anything else is called); the rest goes through ``_new_attempt`` / ``_resolve``."""
         events: list = []
         rows = self.rows
-        while True:
-            p = self.pos
-            if p < rows.avail:
-                if p >= self.floor and self.newest < p:
+        auto, mask_fn, masks = self.auto, self.mask_fn, self.masks
+        empty = auto.empty
+        avail = rows.base + len(rows.rows)
+        p, st, starts = self.pos, self.state, self.starts
+        while p < avail:
+            if p >= self.floor and self.newest < p:
+                added = st.added or auto.add(st)
+                if added[1]:  # the usual case: a live, unshadowed attempt
+                    if self.head > self.newest:
+                        self.head = p
+                    self.newest = p
+                    starts.append(p)
+                    st = added[0]
+                else:
+                    self.pos, self.state, self.starts = p, st, starts
                     self._new_attempt(p)
                     if not self.starts or self.starts[0] != self.head:
                         self._resolve(events)
-                        if self.pos != p:
-                            continue
-                self._step(p)
-                self.pos = p + 1
-                if self.head <= self.newest and (not self.starts or self.starts[0] != self.head):
-                    self._resolve(events)
-            elif rows.ended and self.head <= self.newest:
-                self.state = self.auto.empty  # no thread waits on an anchor: every attempt ends
-                self.starts = []
-                self._resolve(events)
+                    st, starts = self.state, self.starts
+                    if self.pos != p:  # a rescan
+                        p = self.pos
+                        continue
+            p += 1
+            if not st.comps:
+                st = empty
+                continue
+            i = p - 1 - self.mbase
+            if i == len(masks):
+                m = mask_fn(rows, p - 1)
+                masks.append(m)
+                if i > 8192:
+                    self._trim_masks(p - 1)
+            elif 0 <= i < len(masks):
+                m = masks[i]  # a rescan
             else:
-                return events
+                m = mask_fn(rows, p - 1)
+                if i > 0:  # rows without live attempts were skipped: start the store here
+                    masks[:] = [m]
+                    self.mbase = p - 1
+            m &= st.needs
+            edge = st.steps.get(m) or auto.step(st, m)
+            st = edge.to
+            if edge.plain:
+                continue
+            if edge.cand:
+                for k in edge.cand:
+                    self.cands[starts[k]] = p
+            if edge.taint:
+                for k in edge.taint:
+                    self.tainted.add(starts[k])
+            if edge.lo >= 0:
+                starts = starts[edge.lo:edge.hi]
+            else:
+                starts = [starts[k] for k in edge.keep]
+            if not edge.head_left:
+                continue
+            # heads without threads: failed attempts leave at once unless reported or tainted
+            head, newest = self.head, self.newest
+            cands, tainted = self.cands, self.tainted
+            while head not in cands and not (self.report_unmatched and head >= self.covered):
+                if tainted:
+                    tainted.discard(head)
+                head += 1
+                if head > newest or (starts and starts[0] == head):
+                    break
+            self.head = head
+            if head <= newest and not (starts and starts[0] == head):
+                self.pos, self.state, self.starts = p, st, starts
+                self._resolve(events)
+                p, st, starts = self.pos, self.state, self.starts
+        self.pos, self.state, self.starts = p, st, starts
+        if rows.ended and self.head <= self.newest:
+            self.state = empty  # no thread waits on an anchor: every attempt ends
+            self.starts = []
+            self._resolve(events)
+            if self.pos < avail:  # a rescan
+                events.extend(self.advance())
+        return events
 
     def min_needed(self) -> int:
         """The first row position the matcher may still read (before PREV look-back)."""
@@ -76,34 +142,24 @@ class AutomatonMatcher:
     # ------------------------------------------------------------ masks
 
     def mask_at(self, p: int) -> int:
+        """The mask of row ``p``: kept from when it was stepped, else computed again (the conditions
+        read only rows from ``p`` back to the look-back, all still kept)."""
         i = p - self.mbase
         if 0 <= i < len(self.masks):
             return self.masks[i]
         return self.mask_fn(self.rows, p)
 
-    def _mask(self, p: int) -> int:
-        masks = self.masks
-        i = p - self.mbase
-        if i == len(masks):
-            m = self.mask_fn(self.rows, p)
-            masks.append(m)
-            if i > 4096:
-                keep = min(self.head, p) - self.mbase
-                if keep > 2048:
-                    del masks[:keep]
-                    self.mbase += keep
-            return m
-        if 0 <= i < len(masks):
-            return masks[i]
-        m = self.mask_fn(self.rows, p)
-        self.masks, self.mbase = [m], p
-        return m
+    def _trim_masks(self, p: int) -> None:
+        keep = min(self.head, p) - self.mbase
+        if keep > 4096:
+            del self.masks[:keep]
+            self.mbase += keep
 
     # ------------------------------------------------------------ attempts
 
     def _new_attempt(self, p: int) -> None:
         st = self.state
-        to, tainted, matched = self.auto.add(st)
+        to, _, tainted, matched = self.auto.add(st)
         if self.head > self.newest:
             self.head = p  # no unresolved attempt: this one is the head
         self.newest = p
@@ -115,25 +171,6 @@ class AutomatonMatcher:
             self.starts.append(p)
         self.state = to
 
-    def _step(self, p: int) -> None:
-        st = self.state
-        if not st.comps:
-            self.state = self.auto.empty
-            return
-        m = self._mask(p) & st.needs
-        edge = st.steps.get(m)
-        if edge is None:
-            edge = self.auto.step(st, m)
-        self.state = edge.to
-        if edge.plain:
-            return
-        starts = self.starts
-        for i in edge.cand:
-            self.cands[starts[i]] = p + 1
-        for i in edge.taint:
-            self.tainted.add(starts[i])
-        self.starts = [starts[i] for i in edge.keep]
-
     def _resolve(self, events: list) -> None:
         while self.head <= self.newest:
             s = self.head
@@ -143,7 +180,7 @@ class AutomatonMatcher:
             self.tainted.discard(s)
             end = self.cands.pop(s, None)
             if end is None:
-                if s >= self.covered:
+                if s >= self.covered and self.report_unmatched:
                     events.append(("unmatched", s))
                 continue
             labels = self.replayer.labels(s, end, self.mask_at)
@@ -209,4 +246,5 @@ class AutomatonMatcher:
             self.head, self.newest = attempts[0][0], attempts[-1][0]
         else:
             self.head, self.newest = self.pos, self.pos - 1
-        self.masks, self.mbase = [], self.pos
+        self.masks.clear()
+        self.mbase = self.pos

@@ -1,0 +1,102 @@
+"""Shortcuts for the common shapes of a MATCH_RECOGNIZE query, each exactly the general code's result.
+
+- ``field_key``: a PARTITION BY / ORDER BY expression that is one top-level field of the input row
+  (the processor then reads it with ``dict.get`` and falls back to the compiled expression whenever
+  the field is absent or of another type than its shortcut handles);
+- ``OneRowMeasures``: ONE ROW PER MATCH whose MEASURES are all ``X.f`` / ``f``, ``FIRST``/``LAST``
+  of one, ``CLASSIFIER()`` or ``MATCH_NUMBER()``: each is a row found from the match's labels, read
+  directly, instead of a ``View`` evaluation (the same rows: the final view of the match, ``X.f`` and
+  ``LAST(X.f)`` the last row mapped to a member of ``X``, ``FIRST(X.f, n)`` the ``n``-th from the
+  first, NULL where there is no such row or field).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ast import Classifier, FieldRef, KeyStep, MatchNumber, Navigation, PatternFieldRef
+
+_CLASSIFIER, _MNO, _FIELD = 0, 1, 2
+
+
+def field_key(expr: Any, alias: str) -> str | None:
+    """The key when ``expr`` is a single top-level field of the input row (``f`` or ``alias:f``)."""
+    if (type(expr) is FieldRef and expr.stream in (None, alias) and len(expr.path) == 1
+            and type(expr.path[0]) is KeyStep):
+        return expr.path[0].key
+    return None
+
+
+def _measure(expr: Any, sets: dict) -> tuple | None:
+    if type(expr) is Classifier:
+        return (_CLASSIFIER, None if expr.var is None else sets.get(expr.var, frozenset((expr.var,))))
+    if type(expr) is MatchNumber:
+        return (_MNO,)
+    nth, first = 0, False
+    if type(expr) is Navigation and expr.kind.lower() in ("first", "last"):
+        nth = expr.offset or 0
+        first = expr.kind.lower() == "first"
+        expr = expr.operand
+    if type(expr) is PatternFieldRef and len(expr.path) == 1 and type(expr.path[0]) is KeyStep and nth >= 0:
+        return (_FIELD, None if expr.var is None else sets.get(expr.var, frozenset((expr.var,))),
+                expr.path[0].key, nth, first)
+    return None
+
+
+def _nth(labels: list, start: int, hi: int, members: Any, n: int, first: bool) -> int | None:
+    """``View.nth`` of the final view: the ``n``-th row of the match mapped to ``members``."""
+    if hi < start:
+        return None
+    if members is None:
+        idx = start + n if first else hi - n
+        return idx if start <= idx <= hi else None
+    rng = range(0, hi - start + 1) if first else range(hi - start, -1, -1)
+    for i in rng:
+        if labels[i][0] in members:
+            if n == 0:
+                return start + i
+            n -= 1
+    return None
+
+
+class OneRowMeasures:
+    """ONE ROW PER MATCH rendering for simple MEASURES (``render`` as ``OutputBuilder.render``)."""
+
+    def __init__(self, measures: list[tuple[str, tuple]], partition_names: list[str]):
+        self.measures = measures
+        self.partition_names = partition_names
+
+    @classmethod
+    def compile(cls, mr: Any, exprs: list, sets: dict, partition_names: list[str]) -> "OneRowMeasures | None":
+        """The renderer when ``mr`` is ONE ROW PER MATCH and every measure is simple, else None."""
+        if mr.rows_per_match == "all":
+            return None
+        plan = []
+        for m, e in zip(mr.measures, exprs):
+            spec = _measure(e, sets)
+            if spec is None:
+                return None
+            plan.append((m.alias, spec))
+        return cls(plan, partition_names)
+
+    def render(self, event: tuple, rows: Any, pvalues: tuple) -> list[tuple[dict, Any]]:
+        if event[0] != "match":
+            return []
+        _, start, end, labels, mno = event
+        last = end - 1
+        ts = rows.get(last if end > start else start).ts
+        row = dict(zip(self.partition_names, pvalues))
+        for name, spec in self.measures:
+            kind = spec[0]
+            if kind == _FIELD:
+                idx = _nth(labels, start, last, spec[1], spec[3], spec[4])
+                if idx is None:
+                    row[name] = None
+                else:
+                    data = rows.get(idx).data
+                    row[name] = data.get(spec[2]) if type(data) is dict else None
+            elif kind == _MNO:
+                row[name] = mno
+            else:
+                idx = _nth(labels, start, last, spec[1], 0, False)
+                row[name] = None if idx is None else labels[idx - start][0]
+        return [(row, ts)]
