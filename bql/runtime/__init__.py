@@ -3,11 +3,14 @@
 - a FROM item that is a ``MatchRecognize`` → ``match.MatchRecognizeProcessor``;
 - a Timeplus window function in FROM, a bare stream without RANGE, or an EMIT clause →
   ``timeplus.WindowProcessor``;
-- otherwise the BQL kernel ``kernel.SelectProcessor``;
+- otherwise the BQL kernel: ``incremental.IncrementalSelectProcessor`` when the statement qualifies
+  (``incremental.ineligible_reason``) and the reference kernel is not forced
+  (``ProcessorContext.kernel="reference"`` or ``SBPY_KERNEL=reference``), else ``kernel.SelectProcessor``;
 - ``SELECT ... UNION ALL ...`` → ``union.UnionProcessor`` over one processor per branch.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..ast import MatchRecognize, Select, SelectUnion, StreamRef, WindowFunction
@@ -44,4 +47,16 @@ def build_processor(stmt: Select | SelectUnion, context: ProcessorContext | None
         return WindowProcessor(stmt, context)
     from .kernel import SelectProcessor
 
+    if use_incremental(context):
+        from .incremental import IncrementalSelectProcessor, ineligible_reason
+
+        if ineligible_reason(stmt, context.functions) is None:
+            return IncrementalSelectProcessor(stmt, context)
     return SelectProcessor(stmt, context)
+
+
+def use_incremental(context: ProcessorContext) -> bool:
+    """Whether the incremental SELECT kernel may be chosen (``kernel`` field / ``SBPY_KERNEL``)."""
+    if context.kernel == "reference":
+        return False
+    return os.environ.get("SBPY_KERNEL", "auto").lower() != "reference"

@@ -98,9 +98,13 @@ class ProcessorContext:
 
     ``functions``: the function registry (None = built-ins only); ``udsfs``: the UDSF registry;
     ``states``: the topology's UDS lookup (``states.get(name)``); ``topology``: its name.
+    ``kernel``: which BQL SELECT kernel ``build_processor`` may use — ``"auto"`` (the incremental
+    kernel where it is exact, else the reference) or ``"reference"`` (always ``SelectProcessor``; the
+    environment variable ``SBPY_KERNEL=reference`` does the same).
     """
 
     functions: Any = None
     udsfs: Any = None
     states: Any = None
     topology: str = ""
+    kernel: str = "auto"

@@ -1,0 +1,236 @@
+"""Aggregate states that update when a row joins or leaves a group.
+
+Each state mirrors one built-in of ``functions/builtin_aggregate.py`` exactly — same value, same type,
+same error — for the values it *accepts*; a value it does not accept (or an argument whose evaluation
+raised) makes the row *irregular* for that aggregate, and while a group has an irregular row the kernel
+evaluates that aggregate the reference way (``CompiledAggregate.evaluate`` over the group's rows), which
+also raises the reference's error. Rows are identified by their relation position (``pos``); a group's
+rows are added in position order, so insertion-ordered dicts iterate in the reference's row order.
+
+- ``count``: the number of non-NULL values.
+- ``sum``: exact int total; with a float present the reference's left-to-right float sum is recomputed
+  over the group's values (float addition is not invertible).
+- ``avg``: as ``sum``; an all-int group whose absolute values add up to at most 2**53 needs no recompute
+  (every partial float sum is then exact).
+- ``max`` / ``min``: a sorted list of ``(value, pos)``; among equal values the later row wins, as in the
+  reference's ``>=`` / ``<=`` scan. NaN is not accepted (it has no order).
+- ``median``: a sorted list of ``(float(value), pos)`` — the reference's stable sort.
+- ``bool_and`` / ``bool_or``: counts of true and false values.
+
+Aggregates with ORDER BY, ``array_agg``, ``string_agg``, ``json_object_agg`` and user-defined aggregates
+have no state here (``state_factory`` returns None): the kernel re-evaluates them over the group's rows
+when the group changes.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right, insort
+from typing import Any, Callable
+
+from ...functions.builtin_aggregate import SPECS
+from ...values import check_int
+
+_BUILTIN_IMPLS = {spec.impl: spec.name for spec in SPECS}
+_EXACT_FLOAT_INTS = 1 << 53
+_INF = float("inf")
+
+
+def _is_number(v: Any) -> bool:
+    t = type(v)
+    return t is int or t is float
+
+
+class CountState:
+    __slots__ = ("rows",)
+
+    def __init__(self) -> None:
+        self.rows: set[int] = set()
+
+    @staticmethod
+    def accepts(v: Any) -> bool:
+        return True
+
+    def add(self, pos: int, v: Any) -> None:
+        if v is not None:
+            self.rows.add(pos)
+
+    def remove(self, pos: int) -> None:
+        self.rows.discard(pos)
+
+    def result(self) -> Any:
+        return len(self.rows)
+
+
+class SumState:
+    __slots__ = ("values", "floats", "int_total", "abs_total")
+
+    def __init__(self) -> None:
+        self.values: dict[int, Any] = {}  # non-NULL values by row, in row order
+        self.floats = 0
+        self.int_total = 0
+        self.abs_total = 0
+
+    @staticmethod
+    def accepts(v: Any) -> bool:
+        return v is None or _is_number(v)
+
+    def add(self, pos: int, v: Any) -> None:
+        if v is None:
+            return
+        self.values[pos] = v
+        if type(v) is float:
+            self.floats += 1
+        else:
+            self.int_total += v
+            self.abs_total += abs(v)
+
+    def remove(self, pos: int) -> None:
+        v = self.values.pop(pos, None)
+        if v is None:
+            return
+        if type(v) is float:
+            self.floats -= 1
+        else:
+            self.int_total -= v
+            self.abs_total -= abs(v)
+
+    def _float_sum(self) -> float:
+        return sum(float(v) for v in self.values.values())
+
+    def result(self) -> Any:
+        if not self.values:
+            return None
+        if not self.floats:
+            return check_int(self.int_total)
+        return float(self._float_sum())
+
+
+class AvgState(SumState):
+    __slots__ = ()
+
+    def result(self) -> Any:
+        n = len(self.values)
+        if not n:
+            return None
+        if not self.floats and self.abs_total <= _EXACT_FLOAT_INTS:
+            return float(self.int_total) / n
+        return self._float_sum() / n
+
+
+class _OrderedState:
+    """A sorted list of ``(value, pos)`` plus the value of each row."""
+
+    __slots__ = ("sorted", "values")
+
+    def __init__(self) -> None:
+        self.sorted: list[tuple[Any, int]] = []
+        self.values: dict[int, Any] = {}
+
+    @staticmethod
+    def accepts(v: Any) -> bool:
+        return v is None or (_is_number(v) and v == v)
+
+    def _value(self, v: Any) -> Any:
+        return v
+
+    def add(self, pos: int, v: Any) -> None:
+        if v is None:
+            return
+        v = self._value(v)
+        self.values[pos] = v
+        insort(self.sorted, (v, pos))
+
+    def remove(self, pos: int) -> None:
+        v = self.values.pop(pos, None)
+        if v is None:
+            return
+        i = bisect_left(self.sorted, (v, pos))
+        del self.sorted[i]
+
+
+class MaxState(_OrderedState):
+    __slots__ = ()
+
+    def result(self) -> Any:
+        return self.sorted[-1][0] if self.sorted else None
+
+
+class MinState(_OrderedState):
+    __slots__ = ()
+
+    def result(self) -> Any:
+        s = self.sorted
+        if not s:
+            return None
+        i = bisect_right(s, (s[0][0], _INF))
+        return s[i - 1][0]
+
+
+class MedianState(_OrderedState):
+    __slots__ = ()
+
+    def _value(self, v: Any) -> Any:
+        return float(v)
+
+    def result(self) -> Any:
+        s = self.sorted
+        n = len(s)
+        if n == 0:
+            return None
+        mid = n // 2
+        if n % 2:
+            return s[mid][0]
+        return (s[mid - 1][0] + s[mid][0]) / 2.0
+
+
+class _BoolState:
+    __slots__ = ("values", "trues")
+
+    def __init__(self) -> None:
+        self.values: dict[int, bool] = {}
+        self.trues = 0
+
+    @staticmethod
+    def accepts(v: Any) -> bool:
+        return v is None or type(v) is bool
+
+    def add(self, pos: int, v: Any) -> None:
+        if v is None:
+            return
+        self.values[pos] = v
+        if v:
+            self.trues += 1
+
+    def remove(self, pos: int) -> None:
+        v = self.values.pop(pos, None)
+        if v:
+            self.trues -= 1
+
+
+class BoolAndState(_BoolState):
+    __slots__ = ()
+
+    def result(self) -> Any:
+        return self.trues == len(self.values) if self.values else None
+
+
+class BoolOrState(_BoolState):
+    __slots__ = ()
+
+    def result(self) -> Any:
+        return self.trues > 0 if self.values else None
+
+
+STATES: dict[str, Callable[[], Any]] = {
+    "count": CountState, "sum": SumState, "avg": AvgState, "max": MaxState, "min": MinState,
+    "median": MedianState, "bool_and": BoolAndState, "bool_or": BoolOrState,
+}
+
+
+def state_factory(agg: Any) -> Callable[[], Any] | None:
+    """The state class of a compiled aggregate, or None when it is re-evaluated over its group."""
+    if agg.call.order_by:
+        return None
+    name = _BUILTIN_IMPLS.get(agg.spec.impl)
+    if name is None or name != agg.spec.name:
+        return None
+    return STATES.get(name)

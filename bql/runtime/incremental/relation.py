@@ -1,0 +1,87 @@
+"""The kernel's current relation, kept as a change log rather than rebuilt every step.
+
+A *row* is one combination of window entries that passed WHERE (the reference's ``kernel.Row``). Rows
+get increasing positions (``pos``) as they enter, and the relation is append-only at its end, so the
+relation's order is the order of ``pos`` — the order ``SelectProcessor.rows`` has.
+
+- ``pending`` holds the rows whose projection (or group key) has not been computed yet, in order. The
+  reference computes them lazily in relation order and stops at the first error, leaving the rest for
+  the next step; so does the kernel.
+- With ``track`` (ISTREAM/DSTREAM without grouping) the relation also records what changed since the
+  last successful emit: the rows added since (and still present) and the emitted rows that left.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from ...eval import Env
+
+
+class Row:
+    """One relation row; it is also the emitter's item (``pos``, ``data``, ``ekey``, ``nan``)."""
+
+    __slots__ = ("pos", "ids", "env", "data", "ekey", "nan", "gkey", "emitted")
+
+    def __init__(self, pos: int, ids: tuple[int, ...], env: Env):
+        self.pos = pos
+        self.ids = ids
+        self.env = env
+        self.data: dict[str, Any] | None = None  # the projection (non-grouping queries)
+        self.ekey: Any = None  # multiset key of ``data`` (ISTREAM/DSTREAM)
+        self.nan = False  # ``data`` holds a NaN: it never equals another row
+        self.gkey: Any = None  # group key (grouping queries), set once computed
+        self.emitted = False  # part of the emitter's previous relation
+
+
+class Relation:
+    """Rows by position, the rows each entry takes part in, and the change log (plain data)."""
+
+    __slots__ = ("rows", "by_eid", "pending", "added", "removed", "track", "next_pos")
+
+    def __init__(self, track: bool):
+        self.rows: dict[int, Row] = {}
+        self.by_eid: dict[int, list[Row]] = {}
+        self.pending: OrderedDict[int, Row] = OrderedDict()
+        self.added: dict[int, Row] = {}
+        self.removed: list[Row] = []
+        self.track = track
+        self.next_pos = 0
+
+    def add(self, ids: tuple[int, ...], env: Env) -> Row:
+        row = Row(self.next_pos, ids, env)
+        self.next_pos += 1
+        self.rows[row.pos] = row
+        self.pending[row.pos] = row
+        for eid in ids:
+            same = self.by_eid.get(eid)
+            if same is None:
+                self.by_eid[eid] = [row]
+            else:
+                same.append(row)
+        if self.track:
+            self.added[row.pos] = row
+        return row
+
+    def drop_entry(self, eid: int) -> list[Row]:
+        """Remove the rows containing entry ``eid``; returns those that were still present."""
+        gone = []
+        for row in self.by_eid.pop(eid, ()):
+            if self.rows.pop(row.pos, None) is None:
+                continue
+            gone.append(row)
+            self.pending.pop(row.pos, None)
+            if self.track:
+                if row.emitted:
+                    self.removed.append(row)
+                else:
+                    self.added.pop(row.pos, None)
+        return gone
+
+    def take_changes(self) -> tuple[list[Row], list[Row]]:
+        """(rows of the last emitted relation that left, rows added since) — and start a new log."""
+        removed, added = self.removed, list(self.added.values())
+        for row in added:
+            row.emitted = True
+        self.removed, self.added = [], {}
+        return removed, added
