@@ -1,12 +1,14 @@
 """``create_app(config)``: the FastAPI application of the server.
 
 The lifespan builds the ``ServerContext`` (Spark session management, data dir, registries, UDS
-storage) and the ``TopologyManager``, installs topology persistence (``persistence.py``), creates the
-topologies of the config, restores the persisted ones (config topologies win), and at shutdown stops
-every topology (they stay persisted) and closes the context. Errors are rendered with SensorBee's envelope
-(``sbpy.server.api.errors``); requests are numbered and guarded (``sbpy.server.auth``: Host, bearer
-token, Origin, JSON bodies, body size), then counted and timed for ``GET /metrics``
-(``sbpy.server.metrics``); ``/docs`` and ``/redoc`` are served without a CDN (``sbpy.server.docs``).
+storage) and the ``TopologyManager``, installs topology persistence (``persistence.py``), checks the
+config's ``bql_file`` s, starts the Spark supervisor (``supervisor.py``: a dead driver JVM is restarted
+and its queries re-attached) and answers at once while a background thread creates the topologies of
+the config and restores the persisted ones (``restore.py``; config topologies win); at shutdown it stops
+the restore, the supervisor and every topology (they stay persisted) and closes the context. Errors
+are rendered with SensorBee's envelope (``sbpy.server.api.errors``); requests are numbered and guarded
+(``sbpy.server.auth``: Host, bearer token, Origin, JSON bodies, body size), then counted and timed for
+``GET /metrics`` (``sbpy.server.metrics``); ``/docs`` and ``/redoc`` are served without a CDN (``sbpy.server.docs``).
 The lifespan also makes ``storage.file_roots`` the only folders file sources and sinks may touch
 (``ctx.file_roots``, read by each topology) and warns loudly when the server listens beyond loopback
 without ``network.auth_token``.
@@ -36,10 +38,13 @@ from .api import build_router
 from .api.errors import install_error_handlers
 from .auth import RequestContextMiddleware, RequestPolicy
 from .config import Config
+from .context import ServerContext
 from .docs import install_docs
 from .manager import StartupError, TopologyManager
 from .metrics import install_metrics
 from .request_metrics import RequestMetricsMiddleware
+from .restore import BackgroundRestore
+from .supervisor import Supervisor
 from .topology import Topology
 
 log = logging.getLogger("sbpy.server")
@@ -49,8 +54,6 @@ ContextFactory = Callable[[Config], Any]
 
 def default_context(config: Config) -> Any:
     """``ServerContext.from_config(config)``."""
-    from .context import ServerContext
-
     return ServerContext.from_config(config)
 
 
@@ -110,10 +113,12 @@ def exposure_warning(config: Config) -> str | None:
 
 def create_app(config: Config | None = None, context_factory: ContextFactory | None = None,
                topology_factory: Callable[[str, Any], Topology] | None = None,
-               warm_up: bool = False) -> FastAPI:
+               warm_up: bool = False, restore_hold: Callable[[], None] | None = None) -> FastAPI:
     """The application for ``config``. ``context_factory`` replaces ``ServerContext.from_config``
     and ``topology_factory`` the ``Topology`` class (tests); ``warm_up`` starts Spark in the
-    background at startup (``sbpy run``). ``app.state.manager`` holds the manager while it runs."""
+    background at startup (``sbpy run``); ``restore_hold`` runs first in the restore thread (tests
+    hold the restore with it). While it runs, ``app.state`` holds the ``manager``, the ``restore``
+    (``restore.BackgroundRestore``) and, with a ``ServerContext``, the Spark ``supervisor``."""
     config = config or Config()
     make_context = context_factory or default_context
 
@@ -125,6 +130,7 @@ def create_app(config: Config | None = None, context_factory: ContextFactory | N
         ctx = await anyio.to_thread.run_sync(make_context, config)
         manager = TopologyManager(ctx, topology_factory or Topology)
         app.state.context, app.state.manager = ctx, manager
+        restore = supervisor = None
         try:
             try:
                 load_plugins(config)
@@ -132,17 +138,22 @@ def create_app(config: Config | None = None, context_factory: ContextFactory | N
                 install_file_roots(ctx, config)
                 if getattr(ctx, "data_dir", None) is not None:
                     persistence.install(manager)
-                await anyio.to_thread.run_sync(manager.load_from_config, config)
+                await anyio.to_thread.run_sync(manager.check_config, config)
             except StartupError as err:
                 log.error("startup failed: %s", err)
                 raise
             if warm_up and hasattr(ctx, "warm_up"):
                 ctx.warm_up()
-            if getattr(manager, "persistence", None) is not None:
-                # config topologies were built first and win over persisted ones of the same name
-                await anyio.to_thread.run_sync(persistence.restore, manager, config)
+            if isinstance(ctx, ServerContext):
+                supervisor = app.state.supervisor = Supervisor(ctx, manager.list).start()
+            # the API answers while the topologies come back (restore.py)
+            restore = app.state.restore = BackgroundRestore(manager, config, hold=restore_hold).start()
             yield
         finally:
+            if restore is not None:
+                await anyio.to_thread.run_sync(restore.stop)
+            if supervisor is not None:
+                supervisor.stop()
             await anyio.to_thread.run_sync(manager.stop_all)
             close = getattr(ctx, "close", None)
             if close is not None:

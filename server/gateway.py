@@ -70,8 +70,8 @@ def ping(timeout: float) -> bool | None:
         try:
             gw.jvm.java.lang.System.currentTimeMillis()
             answered.append(True)
-        except Exception:  # noqa: BLE001 - no answer
-            pass
+        except Exception as exc:  # noqa: BLE001 - no answer
+            log.debug("the JVM did not answer a ping: %s", exc)
         finally:
             done.set()
 

@@ -128,6 +128,11 @@ def check_query_mix(statements: list[ParsedStatement]) -> ParsedStatement | None
     return None
 
 
+def _statement_failed(name: str, where: str, line: int, err: Exception, script: str) -> str:
+    detail = describe(err, script) if isinstance(err, BQLError) else str(err)
+    return f"{where}: topology '{name}': statement at line {line} failed: {detail}"
+
+
 # ---------------------------------------------------------------- the manager
 
 
@@ -152,9 +157,16 @@ class TopologyManager:
     A name being deleted (its topology stopping, then its files removed by the ``topology_dropped``
     hook) cannot be created again until the delete has finished: ``create`` waits for it (up to
     ``drop_wait`` seconds), so a DROP and a re-CREATE of the same name never touch each other's files.
+
+    Restoring in the background (``restore.BackgroundRestore``): the names a restore thread will create
+    are announced with ``expect`` first. Until ``restored`` releases a name, other threads wait (up to
+    ``restore_wait`` seconds) before they create, delete or run statements on it (``wait_restored``), and
+    ``get`` of a name not created yet waits too; reading a topology already created never waits, so its
+    nodes can be shown while it is restored.
     """
 
     drop_wait = 120.0
+    restore_wait = 600.0
 
     def __init__(self, ctx: Any = None, topology_factory: Callable[[str, Any], Topology] = Topology):
         self.ctx = ctx
@@ -162,6 +174,8 @@ class TopologyManager:
         self._factory = topology_factory
         self._topologies: dict[str, Topology] = {}
         self._dropping: dict[str, threading.Event] = {}  # names whose delete has not finished
+        self._restoring: dict[str, threading.Event] = {}  # names a background restore has not released
+        self._restorer: threading.Thread | None = None  # the thread restoring them
         self._lock = threading.RLock()
 
     # -- registry
@@ -171,6 +185,7 @@ class TopologyManager:
         reason = name_error(name)
         if reason is not None:
             raise InvalidNameError(name, reason)
+        self.wait_restored(name)
         deadline = time.monotonic() + self.drop_wait
         while True:
             with self._lock:
@@ -187,9 +202,13 @@ class TopologyManager:
         return topology
 
     def get(self, name: str) -> Topology:
-        """The topology called ``name`` (any case); ``TopologyNotFoundError`` otherwise."""
+        """The topology called ``name`` (any case); ``TopologyNotFoundError`` otherwise. A name a
+        background restore has yet to create is waited for."""
         with self._lock:
             topology = self._topologies.get(name.lower())
+        if topology is None and self.wait_restored(name):
+            with self._lock:
+                topology = self._topologies.get(name.lower())
         if topology is None:
             raise TopologyNotFoundError(name)
         return topology
@@ -200,6 +219,7 @@ class TopologyManager:
 
     def delete(self, name: str) -> bool:
         """Stop and forget ``name``; a missing topology is fine. False if stopping it failed."""
+        self.wait_restored(name)
         with self._lock:
             topology = self._topologies.pop(name.lower(), None)
             if topology is None:
@@ -214,6 +234,41 @@ class TopologyManager:
             done.set()
         return ok
 
+    # -- background restore
+
+    def expect(self, names: list[str], restorer: threading.Thread) -> None:
+        """Announce the topologies ``restorer`` will create (see the class doc)."""
+        with self._lock:
+            self._restorer = restorer
+            for name in names:
+                self._restoring.setdefault(name.lower(), threading.Event())
+
+    def restored(self, name: str | None = None) -> None:
+        """Release ``name`` (None: every name still announced): its waiters go on."""
+        with self._lock:
+            names = list(self._restoring) if name is None else [name.lower()]
+            events = [self._restoring.pop(n, None) for n in names]
+        for event in events:
+            if event is not None:
+                event.set()
+
+    @property
+    def restoring(self) -> list[str]:
+        """The names a background restore has not released yet."""
+        with self._lock:
+            return list(self._restoring)
+
+    def wait_restored(self, name: str) -> bool:
+        """Wait until a background restore has released ``name`` (at once if it is not announced, or in
+        the restoring thread itself); True if it waited. ``ManagerError`` after ``restore_wait`` s."""
+        with self._lock:
+            event = self._restoring.get(name.lower())
+        if event is None or threading.current_thread() is self._restorer:
+            return False
+        if not event.wait(self.restore_wait):
+            raise ManagerError(f"topology '{name}' is still being restored")
+        return True
+
     def stop_all(self) -> None:
         """Stop every topology (server shutdown); they stay listed in persistence."""
         with self._lock:
@@ -225,7 +280,9 @@ class TopologyManager:
     # -- statements
 
     def apply(self, topology: Topology, parsed: ParsedStatement) -> dict[str, Any]:
-        """Execute one checked non-SELECT statement on ``topology`` and tell the hooks."""
+        """Execute one checked non-SELECT statement on ``topology`` and tell the hooks (after a
+        background restore has released the topology)."""
+        self.wait_restored(topology.name)
         result = topology.execute(parsed)
         self._notify(self.hooks.statement_applied, topology.name, parsed, result)
         return result
@@ -242,24 +299,41 @@ class TopologyManager:
         resumed from its journal, checkpoints and sink commit records instead (hook
         ``restore_configured``): a restart after a crash writes no output again."""
         for name in config.topologies:
+            self.load_configured(config, name)
+
+    def check_config(self, config: Config) -> None:
+        """What ``load_from_config`` reports before any statement runs: an unreadable ``bql_file``, a
+        syntax error, a SELECT/EVAL in it, a statement that does not analyze (``StartupError``, same
+        text). The server checks this at startup and loads the topologies in the background."""
+        for name in config.topologies:
             path = config.bql_file(name)
-            if path is None:
-                try:
-                    self.create(name)
-                except ManagerError as err:
-                    raise StartupError(f"cannot create topology '{name}': {err}") from None
-                continue
+            if path is not None:
+                self._checked_script(name, self._read(name, path), str(path))
+
+    def load_configured(self, config: Config, name: str) -> None:
+        """Create the configured topology ``name`` (see ``load_from_config``)."""
+        path = config.bql_file(name)
+        if path is None:
             try:
-                script = path.read_text(encoding="utf-8")
-            except OSError as err:
-                raise StartupError(f"cannot read '{path}' for topology '{name}': {err.strerror}") from None
-            if self._restore_configured(name, script):
-                continue
-            try:
-                topology = self.create(name)
+                self.create(name)
             except ManagerError as err:
                 raise StartupError(f"cannot create topology '{name}': {err}") from None
-            self._load_script(topology, script, str(path))
+            return
+        script = self._read(name, path)
+        if self._restore_configured(name, script):
+            return
+        try:
+            topology = self.create(name)
+        except ManagerError as err:
+            raise StartupError(f"cannot create topology '{name}': {err}") from None
+        self._load_script(topology, script, str(path))
+
+    @staticmethod
+    def _read(name: str, path: Any) -> str:
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as err:
+            raise StartupError(f"cannot read '{path}' for topology '{name}': {err.strerror}") from None
 
     def _restore_configured(self, name: str, script: str) -> bool:
         """Let persistence resume the configured topology ``name`` from its own files (its persisted
@@ -280,23 +354,31 @@ class TopologyManager:
             log.exception("cannot resume topology '%s' from its persisted statements", name)
             return False
 
-    def _load_script(self, topology: Topology, script: str, where: str) -> None:
+    def _checked_script(self, name: str, script: str, where: str) -> list[tuple[int, ParsedStatement]]:
+        """``(line, checked statement)`` for every statement of a ``bql_file``; ``StartupError`` at the
+        first that does not parse, is a query or does not analyze."""
         try:
             statements = parse_statements(script)
         except ScriptParseError as err:
             msg = describe(err.error, script)
-            raise StartupError(f"{where}: topology '{topology.name}': {msg}") from None
+            raise StartupError(f"{where}: topology '{name}': {msg}") from None
+        checked = []
         for parsed in statements:
             line = script.count("\n", 0, parsed.offset) + 1
             try:
                 if isinstance(parsed.stmt, QUERY_STATEMENTS):
                     raise ManagerError("SELECT, EVAL and EXPLAIN statements cannot be used in a bql_file")
-                self.apply(topology, check_statement(parsed))
+                checked.append((line, check_statement(parsed)))
             except (BQLError, ManagerError) as err:
-                detail = describe(err, script) if isinstance(err, BQLError) else str(err)
-                raise StartupError(
-                    f"{where}: topology '{topology.name}': statement at line {line} failed: {detail}"
-                ) from None
+                raise StartupError(_statement_failed(name, where, line, err, script)) from None
+        return checked
+
+    def _load_script(self, topology: Topology, script: str, where: str) -> None:
+        for line, parsed in self._checked_script(topology.name, script, where):
+            try:
+                self.apply(topology, parsed)
+            except (BQLError, ManagerError) as err:
+                raise StartupError(_statement_failed(topology.name, where, line, err, script)) from None
 
     # -- helpers
 

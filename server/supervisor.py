@@ -91,7 +91,7 @@ class Supervisor:
         while not self._stop.wait(self.interval):
             try:
                 self.check()
-            except Exception:  # noqa: BLE001 - the watchdog must keep watching
+            except Exception:
                 log.exception("the Spark supervisor's check failed")
 
     # ------------------------------------------------------------ one round

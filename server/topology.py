@@ -182,6 +182,8 @@ class Topology(TopologyQueries, TopologyViews):
         inputs = self._check_inputs(stmt.select, stmt, own=name)
         self._dry_build(stmt.select, stmt)
         node = StreamNode(name, stmt.select, select_text(parsed.text, stmt), inputs)
+        if self.defer_consumers:  # restored: its query starts once the replay has ended
+            node.state = st.STARTING
         self.streams[name] = node
         self.cascade()
 
@@ -214,6 +216,8 @@ class Topology(TopologyQueries, TopologyViews):
         self._check_new_name(name, stmt)
         impl = self._make_plugin("sink", self.plugins.sink_types, stmt, name, recovering=self.recovering)
         self.sinks[name] = SinkNode(name, stmt.type_name.lower(), impl)
+        if self.defer_consumers:  # restored: fed once the replay has ended
+            self.sinks[name].state = st.STARTING
 
     def _insert_into(self, parsed: ParsedStatement) -> None:
         stmt: ast.InsertInto = parsed.stmt
@@ -351,6 +355,9 @@ class Topology(TopologyQueries, TopologyViews):
             if c.sink is not None and c.sink not in self.sinks.values():
                 continue
             self._attach(c)
+        for node in [*self.streams.values(), *self.sinks.values()]:
+            if node.state == st.STARTING:
+                node.state = st.RUNNING
 
     def plan_chain(self, consumer: Consumer) -> graph.Chain:
         """The chain ``consumer``'s query runs with the current graph."""

@@ -42,10 +42,12 @@ class RunningServer:
         self.thread.join(timeout=30)
 
 
-def start_server(config: Config, data_dir: Any, topology_factory: Callable | None = None) -> RunningServer:
-    """Start ``create_app(config)`` on a free 127.0.0.1 port; returns once it accepts requests."""
+def start_server(config: Config, data_dir: Any, topology_factory: Callable | None = None,
+                 restore_hold: Callable[[], None] | None = None, wait_restored: bool = True) -> RunningServer:
+    """Start ``create_app(config)`` on a free 127.0.0.1 port; returns once it accepts requests and (with
+    ``wait_restored``) has restored its topologies in the background."""
     app = create_app(config, context_factory=lambda cfg: ServerContext(data_dir=data_dir, config=cfg),
-                     topology_factory=topology_factory)
+                     topology_factory=topology_factory, restore_hold=restore_hold)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -62,4 +64,7 @@ def start_server(config: Config, data_dir: Any, topology_factory: Callable | Non
             server.should_exit = True
             raise RuntimeError("the test server did not start in time")
         time.sleep(0.01)
+    if wait_restored and not app.state.restore.done.wait(120):
+        server.should_exit = True
+        raise RuntimeError("the test server did not restore its topologies in time")
     return RunningServer(f"http://127.0.0.1:{port}/", config, app, server, thread)

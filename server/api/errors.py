@@ -32,6 +32,7 @@ ORIGIN_NOT_ALLOWED = "J0006"  # 403: a state-changing request from a foreign web
 UNSUPPORTED_MEDIA_TYPE = "J0007"  # 415: a state-changing request whose body is not declared JSON
 HOST_NOT_ALLOWED = "J0008"  # 400: a Host name the server does not answer to (DNS rebinding)
 TOO_LARGE = "J0009"  # 413: a body over network.max_request_bytes
+SPARK_UNAVAILABLE = "J0010"  # 503: the Spark driver died and is restarting (sbpy.server.supervisor)
 NOT_FOUND = "E0001"
 VALIDATION = "E0005"
 PARSE = "E0006"

@@ -134,6 +134,7 @@ def _run(action: Any, parsed: ParsedStatement, script: str) -> Any:
 @router.post("/queries", openapi_extra=request_body_doc(QueriesRequest))
 def post_queries(topology: TopologyDep, manager: Manager, body: JsonBody) -> Response:
     """Run BQL statements; see the module docstring for the answers."""
+    manager.wait_restored(topology.name)  # a topology restored in the background takes none before
     script = _queries_text(body)
     try:
         statements = parse_statements(script)

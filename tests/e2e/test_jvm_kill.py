@@ -10,14 +10,12 @@ import signal
 from pathlib import Path
 
 import pytest
-
+from e2e_util import lines
 from sbpy.bql.parser import parse_script
 from sbpy.bql.runtime.testing import run_query
 from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.supervisor import RESTARTING, RUNNING, Supervisor
 from sbpy.server.topology import Topology
-
-from e2e_util import lines
 
 pytestmark = pytest.mark.spark
 

@@ -7,13 +7,11 @@ import logging
 import threading
 
 import pytest
-
+from e2e_util import lines
 from sbpy.bql.parser import parse_script
 from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.spark_noise import EXPECTED_STOPS
 from sbpy.server.topology import Topology
-
-from e2e_util import lines
 
 pytestmark = pytest.mark.spark
 
@@ -67,7 +65,7 @@ def test_drop_stream_during_a_batch_logs_no_error(server_context, tmp_path, capl
                                           CREATE SINK k{attempt} TYPE file WITH path = "{out}";
                                           INSERT INTO k{attempt} FROM x;"""):
                     t.execute(p)
-                assert wait_until(lambda: len(lines(out)) >= 50, 180, 0.01)
+                assert wait_until(lambda out=out: len(lines(out)) >= 50, 180, 0.01)
                 stopped_ids.append(t.consumers[f"k{attempt}"].handle.id)
                 for p in parse_script("DROP STREAM x;"):
                     t.execute(p)
