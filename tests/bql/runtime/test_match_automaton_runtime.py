@@ -1,0 +1,104 @@
+"""The automaton engine's own machinery against the matcher: long partitions (the row-mask store is
+trimmed while an attempt stays live, long matches replayed), the state table starting over when full,
+the generated DEFINE code for every comparison operator and operand type, and the engine switch."""
+import datetime as dt
+import random
+
+import pytest
+
+from sbpy.bql.runtime.match import MatchRecognizeProcessor, dfa
+from sbpy.bql.runtime.processor import Tuple
+from sbpy.bql.runtime.testing import parse_select
+
+T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def build(body, engine, bound=10):
+    return MatchRecognizeProcessor(parse_select(f"SELECT RSTREAM * FROM s MATCH_RECOGNIZE ({body})"),
+                                   None, reorder_bound=bound, engine=engine)
+
+
+def outputs(proc, rows):
+    steps = []
+    for i, r in enumerate(rows):
+        res = proc.process(Tuple(dict(r), T0 + dt.timedelta(seconds=i), i + 1, "s"))
+        steps.append(([o.data for o in res.outputs], [(d.error, d.event_type) for d in res.dropped]))
+    res = proc.finish("s")
+    steps.append(([o.data for o in res.outputs], [(d.error, d.event_type) for d in res.dropped]))
+    return steps
+
+
+def same_as_matcher(body, rows, bound=10):
+    auto = build(body, "automaton", bound)
+    assert auto.automaton is not None, auto.engine_description()
+    got = outputs(auto, rows)
+    assert got == outputs(build(body, "matcher", bound), rows)
+    return got
+
+
+def test_long_live_attempts_and_long_matches():
+    rng = random.Random(7)
+    rows, t = [], 0
+    for run in range(12):  # long runs of v = 1 ended by a 2 (a match) or a 3 (no match)
+        for _ in range(rng.randrange(500, 3000)):
+            rows.append({"t": t, "v": 1})
+            t += 1
+        rows.append({"t": t, "v": rng.choice([2, 3])})
+        t += 1
+    body = ("ORDER BY t MEASURES FIRST(t) AS t0, LAST(t) AS t1, count(A.t) AS na ONE ROW PER MATCH "
+            "PATTERN (A+ B) DEFINE A AS v = 1, B AS v = 2")
+    got = same_as_matcher(body, rows)
+    assert sum(len(out) for out, _ in got) > 0
+
+
+def test_guard_pattern_without_match(monkeypatch):
+    rows = [{"t": i, "v": 1} for i in range(12_000)]
+    body = "ORDER BY t MEASURES FIRST(A.t) AS t0 PATTERN (A+ B+ C+ E) DEFINE A AS v > 0, B AS v > 0, " \
+           "C AS v > 0, E AS v < 0"
+    assert all(out == [] for out, _ in same_as_matcher(body, rows))
+
+
+def test_state_table_starting_over(monkeypatch):
+    monkeypatch.setattr(dfa, "MAX_STATES", 3)
+    rng = random.Random(3)
+    rows = [{"k": rng.choice("xyz"), "t": i, "v": rng.randrange(5)} for i in range(600)]
+    body = ("PARTITION BY k ORDER BY t MEASURES CLASSIFIER() AS c, MATCH_NUMBER() AS m ALL ROWS PER MATCH "
+            "AFTER MATCH SKIP TO NEXT ROW PATTERN ((A | B){2,4}? C+ | A B*) "
+            "DEFINE A AS v < PREV(v), B AS v > PREV(v), C AS v = 2")
+    proc = build(body, "automaton")
+    got = same_as_matcher(body, rows)
+    assert sum(len(out) for out, _ in got) > 0
+    outputs(proc, rows)
+    assert len(proc.automaton.table) <= 3
+
+
+VALUES = [0, 1, 2, 2.0, 2.5, -1, None, "a", "b", True, False, [1], {"x": 1}, "absent"]
+
+
+@pytest.mark.parametrize("op", ["=", "!=", "<", "<=", ">", ">=", "<>"])
+@pytest.mark.parametrize("rhs", ["PREV(v)", "PREV(v, 2)", "w", "2", "2.0", "\"a\"", "NULL", "true"])
+def test_generated_conditions(op, rhs):
+    rng = random.Random(f"{op}{rhs}")
+    rows = []
+    for i in range(120):
+        row = {"t": i}
+        for key in ("v", "w"):
+            value = rng.choice(VALUES)
+            if value != "absent":
+                row[key] = value
+        rows.append(row)
+    body = (f"ORDER BY t MEASURES CLASSIFIER() AS c ALL ROWS PER MATCH WITH UNMATCHED ROWS "
+            f"PATTERN ((A | B)+) DEFINE A AS v {op} {rhs}, B AS {rhs} {op} v")
+    same_as_matcher(body, rows)
+
+
+def test_engine_switch(monkeypatch):
+    body = "ORDER BY t MEASURES count(*) AS n PATTERN (A B) DEFINE A AS v > 1"
+    monkeypatch.setenv("SBPY_MATCH_ENGINE", "matcher")
+    assert build(body, None).engine_description() == "backtracking matcher: the matcher was asked for"
+    assert build(body, "auto").engine_description() == "deterministic automaton (1 states)"
+    monkeypatch.setenv("SBPY_MATCH_ENGINE", "automaton")
+    assert build(body, None).automaton is not None
+    monkeypatch.setenv("SBPY_MATCH_ENGINE", "nfa")
+    with pytest.raises(ValueError, match="SBPY_MATCH_ENGINE"):
+        build(body, None)
