@@ -105,16 +105,17 @@ class ServerContext:
     # ------------------------------------------------------------ session
 
     def spark(self) -> Any:
-        """The shared SparkSession, created on first use (or re-created if it was stopped, or if its JVM
-        died: then the dead one is dropped first, ``drop_dead_session``)."""
+        """The shared SparkSession, created on first use (or re-created if it was stopped). If its JVM
+        died this raises until ``drop_dead_session`` (the supervisor's job: it also re-attaches the
+        queries of the dead session, ``supervisor.py``)."""
         session = self._session
         if session is not None and self._alive(session):
             return session
         with self._lock:
             if self._closed:
                 raise RuntimeError("the server context is closed")
-            if self._session is not None and not self._alive(self._session) and not gateway.jvm_alive():
-                self.drop_dead_session()
+            if self._session is not None and not gateway.jvm_alive():
+                raise RuntimeError("the Spark driver JVM died; Spark is restarting")
             if self._session is None or not self._alive(self._session):
                 self._session = self._create()
             return self._session

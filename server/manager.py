@@ -161,8 +161,8 @@ class TopologyManager:
     Restoring in the background (``restore.BackgroundRestore``): the names a restore thread will create
     are announced with ``expect`` first. Until ``restored`` releases a name, other threads wait (up to
     ``restore_wait`` seconds) before they create, delete or run statements on it (``wait_restored``), and
-    ``get`` of a name not created yet waits too; reading a topology already created never waits, so its
-    nodes can be shown while it is restored.
+    ``get`` of a name not created yet waits until it is; reading a topology already created never waits,
+    so its nodes can be shown while it is restored.
     """
 
     drop_wait = 120.0
@@ -177,6 +177,7 @@ class TopologyManager:
         self._restoring: dict[str, threading.Event] = {}  # names a background restore has not released
         self._restorer: threading.Thread | None = None  # the thread restoring them
         self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # a restored name was created or released
 
     # -- registry
 
@@ -195,6 +196,7 @@ class TopologyManager:
                         raise TopologyExistsError(name)
                     topology = self._factory(name, self.ctx)
                     self._topologies[name.lower()] = topology
+                    self._changed.notify_all()
                     break
             if not dropping.wait(max(0.0, deadline - time.monotonic())):
                 raise ManagerError(f"topology '{name}' is still being deleted")
@@ -203,12 +205,13 @@ class TopologyManager:
 
     def get(self, name: str) -> Topology:
         """The topology called ``name`` (any case); ``TopologyNotFoundError`` otherwise. A name a
-        background restore has yet to create is waited for."""
-        with self._lock:
-            topology = self._topologies.get(name.lower())
-        if topology is None and self.wait_restored(name):
-            with self._lock:
-                topology = self._topologies.get(name.lower())
+        background restore has yet to create is waited for (until it is created or released)."""
+        low = name.lower()
+        with self._changed:
+            if threading.current_thread() is not self._restorer:
+                self._changed.wait_for(lambda: low in self._topologies or low not in self._restoring,
+                                       self.restore_wait)
+            topology = self._topologies.get(low)
         if topology is None:
             raise TopologyNotFoundError(name)
         return topology
@@ -245,9 +248,10 @@ class TopologyManager:
 
     def restored(self, name: str | None = None) -> None:
         """Release ``name`` (None: every name still announced): its waiters go on."""
-        with self._lock:
+        with self._changed:
             names = list(self._restoring) if name is None else [name.lower()]
             events = [self._restoring.pop(n, None) for n in names]
+            self._changed.notify_all()
         for event in events:
             if event is not None:
                 event.set()

@@ -24,6 +24,11 @@ its record only when the exception is the cancel or interrupt of a stopped query
 Every other py4j record and Java log line is kept: a query that really fails is still logged (Spark's
 "Query ... terminated with error", ``QueryHandle``'s "query ... failed"). A stop's one INFO line is the
 consumer's own.
+
+A dead JVM is reported by the supervisor in one ERROR line; the echoes of the loss are quieted:
+py4j's root-logger "Exception while sending command." with a traceback per failing call
+(``DeadJvmFilter``, only while ``gateway.lost()``) and the ``EOFError`` traceback PySpark's accumulator
+server prints when the JVM's connection ends (logged at DEBUG).
 """
 from __future__ import annotations
 
