@@ -4,8 +4,9 @@
         MEASURES A.t AS start_t, LAST(B.t) AS bottom_t, C.t AS end_t ONE ROW PER MATCH
         PATTERN (A B+ C) DEFINE B AS B.price < PREV(B.price), C AS C.price > PREV(C.price))
 
-Rows/s of (1) the in-process matcher (``MatchRecognizeProcessor``, pre-built tuples, no JSON) and
-(2) the Spark topology path (journal → router → ``groupBy(symbol key)`` matcher → ``foreachBatch``; rows/s
+Rows/s of (1) the in-process ``MatchRecognizeProcessor`` (pre-built tuples, no JSON) with each engine —
+the deterministic automaton (the default for this pattern) and the backtracking matcher it falls back to
+(``SBPY_MATCH_ENGINE=matcher``) — and (2) the Spark topology path (default engine) (journal → router → ``groupBy(symbol key)`` matcher → ``foreachBatch``; rows/s
 = rows / Spark busy time, the sum of ``triggerExecution``, over all batches and over the batches after the
 first, which pays for starting Python workers and operators), each as a ratio against a hand-written Python
 automaton for the same pattern run in this process over the same rows. With ``--sequential`` the Spark
@@ -13,7 +14,8 @@ path is also measured with the stage forced onto the single-group sequential ope
 that the matcher, the automaton and Spark found the same matches.
 
 The guard: ``PATTERN (A+ B+ C+ E)`` with A, B, C AS v > 0 and E AS v < 0 over ``--guard`` rows (100k)
-of one partition, all v = 1 — no match, and the time must stay under 10 s.
+of one partition, all v = 1 — no match, and the time must stay under 10 s (and linear: it is also run
+over a tenth of the rows), with each engine.
 
 Run: ``/work/venv/bin/python bench/b5_match.py [--n 500000] [--spark 100000] [--guard 100000]``.
 The Spark path defaults to 100k rows (not 500k) to keep the run within minutes on 2 shared cores.
@@ -92,12 +94,27 @@ def automaton(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- in-process matcher
 
 
-def matcher_run(query: str, rows: list[dict[str, Any]], stream: str) -> tuple[float, list[dict[str, Any]]]:
+def matcher_run(query: str, rows: list[dict[str, Any]], stream: str,
+                engine: str | None = None) -> tuple[float, list[dict[str, Any]]]:
+    """(seconds, output rows) of the in-process processor; ``engine``: ``SBPY_MATCH_ENGINE`` for it."""
+    import os
+
     from sbpy.bql.runtime import build_processor
     from sbpy.bql.runtime.processor import Tuple
     from sbpy.bql.runtime.testing import parse_select
 
-    proc = build_processor(parse_select(query))
+    saved = os.environ.get("SBPY_MATCH_ENGINE")
+    if engine is not None:
+        os.environ["SBPY_MATCH_ENGINE"] = engine
+    try:
+        proc = build_processor(parse_select(query))
+    finally:
+        if saved is None:
+            os.environ.pop("SBPY_MATCH_ENGINE", None)
+        else:
+            os.environ["SBPY_MATCH_ENGINE"] = saved
+    if engine is not None:
+        print(f"  {engine}: {proc.engine_description()}")
     tuples = [Tuple(r, T0, i + 1, stream) for i, r in enumerate(rows)]
     out = []
     t0 = time.perf_counter()
@@ -197,12 +214,13 @@ def main() -> None:
     t0 = time.perf_counter()
     ref = automaton(rows)
     ref_s = time.perf_counter() - t0
-    mr_s, got = matcher_run(QUERY, rows, "ticker")
-    same = sorted(map(_key, got)) == sorted(map(_key, ref)) and \
-        sorted(got, key=_key) == sorted(ref, key=_key)
-    ref_rate, mr_rate = a.n / ref_s, a.n / mr_s
-    table = [("hand-written automaton", a.n, ref_rate, 1.0, len(ref), "reference"),
-             ("in-process matcher", a.n, mr_rate, mr_rate / ref_rate, len(got), "yes" if same else "NO")]
+    ref_rate = a.n / ref_s
+    table = [("hand-written automaton", a.n, ref_rate, 1.0, len(ref), "reference")]
+    for engine, label in (("automaton", "in-process, automaton engine"), ("matcher", "in-process, matcher engine")):
+        mr_s, got = matcher_run(QUERY, rows, "ticker", engine)
+        same = sorted(got, key=_key) == sorted(ref, key=_key)
+        mr_rate = a.n / mr_s
+        table.append((label, a.n, mr_rate, mr_rate / ref_rate, len(got), "yes" if same else "NO"))
     guard_rows = [{"t": i, "v": 1} for i in range(a.guard)]
     spark = []
     if a.spark:
@@ -219,13 +237,17 @@ def main() -> None:
             rows_after, busy_after = r["steady"]
             if busy_after:
                 rate = rows_after / busy_after
-                table.append((f"  after the first batch", rows_after, rate, rate / ref_rate, "", ""))
+                table.append(("  after the first batch", rows_after, rate, rate / ref_rate, "", ""))
     print()
     print(benchlib.table(("path", "rows", "rows/s", "× automaton", "matches", "same matches"), table))
     if a.guard:
-        g_s, g_out = matcher_run(GUARD, guard_rows, "s")
-        print(f"\nguard PATTERN (A+ B+ C+ E), {a.guard:,} rows of one partition, v = 1: in-process "
-              f"{g_s:.2f} s ({'OK' if g_s < 10 else 'OVER'} the 10 s bound), {len(g_out)} matches")
+        print("\nguard PATTERN (A+ B+ C+ E), one partition, v = 1:")
+        for engine in ("automaton", "matcher"):
+            tenth_s, _ = matcher_run(GUARD, guard_rows[:a.guard // 10], "s", engine)
+            g_s, g_out = matcher_run(GUARD, guard_rows, "s", engine)
+            print(f"    {a.guard:,} rows {g_s:.2f} s ({'OK' if g_s < 10 else 'OVER'} the 10 s bound), "
+                  f"{a.guard // 10:,} rows {tenth_s:.2f} s (x{g_s / tenth_s:.1f} for 10x the rows), "
+                  f"{len(g_out)} matches")
         for r in spark:
             if r["label"] == "guard":
                 print(f"  through Spark: {r['busy']:.2f} s busy, {r['wall']:.2f} s wall, {len(r['matches'])} matches")

@@ -113,7 +113,8 @@ class RowMasks:
                 f"    a = {operands[0]}\n    b = {operands[1]}\n"
                 f"    if type(a) is type(b) and type(a) in {fast_types}:\n"
                 f"        if a {_CMP[op]} b:\n            m |= {bit}\n"
-                f"    else:\n        try:\n            if _op{bit}(a, b) is True:\n                m |= {bit}\n"
+                f"    else:\n        try:\n"
+                f"            if _op{bit}(a, b) is True:\n                m |= {bit}\n"
                 f"        except BQLError:\n            pass")
         head = ["def mask_at(rows, p):", f"    m = {self.always}"]
         if backs:

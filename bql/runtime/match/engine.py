@@ -25,9 +25,9 @@ from typing import Any
 from ...ast import PatternAnchor
 from .conditions import RowMasks
 from .dfa import Automaton
-from .exprs import ROW_LOCAL, max_offsets
 from .labels import Replayer
-from .matcher import MatchSpec, Matcher
+from .levels import ROW_LOCAL, max_offsets
+from .matcher import Matcher, MatchSpec
 from .program import static_closures
 from .runner import AutomatonMatcher
 
@@ -78,4 +78,6 @@ def build_engine(mr: Any, spec: MatchSpec, variables: set, define_by_var: dict, 
     automaton = Automaton(spec.program, masks.bits, masks.always)
     replayer = Replayer(automaton)
     mask_at = masks.mask_at
-    return (lambda rows: AutomatonMatcher(spec, automaton, mask_at, replayer, rows, unmatched_rows)), automaton, ""
+    def factory(rows: Any) -> AutomatonMatcher:
+        return AutomatonMatcher(spec, automaton, mask_at, replayer, rows, unmatched_rows)
+    return factory, automaton, ""

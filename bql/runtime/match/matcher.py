@@ -22,7 +22,8 @@ from collections import deque
 from typing import Any
 
 from ...errors import BQLError
-from .exprs import LABEL_DEPENDENT, ROW_LOCAL, Blocked, View
+from .exprs import Blocked, View
+from .levels import LABEL_DEPENDENT, ROW_LOCAL
 from .program import CONSUME, END, JUMP, MATCH, SPLIT, START, static_closures
 
 

@@ -21,8 +21,9 @@ from ...values import multiset_key
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList, default_label
 from .engine import build_engine
-from .exprs import Blocked, MRContext, define_level, max_offsets
+from .exprs import Blocked, MRContext
 from .fastpath import OneRowMeasures, field_key
+from .levels import define_level, max_offsets
 from .matcher import MatchSpec
 from .output import OutputBuilder
 from .partition import Rows
@@ -115,11 +116,11 @@ class MatchRecognizeProcessor:
         self.out_alias = out_alias
         self.select_list = SelectList(select.projections, (out_alias,), lambda e: compile_expr(e, out_scope))
         self.where = compile_expr(select.where, out_scope) if select.where is not None else None
-        self.star_only = (select.where is None and len(select.projections) == 1
-                          and isinstance(select.projections[0].expr, Wildcard)
-                          and select.projections[0].expr.stream is None and select.projections[0].alias is None)
+        only = select.projections[0] if len(select.projections) == 1 else None
+        self.star_only = (select.where is None and only is not None and isinstance(only.expr, Wildcard)
+                          and only.expr.stream is None and only.alias is None)
         self.parts: dict[Any, _Partition] = {}
-        # the in-order shortcut (``_offer_in_order``): one ORDER BY field, at most one PARTITION BY field
+        # the in-order shortcut of ``process``: one ORDER BY field, at most one PARTITION BY field
         keys = [field_key(_plain(e, in_alias), in_alias) for e in mr.partition_by]
         okeys = [field_key(_plain(k.expr, in_alias), in_alias) for k in mr.order_by]
         self.fast_keys = None
@@ -138,8 +139,13 @@ class MatchRecognizeProcessor:
     # ------------------------------------------------------------ Processor protocol
 
     def process(self, tup: Tuple) -> StepResult:
+        """One tuple. With the automaton, a tuple of a known partition (one str PARTITION BY field, or
+        none) whose one ORDER BY field is a number of the type and at least the size of every earlier
+        key takes a shortcut through ``Rows.offer``: such a row is never late and goes after every held
+        row, so it is appended to the held rows and the rows its watermark releases are moved to the
+        store. Everything else goes through ``_process``."""
         fast = self.fast_keys
-        if fast is not None:  # the in-order shortcut of ``_process`` (see ``_offer_in_order``)
+        if fast is not None:
             data = tup.data
             if fast[0] is None:
                 part = self.parts.get(())
@@ -150,7 +156,8 @@ class MatchRecognizeProcessor:
                 k0 = data.get(fast[1])
                 rows = part.rows
                 mx = rows.max0
-                if mx is not None and type(k0) is type(mx) and (type(k0) is int or type(k0) is float) and k0 >= mx:
+                tk = type(k0)
+                if mx is not None and tk is type(mx) and (tk is int or tk is float) and k0 >= mx:
                     result = StepResult()
                     # Rows.offer: held, then the rows the new watermark releases
                     rows.max0 = k0

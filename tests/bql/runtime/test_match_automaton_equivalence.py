@@ -10,7 +10,6 @@ import datetime as dt
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
 from sbpy.bql.errors import BQLError
 from sbpy.bql.runtime.match import MatchRecognizeProcessor
 from sbpy.bql.runtime.match.output import OutputBuilder

@@ -5,7 +5,6 @@ import datetime as dt
 import random
 
 import pytest
-
 from sbpy.bql.runtime.match import MatchRecognizeProcessor, dfa
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select

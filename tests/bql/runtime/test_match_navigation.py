@@ -5,7 +5,7 @@ from match_util import run
 
 from sbpy.bql.ast import FunctionCall, Literal, Navigation, PatternFieldRef, KeyStep
 from sbpy.bql.functions import builtin_registry
-from sbpy.bql.runtime.match.exprs import define_level, max_offsets
+from sbpy.bql.runtime.match.levels import define_level, max_offsets
 
 ROWS = [{"id": i, "v": v} for i, v in enumerate([10, 20, 30, 40, 50], start=1)]
 
