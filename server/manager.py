@@ -160,9 +160,9 @@ class TopologyManager:
 
     Restoring in the background (``restore.BackgroundRestore``): the names a restore thread will create
     are announced with ``expect`` first. Until ``restored`` releases a name, other threads wait (up to
-    ``restore_wait`` seconds) before they create, delete or run statements on it (``wait_restored``), and
-    ``get`` of a name not created yet waits until it is; reading a topology already created never waits,
-    so its nodes can be shown while it is restored.
+    ``restore_wait`` seconds) before they create, delete or run statements on it (``wait_restored``);
+    ``get`` waits only until its statements have been replayed (``replayed``, called by persistence before
+    its queries start), so its nodes can be shown while its queries start.
     """
 
     drop_wait = 120.0
@@ -175,6 +175,8 @@ class TopologyManager:
         self._topologies: dict[str, Topology] = {}
         self._dropping: dict[str, threading.Event] = {}  # names whose delete has not finished
         self._restoring: dict[str, threading.Event] = {}  # names a background restore has not released
+        self._announced: dict[str, str] = {}  # their spelling
+        self._replayed: set[str] = set()  # of those, the ones whose statements have been replayed
         self._restorer: threading.Thread | None = None  # the thread restoring them
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # a restored name was created or released
@@ -196,7 +198,6 @@ class TopologyManager:
                         raise TopologyExistsError(name)
                     topology = self._factory(name, self.ctx)
                     self._topologies[name.lower()] = topology
-                    self._changed.notify_all()
                     break
             if not dropping.wait(max(0.0, deadline - time.monotonic())):
                 raise ManagerError(f"topology '{name}' is still being deleted")
@@ -209,7 +210,7 @@ class TopologyManager:
         low = name.lower()
         with self._changed:
             if threading.current_thread() is not self._restorer:
-                self._changed.wait_for(lambda: low in self._topologies or low not in self._restoring,
+                self._changed.wait_for(lambda: low not in self._restoring or low in self._replayed,
                                        self.restore_wait)
             topology = self._topologies.get(low)
         if topology is None:
@@ -219,6 +220,13 @@ class TopologyManager:
     def list(self) -> list[Topology]:
         with self._lock:
             return list(self._topologies.values())
+
+    def names(self) -> list[str]:
+        """The names of the topologies, with those a background restore has yet to create (the REST list:
+        a restarted server lists every topology at once)."""
+        with self._lock:
+            names = [t.name for t in self._topologies.values()]
+            return names + [n for low, n in self._announced.items() if low not in self._topologies]
 
     def delete(self, name: str) -> bool:
         """Stop and forget ``name``; a missing topology is fine. False if stopping it failed."""
@@ -245,16 +253,28 @@ class TopologyManager:
             self._restorer = restorer
             for name in names:
                 self._restoring.setdefault(name.lower(), threading.Event())
+                self._announced.setdefault(name.lower(), name)
 
     def restored(self, name: str | None = None) -> None:
         """Release ``name`` (None: every name still announced): its waiters go on."""
         with self._changed:
             names = list(self._restoring) if name is None else [name.lower()]
             events = [self._restoring.pop(n, None) for n in names]
+            for n in names:
+                self._announced.pop(n, None)
+                self._replayed.discard(n)
             self._changed.notify_all()
         for event in events:
             if event is not None:
                 event.set()
+
+    def replayed(self, name: str) -> None:
+        """``name``'s statements have been replayed (its queries may still be starting): ``get`` returns
+        it, so its nodes can be read; statements still wait for ``restored``."""
+        with self._changed:
+            if name.lower() in self._restoring:
+                self._replayed.add(name.lower())
+                self._changed.notify_all()
 
     @property
     def restoring(self) -> list[str]:

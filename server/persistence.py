@@ -184,6 +184,7 @@ def _replay(manager: Any, p: Persistence, name: str, statements: list[ParsedStat
             for parsed in statements:
                 topology.execute(check_statement(parsed))
             sweep_checkpoint_temps(jf.topology_dir(p.data_dir, name))
+            manager.replayed(name)  # readable now; its queries start next (statements wait for them)
             topology.start_deferred()
         finally:
             topology.defer_consumers = False

@@ -45,7 +45,7 @@ router = APIRouter(prefix="/topologies", tags=["topologies"], responses=ERROR_RE
 @router.get("")
 def list_topologies(manager: Manager) -> TopologyListResponse:
     """All topologies (unordered)."""
-    return TopologyListResponse(topologies=[{"name": t.name} for t in manager.list()])
+    return TopologyListResponse(topologies=[{"name": name} for name in manager.names()])
 
 
 @router.post("", openapi_extra=request_body_doc(TopologyCreate))

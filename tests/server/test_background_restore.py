@@ -94,6 +94,7 @@ def test_statements_wait_for_the_restore_of_their_topology(tmp_path):
     client = threading.Thread(target=other_client)
     client.start()
     assert calling.wait(10)
+    assert m.names() == ["a"] and m.list() == []  # listed before it is created
     restored = m.create("a")  # the restoring thread is not held back
     assert m.get("a") is restored and m.restoring == ["a"]
     m.restored("a")
