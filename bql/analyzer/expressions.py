@@ -4,7 +4,8 @@
 - Built-in functions are called with a valid number of arguments (unknown functions are fine: a
   plugin may provide them at run time).
 - MATCH_RECOGNIZE-only forms (navigation, CLASSIFIER, MATCH_NUMBER, RUNNING/FINAL) stay inside it.
-- EVAL without ON cannot read fields; EVAL never aggregates.
+- EVAL without ON cannot read fields; EVAL never aggregates, never evaluates a bare ``*`` and has no
+  ``ts()`` (the ON map carries no timestamp).
 - ``IS [NOT] MISSING`` applies to a field selector only (``a + 2 IS MISSING`` is invalid: SensorBee's
   grammar has ``RowValue IS [NOT] MISSING`` and the reference document says so).
 """
@@ -109,7 +110,12 @@ def check_match_only_forms(stmt: Statement, ctx: Context) -> None:
 def check_eval(stmt: Statement, ctx: Context) -> None:
     if not isinstance(stmt, Eval):
         return
+    if isinstance(stmt.expr, Wildcard):  # SensorBee: EvalStmt <- "EVAL" Expression (no wildcard)
+        raise fail("EVAL cannot evaluate '*'; use a map such as {\"x\": *} with ON", stmt.expr)
     for n in walk(stmt.expr):
+        if isinstance(n, TimestampRef) and stmt.on is not None:
+            # SensorBee's RunEvalStmt reads ts() from the ON map, which has no timestamp
+            raise fail("ts() cannot be used in EVAL: the ON map has no timestamp", n)
         if isinstance(n, FunctionCall) and ctx.is_aggregate(n):
             raise fail(f"aggregate function '{n.name}' cannot be used in EVAL", n)
         if stmt.on is None:
