@@ -86,6 +86,10 @@ class RowMasks:
                 self.always |= bit
                 continue
             fn, _level, fast = conds[var]
+            if type(exprs[var]) is Literal:  # TRUE: every row; FALSE or NULL: none
+                if exprs[var].value is True:
+                    self.always |= bit
+                continue
             simple = simple_comparison(exprs[var], var)
             if simple is None:
                 name = f"_holds_{bit}"

@@ -63,9 +63,12 @@ class Replayer:
         return new, None
 
     def labels(self, start: int, end: int, mask_at: Callable[[int], int]) -> list:
-        """``[(var, excluded), ...]`` of the attempt at ``start`` whose match ends before ``end``.
-        The labels depend on nothing but the masks of those rows: replays are cached by them."""
-        key = tuple(map(mask_at, range(start, end)))
+        """``[(var, excluded), ...]`` of the attempt at ``start`` whose match ends before ``end``."""
+        return self.labels_of(tuple(map(mask_at, range(start, end))))
+
+    def labels_of(self, key: tuple) -> list:
+        """The labels of a match over rows with masks ``key``: they depend on nothing else, so
+        replays are cached by it."""
         labels = self.cache.get(key)
         if labels is None:
             labels = self._replay(key)

@@ -183,7 +183,11 @@ class AutomatonMatcher:
                 if s >= self.covered and self.report_unmatched:
                     events.append(("unmatched", s))
                 continue
-            labels = self.replayer.labels(s, end, self.mask_at)
+            i, j = s - self.mbase, end - self.mbase
+            if 0 <= i and j <= len(self.masks):
+                labels = self.replayer.labels_of(tuple(self.masks[i:j]))
+            else:
+                labels = self.replayer.labels(s, end, self.mask_at)
             self.mno += 1
             nxt, err = skip_target(self.spec, s, end, labels)
             self.covered = max(self.covered, end)
