@@ -129,17 +129,10 @@ class ServerContext:
         """The pid of the Spark driver JVM this process launched (None before Spark starts)."""
         return gateway.jvm_pid() if self._session is not None else None
 
-    def jvm_alive(self, timeout: float | None = None) -> bool:
-        """Whether the session's JVM runs (no session: True). ``timeout``: also make a py4j call and
-        count a JVM that does not answer within it as dead (a hung JVM)."""
-        if self._session is None:
-            return True
-        if not gateway.jvm_alive():
-            return False
-        if timeout is None:
-            return True
-        answer = gateway.ping(timeout)
-        return answer is True or (answer is None and gateway.jvm_alive())
+    def jvm_alive(self) -> bool:
+        """Whether the session's JVM process runs (no session: True). A hung JVM runs: the supervisor
+        pings it (``gateway.ping``)."""
+        return self._session is None or gateway.jvm_alive()
 
     def drop_dead_session(self) -> int | None:
         """Forget a session whose JVM died or hangs, without a py4j call to it: PySpark's cached gateway
@@ -223,7 +216,6 @@ class ServerContext:
         os.environ["PYSPARK_PYTHON"] = self.session_conf()["spark.pyspark.python"]
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         from pyspark.sql import SparkSession
-
         from sbpy.bql.spark.journal_source import register as register_journal
 
         from .spark_noise import quiet_expected_stops

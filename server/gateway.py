@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 import time
 from typing import Any
 
@@ -57,28 +56,19 @@ def jvm_alive() -> bool:
     return proc is None or proc.poll() is None
 
 
-def ping(timeout: float) -> bool | None:
-    """A cheap py4j call (``System.currentTimeMillis``): True if answered within ``timeout`` seconds,
-    False if not (a hung JVM), None if the call failed (the JVM refused or dropped the connection). It
-    runs in a daemon thread, so a hung JVM cannot block the caller."""
+def ping() -> bool:
+    """One cheap py4j call (``System.currentTimeMillis``): True if the JVM answered (or there is no
+    gateway), False if the call failed. Blocks while a hung JVM does not answer: call it from a thread
+    of its own (the supervisor's pinger)."""
     gw = current()
     if gw is None:
         return True
-    done, answered = threading.Event(), []
-
-    def call() -> None:
-        try:
-            gw.jvm.java.lang.System.currentTimeMillis()
-            answered.append(True)
-        except Exception as exc:  # noqa: BLE001 - no answer
-            log.debug("the JVM did not answer a ping: %s", exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=call, name="sbpy-jvm-ping", daemon=True).start()
-    if not done.wait(timeout):
+    try:
+        gw.jvm.java.lang.System.currentTimeMillis()
+    except Exception as exc:  # noqa: BLE001 - no answer
+        log.debug("the JVM did not answer a ping: %s", exc)
         return False
-    return True if answered else None
+    return True
 
 
 def lost(window: float = 60.0) -> bool:

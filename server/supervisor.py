@@ -2,8 +2,9 @@
 brings every query back from its checkpoint.
 
 Every ``interval`` seconds it asks the launched JVM process whether it still runs (``Popen.poll``, no
-py4j call); every ``ping_every`` seconds it also makes a cheap py4j call and counts a JVM that does not
-answer within ``hang_timeout`` as dead. Once the JVM is dead:
+py4j call); every ``ping_every`` seconds its pinger thread also makes a cheap py4j call
+(``gateway.ping``), and a JVM that leaves it unanswered for ``hang_timeout`` seconds counts as dead (it
+is killed). Once the JVM is dead:
 
 1. it logs one ERROR line and ``status()`` reports ``restarting`` (``GET /runtime_status`` answers 503);
    the streams and sinks of topologies with running queries show ``starting`` with the reason as their
@@ -32,6 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from . import gateway
 from .nodes import status as st
 
 log = logging.getLogger("sbpy.supervisor")
@@ -57,6 +59,9 @@ class Supervisor:
         self._pending: dict[Any, list[Any]] | None = None  # topology -> queries still to re-attach
         self._marked: list[Any] = []
         self._next_ping = 0.0
+        self._ping_asked: float | None = None  # when the outstanding ping was asked
+        self._ping_due = threading.Event()  # wakes the pinger
+        self._ping_answered = threading.Event()
         self._next_retry = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -66,10 +71,12 @@ class Supervisor:
     def start(self) -> Supervisor:
         self._thread = threading.Thread(target=self._run, name="sbpy-spark-supervisor", daemon=True)
         self._thread.start()
+        threading.Thread(target=self._pinger, name="sbpy-spark-pinger", daemon=True).start()
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
+        self._ping_due.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
@@ -104,25 +111,51 @@ class Supervisor:
             return
         if not self.ctx.started:
             return
-        now = time.monotonic()
-        timeout = None
-        if now >= self._next_ping:
-            timeout, self._next_ping = self.hang_timeout, now + self.ping_every
-        if self.ctx.jvm_alive(timeout):
-            self.state = RUNNING
-            return
-        self._lost()
+        if not self.ctx.jvm_alive():
+            self._lost("died")
+        else:
+            silent = self._unanswered()
+            if silent is None:
+                self.state = RUNNING
+                return
+            self._lost(f"has not answered for {silent:.0f} s (it is killed)")
         self._restart()
 
-    def _lost(self) -> None:
+    def _unanswered(self) -> float | None:
+        """Ask the pinger when a ping is due; how long a ping has waited once that exceeds
+        ``hang_timeout`` (a hung JVM), else None."""
+        now = time.monotonic()
+        if self._ping_asked is not None:
+            if self._ping_answered.is_set():
+                self._ping_asked = None
+            elif now - self._ping_asked > self.hang_timeout:
+                silent, self._ping_asked = now - self._ping_asked, None
+                return silent
+        if self._ping_asked is None and now >= self._next_ping and self._thread is not None:
+            self._ping_asked, self._next_ping = now, now + self.ping_every
+            self._ping_answered.clear()
+            self._ping_due.set()
+        return None
+
+    def _pinger(self) -> None:
+        """Makes the pings in a thread of its own (one py4j connection; a hung JVM blocks only it)."""
+        while True:
+            self._ping_due.wait()
+            self._ping_due.clear()
+            if self._stop.is_set():
+                return
+            gateway.ping()
+            self._ping_answered.set()
+
+    def _lost(self, what: str) -> None:
         pid = self.ctx.jvm_pid()
         pending = {t: [c for c in list(t.consumers.values())
                        if c.handle is not None and not c.stopped and not c.done] for t in self.topologies()}
         count = sum(len(cs) for cs in pending.values())
         self.state = RESTARTING
-        self.error = f"the Spark driver JVM (pid {pid}) died; Spark is restarting"
-        log.error("the Spark driver JVM (pid %s) died: restarting Spark and re-attaching %d queries from "
-                  "their checkpoints", pid, count)
+        self.error = f"the Spark driver JVM (pid {pid}) {what}; Spark is restarting"
+        log.error("the Spark driver JVM (pid %s) %s: restarting Spark and re-attaching %d queries from "
+                  "their checkpoints", pid, what, count)
         for topology, consumers in pending.items():
             for c in consumers:
                 c.handle = None  # dead: never called again (``Consumer.failed`` ignores a missing handle)

@@ -5,6 +5,7 @@ and tried again. The real kill -9 is ``tests/e2e/test_jvm_kill.py``."""
 from __future__ import annotations
 
 import logging
+import threading
 
 import httpx
 from local_runner import start_local
@@ -27,7 +28,7 @@ class DyingCtx(Ctx):
     def kill(self):
         self.alive = False
 
-    def jvm_alive(self, timeout=None):
+    def jvm_alive(self):
         return self.alive
 
     def jvm_pid(self):
@@ -102,3 +103,26 @@ def test_failed_restart_is_reported_and_retried(server_factory, tmp_path):
         supervisor.check()  # the retry
         assert supervisor.state == RUNNING and supervisor.restarts == 1
         assert c.get("/runtime_status").status_code == 200
+
+
+def test_hung_jvm_counts_as_dead(tmp_path, monkeypatch):
+    from sbpy.server import supervisor as supervisor_module
+
+    release, pinged = threading.Event(), threading.Event()
+
+    def hanging_ping():  # the JVM never answers
+        pinged.set()
+        release.wait(30)
+        return False
+
+    monkeypatch.setattr(supervisor_module.gateway, "ping", hanging_ping)
+    ctx = DyingCtx(tmp_path / "data")
+    supervisor = Supervisor(ctx, list, interval=3600, hang_timeout=0.0).start()  # rounds run by hand
+    try:
+        supervisor.check()  # the process runs; a ping is asked
+        assert pinged.wait(10) and supervisor.state == RUNNING
+        supervisor.check()  # unanswered longer than hang_timeout
+        assert ctx.dropped == [100] and supervisor.restarts == 1 and supervisor.state == RUNNING
+    finally:
+        release.set()
+        supervisor.stop()
