@@ -26,9 +26,16 @@ def has_nan(value: Any) -> bool:
     if t is float:
         return value != value
     if t is dict:
-        return any(has_nan(v) for v in value.values())
-    if t is list:
-        return any(has_nan(v) for v in value)
+        value = value.values()
+    elif t is not list:
+        return False
+    for v in value:
+        t = type(v)
+        if t is float:
+            if v != v:
+                return True
+        elif (t is dict or t is list) and has_nan(v):
+            return True
     return False
 
 
@@ -80,6 +87,10 @@ class DeltaEmitter:
     def apply(self, removed: list[Any], added: list[Any]) -> list[Any]:
         """Replace the previous relation by ``previous - removed + added``; the items to emit, in order."""
         istream = self.kind == "istream"
+        if len(added) == 1 and len(removed) <= 1 and not self.nans.pos:
+            fast = self._one_change(istream, removed[0] if removed else None, added[0])
+            if fast is not None:
+                return fast
         out: list[Any] = []
         if not istream:
             out.extend(self.nans.items)
@@ -121,4 +132,25 @@ class DeltaEmitter:
             out.extend(self.nans.items)
         if len(out) > 1:
             out.sort(key=_pos)
+        return out
+
+    def _one_change(self, istream: bool, gone: Any, new: Any) -> list[Any] | None:
+        """``apply`` for one added and at most one removed item of different keys (the common step)."""
+        if new.nan or (gone is not None and (gone.nan or gone.ekey == new.ekey)):
+            return None
+        classes = self.classes
+        out: list[Any] = []
+        if gone is not None:
+            cls = classes[gone.ekey]
+            if not istream:
+                out.append(cls.items[-1])
+            cls.remove(gone)
+            if not cls.pos:
+                del classes[gone.ekey]
+        cls = classes.get(new.ekey)
+        if cls is None:
+            cls = classes[new.ekey] = KeyClass()
+        cls.insert(new)
+        if istream:
+            out.append(cls.items[-1])
         return out

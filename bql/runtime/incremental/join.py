@@ -61,6 +61,7 @@ class JoinPlan:
         self.aliases = tuple(s.alias for s in slots)
         self.where = where
         self.hashed = False
+        self.key_decides = False
         self.equalities: list[str] = []  # text of the hashed conjuncts, for kernel descriptions
         n = len(slots)
         self.unary: list[list[Any]] = [[] for _ in range(n)]
@@ -96,6 +97,9 @@ class JoinPlan:
             self.links.append(row)
         self.bucket_ids = sorted(pos)
         self.hashed = True
+        # WHERE is just ``X = Y`` of two FROM items: equal keys mean WHERE is true (``join_key``)
+        self.key_decides = (n == 2 and len(parts.equalities) == 1 and not parts.single
+                            and not parts.constants)
 
     @staticmethod
     def _constants_ok(constants: list[Any], registry: Any) -> bool:
@@ -165,6 +169,8 @@ class JoinPlan:
             return []
         if not self.hashed or self._irregular_involved(index, new):
             return self._product(new)
+        if len(new) == 1 and len(self.slots) == 2:
+            return self._pair(index, new)
         out: list[Combo] = []
         order = list(new)
         n = len(self.slots)
@@ -173,6 +179,30 @@ class JoinPlan:
             chosen: list[Entry | None] = [None] * n
             chosen[k] = new[k]
             self._walk(0, k, chosen, skip, index, out)
+        return out
+
+    def _pair(self, index: JoinIndex, new: dict[int, Entry]) -> list[Combo]:
+        """``_walk`` for two FROM items and one new entry (the common join step)."""
+        ((k, entry),) = new.items()
+        s = 1 - k
+        e, _, pos = self.links[k][s]
+        key = index.facts[entry.eid].keys[pos]
+        bucket = index.buckets[(e, s)].get(key) if key is not NO_MATCH else None
+        if not bucket:
+            return []
+        a0, a1 = self.aliases
+        where, decided = self.where, self.key_decides
+        out: list[Combo] = []
+        mine = entry.tuple
+        for other in list(bucket.values()):
+            if k == 0:
+                env = Env({a0: mine, a1: other.tuple})
+                ids = (entry.eid, other.eid)
+            else:
+                env = Env({a0: other.tuple, a1: mine})
+                ids = (other.eid, entry.eid)
+            if decided or truth(where(env), "WHERE"):
+                out.append((ids, env))
         return out
 
     def _irregular_involved(self, index: JoinIndex, new: dict[int, Entry]) -> bool:

@@ -1,11 +1,11 @@
 """Hash keys for the equality conjuncts of a join (``a:k = b:k``) and the WHERE-clause analysis.
 
-``join_key(v)`` maps a value to a hashable key such that ``a = b`` being true implies
-``join_key(a) == join_key(b)``: numbers become floats (BQL compares int with float as floats; two
-ints that differ but round to the same float only share a bucket, and the real WHERE rejects them),
-strings/bools/blobs/timestamps are tagged by type, arrays and maps compare deeply with NULL equal to
-NULL inside. NULL at the top, and any NaN, can never be equal: those values get ``NO_MATCH`` and are
-not indexed. Values of other Python types raise ``Unindexable``.
+``join_key(v)`` maps a value to a hashable key such that ``a = b`` is true exactly when
+``join_key(a) == join_key(b)``: numbers become floats (BQL compares int with float as floats; ints
+beyond 2**53 are ``Unindexable``, their floats would be equal for unequal ints), strings / bools /
+blobs / timestamps are tagged by type, arrays and maps compare deeply with NULL equal to NULL inside.
+NULL at the top, and any NaN, can never be equal: those values get ``NO_MATCH`` and are not indexed.
+Values of other Python types raise ``Unindexable``.
 
 ``split_where`` cuts a WHERE clause into its top-level ``AND`` conjuncts and sorts them into
 one-alias conjuncts, equalities between two aliases, constants and the rest (residual).
@@ -19,6 +19,7 @@ from typing import Any
 from ...ast import BinaryOp, Expr, FieldRef, TimestampRef, Wildcard
 
 NO_MATCH = None  # the key of a value that equals nothing
+_EXACT = 1 << 53  # ints up to this magnitude convert to float exactly
 
 
 class Unindexable(Exception):
@@ -41,11 +42,14 @@ class _NaN(Exception):
 
 def _inner(v: Any) -> Any:
     t = type(v)
-    if t is int or t is float:
-        f = float(v)
-        if f != f:
+    if t is int:
+        if -_EXACT <= v <= _EXACT:
+            return float(v)
+        raise Unindexable("an int beyond 2**53")  # its float would merge it with its neighbours
+    if t is float:
+        if v != v:
             raise _NaN
-        return f
+        return v
     if t is str:
         return ("s", v)
     if v is None:

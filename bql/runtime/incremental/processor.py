@@ -18,6 +18,7 @@ kernel only for statements ``eligibility.ineligible_reason`` accepts.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import pickle
 from typing import Any
 
@@ -33,6 +34,12 @@ from .ordered_window import OrderedWindow
 from .relation import Relation
 
 SNAPSHOT_KIND = "incremental-select/1"
+_SCALARS = frozenset((int, float, str, bool, type(None), bytes, _dt.datetime))
+
+
+def copy_row(data: dict[str, Any]) -> dict[str, Any]:
+    """``kernel._copy`` of an output row (a deep copy of maps and arrays), without a call per scalar."""
+    return {k: v if type(v) in _SCALARS else _copy(v) for k, v in data.items()}
 
 
 class IncrementalSelectProcessor(SelectProcessor):
@@ -50,6 +57,7 @@ class IncrementalSelectProcessor(SelectProcessor):
         self.index = self.join.new_index()
         self.relation = Relation(track=self.delta is not None and self.grouping is None)
         self.table = GroupTable()
+        self.timed = any(s.window.span is not None for s in self.slots)
 
     def kernel_description(self) -> str:
         """A short account of how this statement runs (for EXPLAIN)."""
@@ -82,11 +90,11 @@ class IncrementalSelectProcessor(SelectProcessor):
             result.dropped.append(Dropped(tup, _message(err), "other"))
             return
         limit = self.limit
-        for data in rows:
-            if limit is not None and self.emitted >= limit:
-                break
-            result.outputs.append(Tuple(_copy(data), tup.ts, tup.seq, ""))
-            self.emitted += 1
+        if limit is not None:
+            rows = rows[:max(0, limit - self.emitted)]
+        ts, seq = tup.ts, tup.seq
+        result.outputs.extend([Tuple(copy_row(data), ts, seq, "") for data in rows])
+        self.emitted += len(rows)
         if limit is not None and self.emitted >= limit:
             self.done = True
 
@@ -95,19 +103,24 @@ class IncrementalSelectProcessor(SelectProcessor):
         slots, join, index, relation = self.slots, self.join, self.index, self.relation
         new: dict[int, Entry] = {}
         left: list[tuple[int, Entry]] = []
+        hashed = join.hashed
         for k in targets:
             entry = Entry(self.next_eid, tup)
             self.next_eid += 1
             new[k] = entry
             popped = slots[k].window.add(entry)
-            join.add(index, k, entry)
-            left.extend((k, e) for e in popped)
-        for slot in slots:
-            if slot.window.span is not None:
-                left.extend((slot.index, e) for e in slot.window.prune(tup.ts))
+            if hashed:
+                join.add(index, k, entry)
+            if popped:
+                left.extend((k, e) for e in popped)
+        if self.timed:
+            for slot in slots:
+                if slot.window.span is not None:
+                    left.extend((slot.index, e) for e in slot.window.prune(tup.ts))
         groups = self.groups
         for k, entry in left:
-            join.remove(index, k, entry)
+            if hashed:
+                join.remove(index, k, entry)
             for row in relation.drop_entry(entry.eid):
                 if groups is not None and row.gkey is not None:
                     groups.remove_row(self.table, row)
@@ -119,30 +132,34 @@ class IncrementalSelectProcessor(SelectProcessor):
 
     def _project(self) -> list[dict[str, Any]]:
         relation = self.relation
-        pending = relation.pending
+        pending = relation.take_pending()
         evaluate = self.select_list.evaluate
         keyed = self.delta is not None
-        while pending:
-            row = next(iter(pending.values()))
-            data = row.data = evaluate(row.env)
+        for i, row in enumerate(pending):
+            try:
+                data = row.data = evaluate(row.env)
+            except Exception:
+                relation.pending = pending[i:]  # the reference re-evaluates them next step
+                raise
             if keyed:
                 row.ekey = multiset_key(data)
                 row.nan = has_nan(data)
-            pending.popitem(last=False)
         if self.delta is None:
             return [row.data for row in relation.rows.values()]
         removed, added = relation.take_changes()
         return [item.data for item in self.delta.apply(removed, added)]
 
     def _group(self) -> list[dict[str, Any]]:
-        pending = self.relation.pending
+        relation = self.relation
+        pending = relation.take_pending()
         row_key = self.grouping.row_key
         groups, table = self.groups, self.table
-        while pending:
-            row = next(iter(pending.values()))
-            key = row_key(row.env)
-            pending.popitem(last=False)
-            row.gkey = key
+        for i, row in enumerate(pending):
+            try:
+                row.gkey = row_key(row.env)
+            except Exception:
+                relation.pending = pending[i:]
+                raise
             groups.add_row(table, row)
         removed, added = groups.evaluate(table)
         if self.delta is None:

@@ -12,7 +12,6 @@ relation's order is the order of ``pos`` — the order ``SelectProcessor.rows`` 
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 from ...eval import Env
@@ -35,15 +34,19 @@ class Row:
 
 
 class Relation:
-    """Rows by position, the rows each entry takes part in, and the change log (plain data)."""
+    """Rows by position, the rows each entry takes part in, and the change log (plain data).
+
+    ``pending`` and ``added`` are lists in position order that may still hold rows that have left
+    the relation since (they are skipped when read): appending is cheaper than keeping them exact.
+    """
 
     __slots__ = ("rows", "by_eid", "pending", "added", "removed", "track", "next_pos")
 
     def __init__(self, track: bool):
         self.rows: dict[int, Row] = {}
         self.by_eid: dict[int, list[Row]] = {}
-        self.pending: OrderedDict[int, Row] = OrderedDict()
-        self.added: dict[int, Row] = {}
+        self.pending: list[Row] = []
+        self.added: list[Row] = []
         self.removed: list[Row] = []
         self.track = track
         self.next_pos = 0
@@ -52,36 +55,42 @@ class Relation:
         row = Row(self.next_pos, ids, env)
         self.next_pos += 1
         self.rows[row.pos] = row
-        self.pending[row.pos] = row
+        self.pending.append(row)
+        by_eid = self.by_eid
         for eid in ids:
-            same = self.by_eid.get(eid)
+            same = by_eid.get(eid)
             if same is None:
-                self.by_eid[eid] = [row]
+                by_eid[eid] = [row]
             else:
                 same.append(row)
         if self.track:
-            self.added[row.pos] = row
+            self.added.append(row)
         return row
 
     def drop_entry(self, eid: int) -> list[Row]:
         """Remove the rows containing entry ``eid``; returns those that were still present."""
         gone = []
+        rows = self.rows
         for row in self.by_eid.pop(eid, ()):
-            if self.rows.pop(row.pos, None) is None:
+            if rows.pop(row.pos, None) is None:
                 continue
             gone.append(row)
-            self.pending.pop(row.pos, None)
-            if self.track:
-                if row.emitted:
-                    self.removed.append(row)
-                else:
-                    self.added.pop(row.pos, None)
+            if self.track and row.emitted:
+                self.removed.append(row)
         return gone
+
+    def take_pending(self) -> list[Row]:
+        """The rows still waiting for their projection or key, in order (the list is emptied)."""
+        pending, self.pending = self.pending, []
+        rows = self.rows
+        return [r for r in pending if r.pos in rows]
 
     def take_changes(self) -> tuple[list[Row], list[Row]]:
         """(rows of the last emitted relation that left, rows added since) — and start a new log."""
-        removed, added = self.removed, list(self.added.values())
+        rows = self.rows
+        added = [r for r in self.added if r.pos in rows]
         for row in added:
             row.emitted = True
-        self.removed, self.added = [], {}
+        removed = self.removed
+        self.removed, self.added = [], []
         return removed, added
