@@ -19,6 +19,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any
 
+from ...values import multiset_key
+
 
 def has_nan(value: Any) -> bool:
     """Whether a row value contains a float NaN anywhere."""
@@ -37,6 +39,33 @@ def has_nan(value: Any) -> bool:
         elif (t is dict or t is list) and has_nan(v):
             return True
     return False
+
+
+_NULL_KEY = ("null",)
+
+
+def row_key(data: dict[str, Any]) -> tuple[Any, bool]:
+    """``(multiset_key(data), has_nan(data))`` of an output row in one pass (scalars inline)."""
+    nan = False
+    parts = []
+    for k, v in data.items():
+        t = type(v)
+        if t is int:
+            parts.append((k, v))
+        elif t is str:
+            parts.append((k, ("s", v)))
+        elif t is float:
+            if v != v:
+                nan = True
+            parts.append((k, v))
+        elif v is None:
+            parts.append((k, _NULL_KEY))
+        elif t is bool:
+            parts.append((k, ("b", v)))
+        else:
+            nan = nan or has_nan(v)
+            parts.append((k, multiset_key(v)))
+    return ("m", frozenset(parts)), nan
 
 
 class KeyClass:

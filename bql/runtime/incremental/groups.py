@@ -20,11 +20,10 @@ from collections import OrderedDict
 from typing import Any
 
 from ...ast import Wildcard
-from ...values import multiset_key
 from ...eval import Env, Scope, compile_expr
 from ..grouping import Grouping
 from .aggregates import state_factory
-from .emitter import has_nan
+from .emitter import row_key
 from .relation import Row
 
 
@@ -36,8 +35,10 @@ class GroupItem:
     def __init__(self, pos: int, data: dict[str, Any], keyed: bool):
         self.pos = pos
         self.data = data
-        self.ekey = multiset_key(data) if keyed else None
-        self.nan = has_nan(data) if keyed else False
+        if keyed:
+            self.ekey, self.nan = row_key(data)
+        else:
+            self.ekey, self.nan = None, False
 
 
 class Group:

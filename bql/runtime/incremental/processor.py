@@ -23,23 +23,20 @@ import pickle
 from typing import Any
 
 from ...ast import Select
-from ...values import multiset_key
 from ..kernel import SelectProcessor, _copy, _message
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..windows import Entry
-from .emitter import DeltaEmitter, has_nan
+from .emitter import DeltaEmitter, row_key
 from .groups import GroupTable, IncrementalGrouping
 from .join import JoinPlan
 from .ordered_window import OrderedWindow
 from .relation import Relation
 
 SNAPSHOT_KIND = "incremental-select/1"
+# emitted rows are ``kernel._copy``-ed (maps and arrays deep-copied); these types need no call
 _SCALARS = frozenset((int, float, str, bool, type(None), bytes, _dt.datetime))
 
 
-def copy_row(data: dict[str, Any]) -> dict[str, Any]:
-    """``kernel._copy`` of an output row (a deep copy of maps and arrays), without a call per scalar."""
-    return {k: v if type(v) in _SCALARS else _copy(v) for k, v in data.items()}
 
 
 class IncrementalSelectProcessor(SelectProcessor):
@@ -58,11 +55,33 @@ class IncrementalSelectProcessor(SelectProcessor):
         self.relation = Relation(track=self.delta is not None and self.grouping is None)
         self.table = GroupTable()
         self.timed = any(s.window.span is not None for s in self.slots)
+        self.has_udsf = any(s.udsf is not None for s in self.slots)
+        self.delegate = self.fast  # run as the reference kernel (fast path, or restored from its snapshot)
+        self.targets: dict[str, list[int]] = {}
+        for slot in self.slots:
+            for name in slot.sources:
+                self.targets.setdefault(name, []).append(slot.index)
+
+    def process(self, tup: Tuple) -> StepResult:
+        """``SelectProcessor.process`` with the FROM items of each input looked up once."""
+        if self.has_udsf:
+            return super().process(tup)
+        result = StepResult()
+        if self.done:
+            result.done = True
+            return result
+        targets = self.targets.get(tup.input)
+        if targets:
+            self._step(tup, targets, result)
+        result.done = self.done
+        return result
 
     def kernel_description(self) -> str:
         """A short account of how this statement runs (for EXPLAIN)."""
         if self.fast:
             return "reference fast path (RSTREAM over [RANGE 1 TUPLES])"
+        if self.delegate:
+            return "reference (restored from a snapshot of the reference kernel)"
         parts = []
         if len(self.slots) > 1:
             if self.join.hashed:
@@ -81,7 +100,7 @@ class IncrementalSelectProcessor(SelectProcessor):
     # ------------------------------------------------------------ one step
 
     def _step(self, tup: Tuple, targets: list[int], result: StepResult) -> None:
-        if self.fast:
+        if self.delegate:
             super()._step(tup, targets, result)
             return
         try:
@@ -92,8 +111,9 @@ class IncrementalSelectProcessor(SelectProcessor):
         limit = self.limit
         if limit is not None:
             rows = rows[:max(0, limit - self.emitted)]
-        ts, seq = tup.ts, tup.seq
-        result.outputs.extend([Tuple(copy_row(data), ts, seq, "") for data in rows])
+        ts, seq, scalars = tup.ts, tup.seq, _SCALARS
+        result.outputs.extend([Tuple({k: v if type(v) in scalars else _copy(v) for k, v in data.items()},
+                                     ts, seq, "") for data in rows])
         self.emitted += len(rows)
         if limit is not None and self.emitted >= limit:
             self.done = True
@@ -142,8 +162,7 @@ class IncrementalSelectProcessor(SelectProcessor):
                 relation.pending = pending[i:]  # the reference re-evaluates them next step
                 raise
             if keyed:
-                row.ekey = multiset_key(data)
-                row.nan = has_nan(data)
+                row.ekey, row.nan = row_key(data)
         if self.delta is None:
             return [row.data for row in relation.rows.values()]
         removed, added = relation.take_changes()
@@ -169,7 +188,7 @@ class IncrementalSelectProcessor(SelectProcessor):
     # ------------------------------------------------------------ snapshot / restore
 
     def snapshot(self) -> bytes:
-        if self.fast:
+        if self.delegate:
             return super().snapshot()
         state = {
             "kind": SNAPSHOT_KIND,
@@ -186,12 +205,13 @@ class IncrementalSelectProcessor(SelectProcessor):
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     def restore(self, data: bytes) -> None:
-        if self.fast:
-            super().restore(data)
-            return
+        """Load a snapshot; one of the reference kernel (an older checkpoint) turns this processor
+        into the reference kernel for good (exact, just not incremental)."""
         state = pickle.loads(data)
-        if not isinstance(state, dict) or state.get("kind") != SNAPSHOT_KIND:
-            raise ValueError("not a snapshot of the incremental SELECT kernel")
+        if self.delegate or state.get("kind") != SNAPSHOT_KIND:
+            super().restore(data)
+            self.delegate = True
+            return
         self.next_eid = state["next_eid"]
         for slot, window, udsf in zip(self.slots, state["windows"], state["udsfs"]):
             slot.window = window
