@@ -40,10 +40,20 @@ class OrderedWindow(Window):
         self.descents = 0
 
     def add(self, entry: Entry) -> list[Entry]:
+        """``Window.add``: append; a count window drops (and returns) what falls out of its count."""
         entries = self.entries
-        if self.span is not None and entries and entry.tuple.ts < entries[-1].tuple.ts:
-            self.descents += 1
-        return super().add(entry)
+        if self.span is not None:
+            if entries and entry.tuple.ts < entries[-1].tuple.ts:
+                self.descents += 1
+            entries.append(entry)
+            return []
+        entries.append(entry)
+        if len(entries) <= self.size:
+            return []
+        removed = [entries.popleft()]
+        while len(entries) > self.size:
+            removed.append(entries.popleft())
+        return removed
 
     def prune(self, now: _dt.datetime) -> list[Entry]:
         """The reference's result: drop (and return) every entry older than ``now - range``."""

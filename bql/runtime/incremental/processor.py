@@ -23,7 +23,8 @@ import pickle
 from typing import Any
 
 from ...ast import Select
-from ..kernel import SelectProcessor, _copy, _message
+from ...eval import Env
+from ..kernel import SelectProcessor, _copy, _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..windows import Entry
 from .emitter import DeltaEmitter, row_key
@@ -56,6 +57,7 @@ class IncrementalSelectProcessor(SelectProcessor):
         self.table = GroupTable()
         self.timed = any(s.window.span is not None for s in self.slots)
         self.has_udsf = any(s.udsf is not None for s in self.slots)
+        self.single = len(self.slots) == 1
         self.delegate = self.fast  # run as the reference kernel (fast path, or restored from its snapshot)
         self.targets: dict[str, list[int]] = {}
         for slot in self.slots:
@@ -120,6 +122,8 @@ class IncrementalSelectProcessor(SelectProcessor):
 
     def _advance(self, tup: Tuple, targets: list[int]) -> list[dict[str, Any]]:
         """Update windows and relation for ``tup``; the rows to emit (raises when the step fails)."""
+        if self.single:
+            return self._advance_single(tup)
         slots, join, index, relation = self.slots, self.join, self.index, self.relation
         new: dict[int, Entry] = {}
         left: list[tuple[int, Entry]] = []
@@ -146,6 +150,28 @@ class IncrementalSelectProcessor(SelectProcessor):
                     groups.remove_row(self.table, row)
         for ids, env in join.combos(index, new):
             relation.add(ids, env)
+        if groups is None:
+            return self._project()
+        return self._group()
+
+    def _advance_single(self, tup: Tuple) -> list[dict[str, Any]]:
+        """``_advance`` for one FROM item: one new entry, one candidate row."""
+        window, relation, groups = self.slots[0].window, self.relation, self.groups
+        entry = Entry(self.next_eid, tup)
+        self.next_eid += 1
+        left = window.add(entry)
+        if self.timed:
+            left += window.prune(tup.ts)
+        for old in left:
+            gone = relation.drop_entry(old.eid)
+            if groups is not None:
+                for row in gone:
+                    if row.gkey is not None:
+                        groups.remove_row(self.table, row)
+        env = Env({self.aliases[0]: tup})
+        where = self.where
+        if where is None or truth(where(env), "WHERE"):
+            relation.add((entry.eid,), env)
         if groups is None:
             return self._project()
         return self._group()

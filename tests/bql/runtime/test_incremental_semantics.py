@@ -175,3 +175,10 @@ def test_row_key_flags_nan(row, where):
     first = next(iter(row))
     row[first] = float("nan") if where == "top" else [1, {"z": float("nan")}]
     assert row_key(row)[1]
+
+
+@pytest.mark.parametrize("emitter", ["ISTREAM", "DSTREAM", "RSTREAM"])
+def test_udsf_from_item_matches_reference(emitter):
+    q = f'SELECT {emitter} a:x AS x, count(*) AS n FROM duplicate("s1", 2) [RANGE 3 TUPLES] AS a GROUP BY a:x'
+    stream = _stream({"x": 1}, {"x": 2.0}, {"x": 2}, {"y": 1}, {"x": 1})
+    compare(q, stream, frozenset({3}))
