@@ -42,12 +42,14 @@ class Replayer:
             threads.append((t, None))
         return threads, False
 
-    def _row(self, threads: list, mask: int) -> tuple[list, Any]:
-        """One row: the new thread list and the history that reached MATCH (or None)."""
+    def _row(self, threads: list, mask: int, cut: bool = True) -> tuple[list, Any]:
+        """One row: the new thread list and the history that reached MATCH first (or None); with
+        ``cut`` False the threads after it go on (see ``snapshot_threads``)."""
         full = mask | self.always
         bit, eps, label, match_pc = self.bit, self.eps, self.label, self.match_pc
         seen: set = set()
         new: list = []
+        hit = None
         for pc, hist in threads:
             if not full & bit[pc]:
                 continue
@@ -58,9 +60,12 @@ class Replayer:
                     continue
                 seen.add(t)
                 if t == match_pc:
-                    return new, nh
+                    if cut:
+                        return new, nh
+                    hit = nh if hit is None else hit
+                    break
                 new.append((t, nh))
-        return new, None
+        return new, hit
 
     def labels(self, start: int, end: int, mask_at: Callable[[int], int]) -> list:
         """``[(var, excluded), ...]`` of the attempt at ``start`` whose match ends before ``end``."""
@@ -88,14 +93,28 @@ class Replayer:
             raise AssertionError(f"the replay of an attempt over masks {masks} found no match at their end")
         return tuple(hist_list(hit))
 
-    def threads(self, start: int, upto: int, mask_at: Callable[[int], int]) -> dict:
-        """``pc -> labels`` of the attempt's threads waiting at ``upto`` (first history per ``pc``)."""
-        threads, _ = self._start()
-        for p in range(start, upto):
-            if not threads:
-                break
-            threads, _ = self._row(threads, mask_at(p))
-        out: dict = {}
-        for pc, hist in threads:
-            out.setdefault(pc, hist_list(hist))
-        return out
+    def snapshot_threads(self, start: int, upto: int, pcs: tuple, end: int | None,
+                         mask_at: Callable[[int], int]) -> tuple[list, list | None]:
+        """The matcher's view of an unresolved attempt for a snapshot: ``[(pc, labels)]`` of its
+        threads ``pcs`` waiting at ``upto`` and the labels of its candidate match ending at ``end``.
+
+        Labels of the attempt alone (as ``labels``). A thread or candidate the lone attempt does not
+        have — it would have been cut by a MATCH of ours that an earlier attempt's MATCH shadowed — takes
+        the labels of the replay without cuts: such an attempt is tainted and an earlier one will match
+        before it, so it is dropped or rescanned and these labels are never read."""
+        replays = []
+        for cut in (True, False):
+            threads, _ = self._start()
+            candidate = None
+            for p in range(start, upto):
+                threads, hit = self._row(threads, mask_at(p), cut)
+                if p + 1 == end:
+                    candidate = hit
+            replays.append(({pc: hist for pc, hist in reversed(threads)}, candidate))
+        (found, cand), (loose, loose_cand) = replays
+        out = [(pc, hist_list(found[pc] if pc in found else loose.get(pc))) for pc in pcs]
+        if end is None:
+            return out, None
+        if end == start:
+            return out, []
+        return out, hist_list(cand if cand is not None else loose_cand)

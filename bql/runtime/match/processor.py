@@ -130,10 +130,10 @@ class MatchRecognizeProcessor:
         self.by_str: dict[str, _Partition] = {}  # partitions by their one str PARTITION BY value
 
     def engine_description(self) -> str:
-        """Which engine matches the pattern, for EXPLAIN: ``deterministic automaton (n states)`` (the
-        states built so far; they are built on first use) or ``backtracking matcher: <why>``."""
+        """Which engine matches the pattern, for EXPLAIN: ``deterministic automaton (n states built so
+        far)`` (states are built as rows reach them) or ``backtracking matcher: <why>``."""
         if self.automaton is not None:
-            return f"deterministic automaton ({len(self.automaton.table)} states)"
+            return f"deterministic automaton ({len(self.automaton.table)} states built so far)"
         return f"backtracking matcher: {self.fallback_reason}"
 
     # ------------------------------------------------------------ Processor protocol

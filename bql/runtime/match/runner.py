@@ -225,13 +225,9 @@ class AutomatonMatcher:
                 owners.setdefault(pc, s)
         attempts = []
         for s in range(self.head, self.newest + 1):
-            threads = []
-            if s in live:
-                hists = self.replayer.threads(s, self.pos, self.mask_at)
-                threads = [(pc, hists[pc]) for pc in live[s]]
             end = self.cands.get(s)
-            match = None if end is None else (self.replayer.labels(s, end, self.mask_at), end)
-            attempts.append((s, threads, match, s in self.tainted))
+            threads, labels = self.replayer.snapshot_threads(s, self.pos, live.get(s, ()), end, self.mask_at)
+            attempts.append((s, threads, None if end is None else (labels, end), s in self.tainted))
             if end == self.pos:
                 owners.setdefault(self.auto.match_pc, s)
         visited = {pc: owners.get(pc, -1) for pc in self.state.vis}

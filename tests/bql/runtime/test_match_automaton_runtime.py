@@ -95,9 +95,35 @@ def test_engine_switch(monkeypatch):
     body = "ORDER BY t MEASURES count(*) AS n PATTERN (A B) DEFINE A AS v > 1"
     monkeypatch.setenv("SBPY_MATCH_ENGINE", "matcher")
     assert build(body, None).engine_description() == "backtracking matcher: the matcher was asked for"
-    assert build(body, "auto").engine_description() == "deterministic automaton (1 states)"
+    assert build(body, "auto").engine_description() == "deterministic automaton (1 states built so far)"
     monkeypatch.setenv("SBPY_MATCH_ENGINE", "automaton")
     assert build(body, None).automaton is not None
     monkeypatch.setenv("SBPY_MATCH_ENGINE", "nfa")
     with pytest.raises(ValueError, match="SBPY_MATCH_ENGINE"):
         build(body, None)
+
+
+@pytest.mark.parametrize("engine", ["automaton", "matcher"])
+def test_snapshot_of_an_attempt_whose_match_an_earlier_one_shadowed(engine):
+    """Attempt 1's MATCH is shadowed by attempt 0's at the same row, so it keeps a thread its lone
+    replay would have cut: the snapshot still gives it labels, and both engines go on identically."""
+    body = ("PARTITION BY k ORDER BY t MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, FIRST(t) AS f "
+            "ONE ROW PER MATCH PATTERN ({- (A)*? -} (B)+) DEFINE A AS v = PREV(v)")
+    rows = [{"k": "x", "t": 0, "v": 0}] * 3
+    want = outputs(build(body, "matcher", 0), rows)
+    first = build(body, "automaton", 0)
+    head = [first.process(Tuple(dict(r), T0 + dt.timedelta(seconds=i), i + 1, "s")) for i, r in enumerate(rows[:2])]
+    second = build(body, engine, 0)
+    second.restore(first.snapshot())
+    rest = outputs_from(second, rows, 2)
+    assert [([o.data for o in r.outputs], [(d.error, d.event_type) for d in r.dropped]) for r in head] + rest == want
+
+
+def outputs_from(proc, rows, start):
+    steps = []
+    for i in range(start, len(rows)):
+        res = proc.process(Tuple(dict(rows[i]), T0 + dt.timedelta(seconds=i), i + 1, "s"))
+        steps.append(([o.data for o in res.outputs], [(d.error, d.event_type) for d in res.dropped]))
+    res = proc.finish("s")
+    steps.append(([o.data for o in res.outputs], [(d.error, d.event_type) for d in res.dropped]))
+    return steps
