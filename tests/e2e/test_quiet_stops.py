@@ -1,5 +1,7 @@
 """DROP STREAM while a micro-batch runs: the stop logs one INFO line and no ERROR (no py4j traceback), and
-Spark ends the query as stopped, not failed (no StackOverflowError, no "terminated with error")."""
+Spark ends the query as stopped, not failed (no StackOverflowError, no "terminated with error"). The
+JVM's own output is read with ``capfd`` (the JVM writes to this process's stderr, captured by pytest;
+under ``-s`` that part checks nothing)."""
 from __future__ import annotations
 
 import json
