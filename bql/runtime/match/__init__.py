@@ -1,9 +1,12 @@
 """Row pattern recognition (SQL:2016 MATCH_RECOGNIZE) as a per-tuple processor.
 
 Modules: ``program`` (pattern → VM program), ``exprs`` (MEASURES/DEFINE expressions: navigation,
-CLASSIFIER, MATCH_NUMBER, RUNNING/FINAL, aggregates over variables), ``matcher`` (priority-ordered
-Pike VM per partition), ``partition`` (reorder buffer and row store), ``output`` (ONE ROW / ALL ROWS
-assembly), ``processor`` (the ``Processor`` implementation).
+CLASSIFIER, MATCH_NUMBER, RUNNING/FINAL, aggregates over variables), ``levels`` (how much of a match an
+expression reads), ``matcher`` (priority-ordered Pike VM per partition: the reference engine),
+``engine`` (which engine a clause gets), ``dfa`` / ``runner`` / ``conditions`` / ``labels`` (the
+deterministic automaton engine: states, per-partition driver, DEFINE row masks, label replay),
+``partition`` (reorder buffer and row store), ``output`` / ``fastpath`` (ONE ROW / ALL ROWS assembly and
+its shortcuts), ``processor`` (the ``Processor`` implementation).
 """
 from .processor import DEFAULT_REORDER_BOUND, MatchRecognizeProcessor
 
