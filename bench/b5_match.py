@@ -113,8 +113,6 @@ def matcher_run(query: str, rows: list[dict[str, Any]], stream: str,
             os.environ.pop("SBPY_MATCH_ENGINE", None)
         else:
             os.environ["SBPY_MATCH_ENGINE"] = saved
-    if engine is not None:
-        print(f"  {engine}: {proc.engine_description()}")
     tuples = [Tuple(r, T0, i + 1, stream) for i, r in enumerate(rows)]
     out = []
     t0 = time.perf_counter()
@@ -217,6 +215,11 @@ def main() -> None:
     ref_rate = a.n / ref_s
     table = [("hand-written automaton", a.n, ref_rate, 1.0, len(ref), "reference")]
     for engine, label in (("automaton", "in-process, automaton engine"), ("matcher", "in-process, matcher engine")):
+        from sbpy.bql.runtime.match import MatchRecognizeProcessor
+        from sbpy.bql.runtime.testing import parse_select
+
+        desc = MatchRecognizeProcessor(parse_select(QUERY), None, engine=engine).engine_description()
+        print(f"  {engine} engine: {desc}")
         mr_s, got = matcher_run(QUERY, rows, "ticker", engine)
         same = sorted(got, key=_key) == sorted(ref, key=_key)
         mr_rate = a.n / mr_s
@@ -245,7 +248,7 @@ def main() -> None:
         for engine in ("automaton", "matcher"):
             tenth_s, _ = matcher_run(GUARD, guard_rows[:a.guard // 10], "s", engine)
             g_s, g_out = matcher_run(GUARD, guard_rows, "s", engine)
-            print(f"    {a.guard:,} rows {g_s:.2f} s ({'OK' if g_s < 10 else 'OVER'} the 10 s bound), "
+            print(f"  {engine}: {a.guard:,} rows {g_s:.2f} s ({'OK' if g_s < 10 else 'OVER'} the 10 s bound), "
                   f"{a.guard // 10:,} rows {tenth_s:.2f} s (x{g_s / tenth_s:.1f} for 10x the rows), "
                   f"{len(g_out)} matches")
         for r in spark:

@@ -83,7 +83,8 @@ class OneRowMeasures:
             return []
         _, start, end, labels, mno = event
         last = end - 1
-        ts = rows.get(last if end > start else start).ts
+        stored, base = rows.rows, rows.base  # the rows of a match being rendered are all kept
+        ts = stored[(last if end > start else start) - base].ts
         row = dict(zip(self.partition_names, pvalues))
         for name, spec in self.measures:
             kind = spec[0]
@@ -92,7 +93,7 @@ class OneRowMeasures:
                 if idx is None:
                     row[name] = None
                 else:
-                    data = rows.get(idx).data
+                    data = stored[idx - base].data
                     row[name] = data.get(spec[2]) if type(data) is dict else None
             elif kind == _MNO:
                 row[name] = mno

@@ -190,7 +190,8 @@ class AutomatonMatcher:
                 labels = self.replayer.labels(s, end, self.mask_at)
             self.mno += 1
             nxt, err = skip_target(self.spec, s, end, labels)
-            self.covered = max(self.covered, end)
+            if end > self.covered:
+                self.covered = end
             if err is None:
                 events.append(("match", s, end, labels, self.mno))
             else:
@@ -201,13 +202,16 @@ class AutomatonMatcher:
             k = 0
             while k < len(starts) and starts[k] < nxt:
                 k += 1
-            self.state = self.auto.clear(self.state, k)
+            st = self.state
+            self.state = st.cleared.get(k) or self.auto.clear(st, k)
             if k:
                 del starts[:k]
             if nxt > self.head:
                 self.head = nxt
-                self.cands = {a: e for a, e in self.cands.items() if a >= nxt}
-                self.tainted = {a for a in self.tainted if a >= nxt}
+                if self.cands:
+                    self.cands = {a: e for a, e in self.cands.items() if a >= nxt}
+                if self.tainted:
+                    self.tainted = {a for a in self.tainted if a >= nxt}
             if nxt < self.pos and self.tainted:
                 self.state = self.auto.empty
                 self.starts = []
