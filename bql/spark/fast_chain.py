@@ -4,7 +4,9 @@ A stateless plan's chain is a path ``input → s1 → s2 → … → sk`` where 
 form (``RSTREAM`` over ``[RANGE 1 TUPLES]`` of one input, WHERE and a select list, no LIMIT). For such
 a chain ``FastPipeline.run`` does per journal row only what the generic path does, in the same order:
 decode (``Pipeline.run``), then per stage WHERE and the select list, then encode the last stage's row — without the
-``StepResult``/emitter/``Tuple`` plumbing between stages. Counters, dropped rows (the same node, error
+``StepResult``/emitter/``Tuple`` plumbing between stages. A stage whose WHERE and select list fit
+``stage_codegen``'s subset runs its generated, type-guarded function first; a row it does not cover
+(``FALLBACK``) takes the kernel's compiled closures for that stage. Counters, dropped rows (the same node, error
 text, event and tuple), end handling and stat rows are the ``Pipeline``'s own, so the rows equal the
 generic path's (``tests/spark/test_fast_chain.py`` checks this against ``Pipeline`` on random rows).
 
@@ -20,7 +22,9 @@ from sbpy.bql.eval import Env
 from sbpy.bql.runtime.kernel import SelectProcessor, _message, truth
 from sbpy.bql.runtime.processor import Tuple
 
-from .operator import Pipeline
+from .journal_values import us_to_ts
+from .operator import Pipeline, _error_text
+from .stage_codegen import FALLBACK, generate_for
 
 _UTC = _dt.timezone.utc
 _now = _dt.datetime.now
@@ -54,20 +58,31 @@ class FastPipeline(Pipeline):
     def __init__(self, stages: Iterable[Any], topology: str = "", context: Any = None):
         super().__init__(stages, topology, context)
         self.input = self.stages[0].inputs[0]
-        self.steps = [(k, spec.node, proc.aliases[0], proc.where, proc.select_list.evaluate)
+        self.steps = [(k, spec.node, proc.aliases[0], proc.where, proc.select_list.evaluate, generate_for(proc))
                       for k, (spec, proc) in enumerate(zip(self.stages, self.processors))]
 
-    def _deliver(self, name: str, tup: Tuple) -> None:
-        """A journal row of the chain's input takes the direct path (``Pipeline.run`` decoded it)."""
+    def _deliver_data(self, name: str, data: Any, ts_us: int, seq: int) -> None:
+        """A journal row of the chain's input takes the direct path."""
         if name == self.input:
-            self._chain(tup.data, tup.ts, tup.seq, name)
+            self._chain(data, ts_us, seq, name)
 
-    def _chain(self, data: Any, ts: _dt.datetime, seq: int, name: str) -> None:
-        for k, node, alias, where, select in self.steps:
+    def _chain(self, data: Any, ts_us: int, seq: int, name: str) -> None:
+        ts = None  # the tuple's datetime, made only when a stage needs the kernel
+        for k, node, alias, where, select, generated in self.steps:
             if k in self.ended:
                 return
             stat = self._stat(k)
             stat.received[name] = stat.received.get(name, 0) + 1
+            if generated is not None:
+                out = generated(data)
+                if out is None:
+                    return
+                if out is not FALLBACK:
+                    data, name = out, node
+                    stat.sent += 1
+                    continue
+            if ts is None:
+                ts = us_to_ts(ts_us)
             tup = Tuple(data, ts, seq, name)
             try:
                 env = Env({alias: tup}, None, _now(_UTC))
@@ -80,4 +95,9 @@ class FastPipeline(Pipeline):
                 return
             stat.sent += 1
             name = node
-        self._emit_out(name, Tuple(data, ts, seq, name))
+        try:  # as ``Pipeline._emit_out``, with the arrival time kept in µs
+            text = self.encode_out(data)
+        except Exception as exc:
+            self._emit("dropped", name, 0, None, _error_text(exc), name, "output")
+            return
+        self._emit("out", name, ts_us, text, None, name, None)

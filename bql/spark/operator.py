@@ -198,13 +198,17 @@ class Pipeline:
                 self._emit("dropped", name, ts_us, None, row[5], name, "input")
                 continue
             try:
-                tup = Tuple(decode(text), jf.us_to_ts(ts_us), seq, name)
+                data = decode(text)
             except Exception as exc:
                 self._emit("dropped", name, ts_us, text, _error_text(exc), name, "input")
                 continue
-            self._deliver(name, tup)
+            self._deliver_data(name, data, ts_us, seq)
         self._refused = {}
         return self._batch_rows()
+
+    def _deliver_data(self, name: str, data: Any, ts_us: int, seq: int) -> None:
+        """A decoded journal tuple of input ``name`` enters the chain."""
+        self._deliver(name, Tuple(data, jf.us_to_ts(ts_us), seq, name))
 
     def _overflow(self, rows: list[tuple]) -> dict[int, dict[int, Buffer]]:
         by_input: dict[str, list[int]] = {}

@@ -1,0 +1,194 @@
+"""Generated, type-guarded Python for fast memoryless SELECT stages (the stateless tier's hot path).
+
+A fast stage (``RSTREAM`` over ``[RANGE 1 TUPLES]`` of one input: WHERE and a select list) whose
+WHERE uses only field references by map keys, literals, the comparisons ``= != <> < <= > >=`` and
+``AND / OR / NOT``, and whose select list holds only such field references or literals (each under
+one output key), compiles to one Python function ``step(data)`` that returns
+
+- ``None`` when WHERE is false,
+- the output map when the row passes,
+- ``FALLBACK`` when the row holds anything the code was not written for.
+
+Exactness: the generated code handles only rows whose referenced values have the types it checks
+(guards): ``int``/``float`` against numeric literals and fields, ``str`` against strings — the cases
+where BQL's operator is Python's (``values.bql_less``: an int meets a float as ``float(int)``;
+``bql_equal``: int and float compare as floats). A missing field, a NULL, a bool, a container, a
+mixed-type comparison, a nested path that does not lead through maps: ``FALLBACK``, and the row takes
+the kernel's compiled closures, which give the exact value, NULL logic, error and drop. The generated
+code has no side effects, so falling back half-way is safe. ``tests/spark/test_stage_codegen.py``
+compares it with the kernel on random rows.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, UnaryOp
+
+FALLBACK = object()  # "this row needs the kernel"
+_CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+class _Unsupported(Exception):
+    pass
+
+
+class _Writer:
+    """Python source for one stage: statements that bind temporaries, each guarded."""
+
+    def __init__(self, alias: str):
+        self.alias = alias
+        self.lines: list[str] = []
+        self.consts: dict[str, Any] = {}
+        self.fields: dict[tuple[str, ...], str] = {}
+        self.n = 0
+
+    def temp(self) -> str:
+        self.n += 1
+        return f"t{self.n}"
+
+    def const(self, value: Any) -> str:
+        name = f"c{len(self.consts)}"
+        self.consts[name] = value
+        return name
+
+    def field(self, e: FieldRef, indent: str) -> str:
+        """A variable holding the field's value (anything but MISSING; the kernel decides the rest)."""
+        if e.stream not in (None, self.alias) or not e.path:
+            raise _Unsupported("field of another stream")
+        keys = []
+        for step in e.path:
+            if type(step) is not KeyStep:
+                raise _Unsupported("path step other than a map key")
+            keys.append(step.key)
+        known = self.fields.get(tuple(keys))
+        if known is not None:
+            return known
+        var, src = "d", "d"
+        for key in keys:
+            var = self.temp()
+            self.lines.append(f"{indent}if type({src}) is not dict: return FALLBACK")
+            self.lines.append(f"{indent}{var} = {src}.get({key!r}, MISSING)")
+            self.lines.append(f"{indent}if {var} is MISSING: return FALLBACK")
+            src = var
+        self.fields[tuple(keys)] = var
+        return var
+
+    # ------------------------------------------------------------ WHERE (bool-valued)
+
+    def predicate(self, e: Any, indent: str) -> str:
+        """A variable holding the expression's bool value for rows that pass the guards."""
+        if isinstance(e, BinaryOp):
+            op = e.op.lower()
+            if op in ("and", "or"):
+                left = self.predicate(e.left, indent)
+                out = self.temp()
+                # left-first and lazy as the kernel: the right side is evaluated only when needed
+                self.lines.append(f"{indent}{out} = {left}")
+                test = f"{out}" if op == "and" else f"not {out}"
+                self.lines.append(f"{indent}if {test}:")
+                fetched = dict(self.fields)  # fields read only inside the branch are not bound outside it
+                right = self.predicate(e.right, indent + "    ")
+                self.lines.append(f"{indent}    {out} = {right}")
+                self.fields = fetched
+                return out
+            if op in _CMP:
+                return self.compare(_CMP[op], e.left, e.right, indent)
+        if isinstance(e, UnaryOp) and e.op.lower() == "not":
+            inner = self.predicate(e.operand, indent)
+            out = self.temp()
+            self.lines.append(f"{indent}{out} = not {inner}")
+            return out
+        raise _Unsupported(type(e).__name__)
+
+    def compare(self, op: str, left: Any, right: Any, indent: str) -> str:
+        out = self.temp()
+        if isinstance(right, Literal) and isinstance(left, FieldRef):
+            v, c = self.field(left, indent), right.value
+            self._versus_literal(out, op, v, c, indent, flipped=False)
+        elif isinstance(left, Literal) and isinstance(right, FieldRef):
+            v, c = self.field(right, indent), left.value
+            self._versus_literal(out, op, v, c, indent, flipped=True)
+        elif isinstance(left, FieldRef) and isinstance(right, FieldRef):
+            a, b = self.field(left, indent), self.field(right, indent)
+            self.lines.append(f"{indent}ta, tb = type({a}), type({b})")
+            self.lines.append(f"{indent}if ta is tb and (ta is int or ta is float or ta is str): "
+                              f"{out} = {a} {op} {b}")
+            self.lines.append(f"{indent}elif (ta is int or ta is float) and (tb is int or tb is float): "
+                              f"{out} = float({a}) {op} float({b})")
+            self.lines.append(f"{indent}else: return FALLBACK")
+        else:
+            raise _Unsupported("comparison of other expressions")
+        return out
+
+    def _versus_literal(self, out: str, op: str, v: str, c: Any, indent: str, flipped: bool) -> None:
+        def expr(x: str, y: str) -> str:
+            return f"{y} {op} {x}" if flipped else f"{x} {op} {y}"
+
+        tc = type(c)
+        if tc is int or tc is float:
+            same, other = self.const(c), self.const(float(c))
+            this, that = ("int", "float") if tc is int else ("float", "int")
+            self.lines.append(f"{indent}if type({v}) is {this}: {out} = {expr(v, same)}")
+            if tc is int:  # a float field meets an int literal as float(literal)
+                self.lines.append(f"{indent}elif type({v}) is float: {out} = {expr(v, other)}")
+            else:  # an int field meets a float literal as float(field)
+                self.lines.append(f"{indent}elif type({v}) is {that}: {out} = {expr(f'float({v})', same)}")
+            self.lines.append(f"{indent}else: return FALLBACK")
+        elif tc is str:
+            k = self.const(c)
+            self.lines.append(f"{indent}if type({v}) is str: {out} = {expr(v, k)}")
+            self.lines.append(f"{indent}else: return FALLBACK")
+        else:
+            raise _Unsupported(f"literal of type {tc.__name__}")
+
+
+def generate(where: Any, projections: list[tuple[str, Any]], alias: str) -> Callable[[Any], Any] | None:
+    """``step(data)`` for a stage with WHERE ``where`` (or None) and ``projections`` ``[(key, expr)]``;
+    None when the stage uses anything outside the supported subset."""
+    w = _Writer(alias)
+    try:
+        if where is not None:
+            verdict = w.predicate(where, "    ")
+            w.lines.append(f"    if not {verdict}: return None")
+        items = []
+        for key, expr in projections:
+            if isinstance(expr, FieldRef):
+                items.append((key, w.field(expr, "    ")))
+            elif isinstance(expr, Literal) and type(expr.value) in (int, float, str, bool, type(None)):
+                items.append((key, w.const(expr.value)))
+            else:
+                raise _Unsupported(type(expr).__name__)
+    except _Unsupported:
+        return None
+    if len({k for k, _ in items}) == len(items):
+        body = ", ".join(f"{k!r}: {v}" for k, v in items)
+        w.lines.append(f"    return {{{body}}}")
+    else:  # a repeated key keeps its first position and its last value, as the kernel's dict
+        w.lines.append("    row = {}")
+        w.lines.extend(f"    row[{k!r}] = {v}" for k, v in items)
+        w.lines.append("    return row")
+    from sbpy.bql.eval.paths import MISSING
+
+    source = "def step(d):\n" + "\n".join(w.lines) + "\n"
+    scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, **w.consts}
+    exec(compile(source, f"<stage {alias}>", "exec"), scope)  # noqa: S102 - generated from the AST above
+    step = scope["step"]
+    step.source = source  # for tests and debugging
+    return step
+
+
+def generate_for(proc: Any) -> Callable[[Any], Any] | None:
+    """``generate`` for a kernel ``SelectProcessor`` in its fast form, or None."""
+    sl = proc.select_list
+    if not proc.fast or sl is None or sl.wild:
+        return None
+    exprs = [p.expr for p in proc.select.projections]
+    if len(exprs) != len(sl.explicit):
+        return None
+    projections = []
+    for (steps, _fn), expr in zip(sl.explicit, exprs):
+        if len(steps) != 1 or type(steps[0]) is not KeyStep:
+            return None
+        projections.append((steps[0].key, expr))
+    return generate(proc.select.where, projections, proc.aliases[0])
