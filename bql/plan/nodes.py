@@ -8,7 +8,7 @@ The runtime reads these facts instead of re-parsing BQL text; ``EXPLAIN`` prints
 Executions (what the whole query is on Spark):
 
 - ``stateless``: every stage is memoryless (one tuple in, its rows out); the journal is read in several
-  partitions and each runs the stages in ``mapInArrow`` on every core, with no shuffle and no state
+  partitions and each reader runs the stages (``sbpy_stateless``) on every core, with no shuffle and no state
   store; the driver restores arrival order by ``(seq, idx)``.
 - ``sequential``: the stages run in one ``applyInPandasWithState`` group on an executor (global arrival
   order; state pickled into Spark's state store).
@@ -35,7 +35,7 @@ class Execution(str, enum.Enum):
 class Tier(str, enum.Enum):
     """How one stage is computed."""
 
-    VECTORIZED = "vectorized-python"   # memoryless; runs in mapInArrow on every partition
+    VECTORIZED = "vectorized-python"   # memoryless; runs in the journal reader of every partition
     SEQUENTIAL = "sequential-python"   # the per-tuple kernel in arrival order, state in Spark's store
     KEYED = "keyed-python"             # per partition key (MATCH_RECOGNIZE PARTITION BY)
     DRIVER = "driver-python"           # in the driver's foreachBatch
