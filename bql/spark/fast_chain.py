@@ -23,7 +23,7 @@ from sbpy.bql.runtime.kernel import SelectProcessor, _message, truth
 from sbpy.bql.runtime.processor import Tuple
 
 from .journal_values import us_to_ts
-from .operator import Pipeline, _error_text
+from .operator import Pipeline
 from .stage_codegen import FALLBACK, generate_for
 
 _UTC = _dt.timezone.utc
@@ -95,9 +95,4 @@ class FastPipeline(Pipeline):
                 return
             stat.sent += 1
             name = node
-        try:  # as ``Pipeline._emit_out``, with the arrival time kept in µs
-            text = self.encode_out(data)
-        except Exception as exc:
-            self._emit("dropped", name, 0, None, _error_text(exc), name, "output")
-            return
-        self._emit("out", name, ts_us, text, None, name, None)
+        self._emit_data(name, data, ts_us)

@@ -289,12 +289,20 @@ class Pipeline:
 
     def _emit_out(self, node: str, tup: Tuple) -> None:
         try:
-            text = self.encode_out(tup.data)
-            ts = jf.ts_to_us(tup.ts)
+            ts_us = jf.ts_to_us(tup.ts)
         except Exception as exc:
             self._emit("dropped", node, 0, None, _error_text(exc), node, "output")
             return
-        self._emit("out", node, ts, text, None, node, None)
+        self._emit_data(node, tup.data, ts_us)
+
+    def _emit_data(self, node: str, data: Any, ts_us: int) -> None:
+        """An ``out`` row of ``data`` (encoded by ``encode_out``), or an output ``dropped`` row if it cannot be."""
+        try:
+            text = self.encode_out(data)
+        except Exception as exc:
+            self._emit("dropped", node, 0, None, _error_text(exc), node, "output")
+            return
+        self._emit("out", node, ts_us, text, None, node, None)
 
     def _step(self, k: int, method: str, arg: Any, input_name: str) -> None:
         stat = self._stat(k)

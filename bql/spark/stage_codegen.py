@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, UnaryOp
+from sbpy.bql.eval.paths import MISSING
 
 FALLBACK = object()  # "this row needs the kernel"
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -168,8 +169,6 @@ def generate(where: Any, projections: list[tuple[str, Any]], alias: str) -> Call
         w.lines.append("    row = {}")
         w.lines.extend(f"    row[{k!r}] = {v}" for k, v in items)
         w.lines.append("    return row")
-    from sbpy.bql.eval.paths import MISSING
-
     source = "def step(d):\n" + "\n".join(w.lines) + "\n"
     scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, **w.consts}
     exec(compile(source, f"<stage {alias}>", "exec"), scope)  # noqa: S102 - generated from the AST above

@@ -34,8 +34,15 @@ def encode_chain(query_id: str, stages: Sequence[StageSpec], topology: str, out_
     return base64.b64encode(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
 
 
+_DECODED: dict[str, tuple[str, str, str, list[StageSpec]]] = {}  # per worker process: option text -> chain
+
+
 def decode_chain(text: str) -> tuple[str, str, str, list[StageSpec]]:
-    return pickle.loads(base64.b64decode(text))
+    """The chain of a ``chain`` option, unpickled once per worker process (not per partition read)."""
+    chain = _DECODED.get(text)
+    if chain is None:
+        chain = _DECODED[text] = pickle.loads(base64.b64decode(text))
+    return chain
 
 
 def record_batches(rows: list[tuple], size: int = BATCH_ROWS) -> Iterator[Any]:
