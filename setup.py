@@ -19,6 +19,7 @@ for folder in FOLDERS:
 setup(
     packages=packages,
     package_dir=package_dir,
-    package_data={"sbpy.bql": ["grammar/*.lark"], "sbpy.plugins": ["examples/data/*"]},
+    package_data={"sbpy.bql": ["grammar/*.lark"], "sbpy.plugins": ["examples/data/*"],
+                  "sbpy.server.console": ["static/*"]},
     include_package_data=True,
 )

@@ -8,7 +8,8 @@ the config and restores the persisted ones (``restore.py``; config topologies wi
 the restore, the supervisor and every topology (they stay persisted) and closes the context. Errors
 are rendered with SensorBee's envelope (``sbpy.server.api.errors``); requests are numbered and guarded
 (``sbpy.server.auth``: Host, bearer token, Origin, JSON bodies, body size), then counted and timed for
-``GET /metrics`` (``sbpy.server.metrics``); ``/docs`` and ``/redoc`` are served without a CDN (``sbpy.server.docs``).
+``GET /metrics`` (``sbpy.server.metrics``); ``/docs`` and ``/redoc`` are served without a CDN (``sbpy.server.docs``), the web console at ``/``
+(``sbpy.server.console``).
 The lifespan also makes ``storage.file_roots`` the only folders file sources and sinks may touch
 (``ctx.file_roots``, read by each topology) and warns loudly when the server listens beyond loopback
 without ``network.auth_token``.
@@ -36,8 +37,10 @@ import sbpy
 from . import persistence
 from .api import build_router
 from .api.errors import install_error_handlers
+from .api.ingest import connector_router
 from .auth import RequestContextMiddleware, RequestPolicy
 from .config import Config
+from .console import install_console
 from .context import ServerContext
 from .docs import install_docs
 from .manager import StartupError, TopologyManager
@@ -169,7 +172,9 @@ def create_app(config: Config | None = None, context_factory: ContextFactory | N
     )
     app.state.config = config
     app.include_router(build_router())
+    app.include_router(connector_router())  # POST .../sources/{s}/tuples (http source), GET .../select (SSE)
     install_docs(app)
+    install_console(app)
     request_metrics = install_metrics(app, config.network)
     install_error_handlers(app)
     app.add_middleware(RequestContextMiddleware, policy=RequestPolicy.from_network(config.network))
