@@ -2,10 +2,12 @@
 ``<data_dir>/topologies/<topology>/statements.bql``; at server start the persisted topologies are
 rebuilt by replaying their statements with ``Topology.recovering`` set, so sources resume from their
 journal position, sinks keep their files and commit records, and queries restart from their
-checkpoints (exactly once). A topology listed in the config's ``topologies`` wins: if its persisted
-statements begin with its ``bql_file``'s statements (the file did not change) it is resumed the same way
-(``restore_configured``, through the manager's hook), otherwise it is rebuilt from its ``bql_file``
-afresh (its old journal and checkpoints are removed) and its persisted copy is ignored.
+checkpoints (exactly once); a stream a re-plan split out of a query is computed on its own again
+(``replan.rematerialize``), whether or not the statement that split it was persisted. A topology
+listed in the config's ``topologies`` wins: if its persisted statements begin with its ``bql_file``'s
+statements (the file did not change) it is resumed the same way (``restore_configured``, through the
+manager's hook), otherwise it is rebuilt from its ``bql_file`` afresh (its old journal and checkpoints
+are removed) and its persisted copy is ignored.
 
 Removing a topology's folder (a DROP, or a new topology over an old folder) first renames it to a unique
 tombstone ``<data_dir>/dropped/<name>-<random>`` (atomic), then deletes the tombstone: a crash half-way
@@ -32,6 +34,8 @@ from sbpy.bql import ast
 from sbpy.bql.durable import fsync_dir
 from sbpy.bql.parsed import ParsedStatement
 from sbpy.bql.spark import journal_format as jf
+
+from .nodes import replan
 
 log = logging.getLogger("sbpy.persistence")
 
@@ -185,6 +189,7 @@ def _replay(manager: Any, p: Persistence, name: str, statements: list[ParsedStat
                 topology.execute(check_statement(parsed))
             sweep_checkpoint_temps(jf.topology_dir(p.data_dir, name))
             manager.replayed(name)  # readable now; its queries start next (statements wait for them)
+            replan.rematerialize(topology)  # streams computed on their own (split) stay so, checkpoints and all
             topology.start_deferred()
         finally:
             topology.defer_consumers = False

@@ -365,14 +365,22 @@ class Topology(TopologyQueries, TopologyViews):
         targets = list(select_stage[2]) if select_stage else [consumer.target]
         return graph.plan_reading(targets, self.sources, self.streams, self.materialized, select_stage)
 
-    def _start(self, consumer: Consumer) -> None:
-        """Start ``consumer``'s planned query. Its checkpoint is named by the consumer and its chain, so
+    def name_query(self, consumer: Consumer) -> None:
+        """Plan ``consumer``'s chain and name its query and checkpoint by the consumer and its chain, so
         a re-planned chain gets a fresh one and the same plan after a restart finds its own."""
         consumer.plan = self.plan_query(consumer.chain)  # planned once; its execution names the checkpoint
         consumer.query_key = f"{consumer.id}-{graph.chain_tag(consumer.chain)}-{consumer.plan.execution.value}"
         consumer.checkpoint_dir = jf.checkpoint_dir(self.data_dir, self.name, consumer.query_key)
-        if consumer.temporary or not self.recovering:
+
+    def _start(self, consumer: Consumer) -> None:
+        """Start ``consumer``'s planned query (``name_query``). A new query starts with a fresh checkpoint,
+        except one a re-plan handed over (``resume_seq``: ``replan.prepare`` wrote it); a restored query
+        takes the state a re-plan handed over to it from its checkpoint, if any (``replan.handed_state``)."""
+        self.name_query(consumer)
+        if consumer.temporary or not (self.recovering or consumer.resume_seq is not None):
             shutil.rmtree(consumer.checkpoint_dir, ignore_errors=True)
+        elif self.recovering and consumer.initial_state is None:
+            consumer.initial_state = replan.handed_state(consumer.checkpoint_dir)
         self.consumers[consumer.id] = consumer
         journal = self.journal
         if consumer.chain.inputs and all(journal.ended(i) for i in consumer.chain.inputs) \

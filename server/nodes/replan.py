@@ -9,8 +9,21 @@ snapshots of its own stages, so windows, emitters and counters go on as if nothi
 outputs for the tuples between that position and the journal HEAD are journaled after HEAD, which the
 new consumer (starting at HEAD) also sees — it starts from the stream's current output.
 
-The owner's old checkpoint is removed once both queries run; their checkpoints are named by their chains
-(``Topology._start``), so a server restart plans the same chains and resumes from them.
+Their checkpoints are named by their chains (``Topology.name_query``), so a server restart that plans
+the same chains resumes from them. A kill may land anywhere in a split, before the statement that caused
+it (the new consumer's ``INSERT INTO``) is persisted, so a split is made durable on its own, in this order:
+
+1. the owner's query is stopped; its old checkpoint stays, the truth until step 3;
+2. ``prepare`` writes each new query's checkpoint folder complete — the handed-over start seq and
+   pipeline snapshot (``handed_state``) — in a temporary folder renamed into place, the owner's first and
+   the stream's last: the stream's checkpoint folder appearing is the split's commit point;
+3. both queries start (nothing ran or wrote outputs before the commit point); the old checkpoint goes.
+
+A restart replays the persisted statements, which may not hold the new consumer; ``rematerialize`` then
+finds the stream's committed checkpoint and computes the stream on its own again, so the owner's chain is
+the split one: killed before the commit point, a restart resumes the old fused query from its old
+checkpoint; after it, both new queries from the handed-over position and state (a replayed batch 0
+included). The same holds when the new consumer is dropped later: its stream stays computed on its own.
 
 An owner that runs on the driver (UDS-backed calls) hands over the snapshot file of its last batch
 (``driver_query.DriverPipeline``). Owners with a keyed MATCH_RECOGNIZE plan are not split (their
@@ -19,16 +32,23 @@ state is spread over partitions; the new consumer computes its own copy, as befo
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
+from pathlib import Path
 from typing import Any
 
+from sbpy.bql.durable import fsync_dir
 from sbpy.bql.spark import handoff
+from sbpy.bql.spark import journal_format as jf
 from sbpy.bql.spark.driver_query import STATE_DIR
 
 from . import graph
+from .consumer import Consumer
 
 log = logging.getLogger("sbpy.runtime")
+
+HANDED_STATE_FILE = "sbpy-handed-state"  # the pipeline snapshot a split handed to a new query
 
 
 def owner_of(topology: Any, stream: str) -> Any:
@@ -76,6 +96,54 @@ def _position_and_state(topology: Any, handle: Any, owner: Any) -> tuple[int, by
     return pos, handoff.read_snapshot(topology.context.spark(), owner.checkpoint_dir, batch)
 
 
+def prepare(checkpoint: Path, seq: int, state: bytes | None) -> None:
+    """Write the checkpoint folder of a query a split starts: its pinned start seq (``jf.pin_start_seq``,
+    which the query reads back) and its handed-over pipeline snapshot, synced, in a temporary folder
+    renamed to ``checkpoint`` (replacing a stale one): the folder appears complete or not at all."""
+    tmp = checkpoint.parent / f".{checkpoint.name}.handoff"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    jf.pin_start_seq(tmp, seq)
+    if state is not None:
+        with open(tmp / HANDED_STATE_FILE, "wb") as f:
+            f.write(state)
+            f.flush()
+            os.fsync(f.fileno())
+    fsync_dir(tmp)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    os.replace(tmp, checkpoint)
+    fsync_dir(checkpoint.parent)
+
+
+def handed_state(checkpoint: Path | None) -> bytes | None:
+    """The pipeline snapshot a split handed to the query checkpointed at ``checkpoint`` (None if none).
+    The query starts from it only while Spark's state holds no snapshot of its own (its batch 0)."""
+    try:
+        return (checkpoint / HANDED_STATE_FILE).read_bytes() if checkpoint is not None else None
+    except FileNotFoundError:
+        return None
+
+
+def rematerialize(topology: Any) -> list[str]:
+    """Before a restored topology plans its consumers: compute every stream whose own query has a
+    checkpoint (it was computed on its own when the server stopped, e.g. split out of a query, even if
+    the statement that split it was not persisted) on its own again, upstream first. Returns them."""
+    done = []
+    for name in list(topology.streams):  # creation order: a stream's inputs come before it
+        if name in topology.materialized:
+            continue
+        chain = graph.plan(name, topology.sources, topology.streams, topology.materialized, consumer=name)
+        probe = Consumer(topology, name, "journal", name, chain)
+        topology.name_query(probe)
+        if probe.checkpoint_dir.is_dir():
+            topology.materialize(name)
+            done.append(name)
+    if done:
+        log.info("streams %s of topology '%s' are computed on their own again (their queries' checkpoints)",
+                 done, topology.name)
+    return done
+
+
 def split(topology: Any, owner: Any, stream: str) -> bool:
     """Split ``stream`` out of ``owner``'s query (see the module doc); False if it cannot be split."""
     why = _splittable(owner)
@@ -89,17 +157,28 @@ def split(topology: Any, owner: Any, stream: str) -> bool:
     owner.temporary, owner.freezing = temporary, False
     pos, snap = _position_and_state(topology, handle, owner)
 
-    own = graph.plan(stream, topology.sources, topology.streams, topology.materialized, consumer=stream).stage_names
-    for name in own:  # before its query starts (its consumer id is the stream's name): its first counts count
-        if name in topology.streams:
-            topology.streams[name].stats_owner = stream
-    topology.materialize(stream, pos, handoff.split_snapshot(snap, old_stages, own))
-
+    chain = graph.plan(stream, topology.sources, topology.streams, topology.materialized, consumer=stream)
+    own = chain.stage_names
+    computing = Consumer(topology, stream, "journal", stream, chain)  # names the stream's checkpoint
+    topology.name_query(computing)
+    topology.materialized.add(stream)
     owner.stopped, owner.handle, owner.last_batch = False, None, None
     owner.chain = topology.plan_chain(owner)
     owner.resume_seq = pos
     owner.initial_state = handoff.split_snapshot(snap, old_stages, owner.stage_names)
+    topology.name_query(owner)
+    own_state = handoff.split_snapshot(snap, old_stages, own)
+    prepare(owner.checkpoint_dir, pos, owner.initial_state)
+    prepare(computing.checkpoint_dir, pos, own_state)  # the commit point (module doc)
+
+    for name in own:  # before its query starts (its consumer id is the stream's name): its first counts count
+        if name in topology.streams:
+            topology.streams[name].stats_owner = stream
+    started = topology.materialize(stream, pos, own_state)
     topology._start(owner)
+    if started.checkpoint_dir != computing.checkpoint_dir:  # planning is deterministic; say so if not
+        log.error("stream '%s' split: its query's checkpoint %s is not the prepared %s", stream,
+                  started.checkpoint_dir, computing.checkpoint_dir)
     if old_ck is not None and old_ck != owner.checkpoint_dir:
         shutil.rmtree(old_ck, ignore_errors=True)
     log.info("stream '%s' split out of query '%s' at seq %d", stream, owner.id, pos)
