@@ -5,9 +5,11 @@ the sender waits (``WAIT IF FULL``, the default), or the oldest queued tuple (``
 arriving one (``DROP NEWEST``) is dropped. On Spark a stage has no queue: the tuples of one input that
 arrived since the last micro-batch are what would have queued up while the stage was busy, so the
 operator admits at most ``n`` of them per batch and input — the newest ``n`` (DROP OLDEST) or the
-oldest ``n`` (DROP NEWEST) — and reports the rest as dropped input tuples. ``WAIT`` never drops: the
-journal is the (unbounded, durable) queue. Outputs of a fused upstream stage are delivered at once,
-tuple by tuple, so only journal inputs can overflow. As in SensorBee, drops happen only under load.
+oldest ``n`` (DROP NEWEST) — and reports the rest as dropped input tuples. ``WAIT`` (the default) never
+drops: the journal is the durable queue, and the *source* is held back while the tuples a reading query
+has not taken yet exceed the buffer (``wait_buffers`` gives the sizes; ``server/nodes/backpressure.py``
+holds the source). Outputs of a fused upstream stage are delivered at once, tuple by tuple, so only
+journal inputs can overflow. As in SensorBee, drops happen only under load.
 
 A stage with several FROM items over one input (a self-join) gets the smallest dropping buffer of them.
 """
@@ -80,3 +82,24 @@ def overflow(seqs_by_input: dict[str, Sequence[int]], buffers: dict[str, Buffer]
         for seq in victims:
             dropped[seq] = buf
     return dropped
+
+
+def wait_buffers(bql_text: str) -> dict[str, int | None]:
+    """Per journal-facing input (lower-case) of a stage: the smallest ``WAIT`` buffer reading it, or
+    None when every FROM item reading it drops instead (``DROP OLDEST|NEWEST``). An input read only
+    through something else (a UDSF's argument) is not listed."""
+    if not bql_text:
+        return {}
+    from sbpy.bql.parser import parse_one
+
+    out: dict[str, int | None] = {}
+    for ref in stream_refs(parse_one(bql_text)):
+        window = ref.window
+        name = ref.name.lower()
+        if window is not None and window.drop_mode in ("drop_oldest", "drop_newest"):
+            out.setdefault(name, None)
+            continue
+        size = (window.buffer_size if window is not None else None) or DEFAULT_BUFFER_SIZE
+        known = out.get(name)
+        out[name] = size if known is None else min(known, size)
+    return out

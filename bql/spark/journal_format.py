@@ -2,8 +2,17 @@
 
 Layout (see docs/architecture.md, "Runtime on Spark")::
 
-    <data_dir>/topologies/<topology>/journal/HEAD            {"seq": <max committed seq>}
-    <data_dir>/topologies/<topology>/journal/<node>/log.jsonl one entry per line
+    <data_dir>/topologies/<topology>/journal/HEAD                  {"seq": <max committed seq>}
+    <data_dir>/topologies/<topology>/journal/<node>/log.jsonl       one entry per line (the first file)
+    <data_dir>/topologies/<topology>/journal/<node>/log-<S>.jsonl   the log continued from seq S
+    <data_dir>/topologies/<topology>/journal/<node>/pruned.json     what pruning removed (see below)
+
+A node's log is a sequence of files: the writer starts a new one (named by the seq of its first entry)
+once the current one exceeds its roll size, and *pruning* deletes whole files every consumer has passed
+(``server/journal.py``). ``pruned.json`` (``{"seq": last pruned entry's seq, "count": tuples, "segment":
+last pruned file segment or null}``) keeps what the removed files told the writer; a read that would
+need a pruned entry raises ``JournalPrunedError`` instead of silently reading less. ``read_log`` and
+``read_entries`` read a node's log across its files (``log_files`` lists them).
 
 An entry is ``{"seq":N,"ts":<epoch µs>,"data":{...}}``, an end marker ``{"seq":N,"end":true}``, or a
 file segment ``{"seq":N,"ts":T,"seg":{...}}`` that stands for the lines of a chunk of a JSON-lines file
@@ -21,6 +30,7 @@ This module is pure Python (no pyspark): the driver's journal writer and the Spa
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +42,12 @@ from .journal_values import decode_data, encode_data, ts_to_us, us_to_ts  # noqa
 
 HEAD_FILE = "HEAD"
 LOG_FILE = "log.jsonl"
+PRUNED_FILE = "pruned.json"
+_ROLLED = re.compile(r"log-(\d+)\.jsonl")
+
+
+class JournalPrunedError(ValueError):
+    """A read asked for journal entries that pruning has removed (a consumer older than the prune floor)."""
 
 # ---------------------------------------------------------------- paths
 
@@ -75,8 +91,43 @@ def pin_start_seq(checkpoint: str | os.PathLike[str], start_seq: int) -> int:
 
 
 def node_log_path(journal_dir: str | os.PathLike[str], node: str) -> Path:
-    """``<journal_dir>/<node>/log.jsonl``."""
+    """``<journal_dir>/<node>/log.jsonl`` (the node's first log file; ``read_log`` given this path reads
+    the node's whole log, every file of it)."""
     return Path(journal_dir) / node / LOG_FILE
+
+
+def rolled_log_path(journal_dir: str | os.PathLike[str], node: str, first_seq: int) -> Path:
+    """``<journal_dir>/<node>/log-<first_seq>.jsonl``: the node's log continued from ``first_seq``."""
+    return Path(journal_dir) / node / f"log-{int(first_seq)}.jsonl"
+
+
+def log_files(node_dir: str | os.PathLike[str]) -> list[tuple[int, Path]]:
+    """The files of a node's log as ``(first seq, path)`` in seq order (``log.jsonl`` counts as 0); every
+    entry of a file has a seq below the next file's first seq."""
+    out: list[tuple[int, Path]] = []
+    try:
+        names = os.listdir(node_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return out
+    for name in names:
+        if name == LOG_FILE:
+            out.append((0, Path(node_dir) / name))
+        else:
+            m = _ROLLED.fullmatch(name)
+            if m:
+                out.append((int(m.group(1)), Path(node_dir) / name))
+    out.sort()
+    return out
+
+
+def read_pruned(node_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """``pruned.json`` of a node's log: ``{"seq", "count", "segment"}`` (zeros and None when nothing was
+    pruned)."""
+    try:
+        obj = orjson.loads((Path(node_dir) / PRUNED_FILE).read_bytes())
+    except FileNotFoundError:
+        return {"seq": 0, "count": 0, "segment": None}
+    return {"seq": int(obj["seq"]), "count": int(obj["count"]), "segment": obj.get("segment")}
 
 
 # ---------------------------------------------------------------- entries
@@ -248,7 +299,34 @@ Row = tuple  # (seq, input, ts_us, data_text | None, end, error | None)
 
 def read_log(path: str | os.PathLike[str], input_name: str, after_seq: int, upto_seq: int) -> list[Row]:
     """Rows of one log with ``after_seq < seq <= upto_seq`` as ``(seq, input, ts_us, data_text, end,
-    error)``; a segment entry expands into its lines' rows (``journal_segments.expand``)."""
+    error)``; a segment entry expands into its lines' rows (``journal_segments.expand``).
+
+    ``path`` a node's ``log.jsonl`` (``node_log_path``): the node's whole log, across its files (only the
+    files that can hold the range are opened); raises ``JournalPrunedError`` when pruning removed an
+    entry of the range. Any other path: that one file."""
+    path = Path(path)
+    if path.name != LOG_FILE:
+        return _read_file(path, input_name, after_seq, upto_seq)
+    files = log_files(path.parent)
+    if not files or (files[0][0] == 0 and len(files) == 1):  # the common case: one file
+        return _read_file(path, input_name, after_seq, upto_seq)
+    if files[0][0] > after_seq + 1 and files[0][0] > 0:  # the oldest files are gone: was any needed?
+        pruned = read_pruned(path.parent)["seq"]
+        if pruned > after_seq:
+            raise JournalPrunedError(f"journal of '{input_name}': entries up to seq {pruned} were pruned, "
+                                     f"a read after seq {after_seq} needs them")
+    out: list[Row] = []
+    for k, (first, file) in enumerate(files):
+        if first > upto_seq:
+            break
+        if k + 1 < len(files) and files[k + 1][0] <= after_seq + 1:
+            continue  # every entry of this file has a seq <= after_seq
+        out.extend(_read_file(file, input_name, after_seq, upto_seq))
+    return out
+
+
+def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int) -> list[Row]:
+    """Rows of one log file with ``after_seq < seq <= upto_seq`` (missing file: none)."""
     out: list[Row] = []
     try:
         f = open(path, "rb")
@@ -282,6 +360,8 @@ def read_log(path: str | os.PathLike[str], input_name: str, after_seq: int, upto
                 end_seq = seq
             pos += len(line)
             last = (end_seq, pos)
+        if len(_OFFSETS) > 4096:  # files pruned or replaced: forget them all (a cache, not a record)
+            _OFFSETS.clear()
         _OFFSETS[key] = last
     return out
 

@@ -7,7 +7,9 @@ consumers, computed once and appended to the journal as a node log).
 consumer (sink write with ``(query id, batch_id)`` for idempotency, cursor queue, or journal), then
 ``stat`` rows update the stages' counters, ``dropped`` rows go to the topology's dropped-tuple
 reporting, and last ``end`` rows stop streams; when the consumer's own input ended the query is
-stopped after the batch (a cursor finishes; a sink stays running, as SensorBee's do).
+stopped after the batch (a cursor finishes; a sink stays running, as SensorBee's do). After a batch
+the topology's journal is pruned when due (``server/journal_prune.py``: the batch before it is
+committed, so the floor may have moved).
 
 Restart policy: a query that fails is restarted from its checkpoint up to ``MAX_RESTARTS`` (3) times
 with a backoff of 1, 2, 4 s (the topology's monitor thread notices failures); after that its stages
@@ -22,6 +24,7 @@ from typing import Any
 
 from sbpy.bql.spark import journal_format as jf
 
+from ..journal_prune import maybe_prune
 from . import status as st
 
 log = logging.getLogger("sbpy.runtime")
@@ -139,6 +142,7 @@ class Consumer:
             self.sink.write_json_lines(self.target, rows.lines, (self.query_key, int(batch_id)))
             self._others(rows.others)
             self.last_batch = int(batch_id)
+            maybe_prune(self.topology)
             return
         rows = _rows(rows)
         outs = [r for r in rows if r["kind"] == "out"]
@@ -155,6 +159,7 @@ class Consumer:
                                 batch=(self.query_key, int(batch_id)))
         self._others(rows)
         self.last_batch = int(batch_id)
+        maybe_prune(self.topology)
 
     def _reports_input(self, name: str) -> bool:
         """A source's bad input (a file line that is no tuple) is read by each of its consumers and

@@ -3,7 +3,10 @@
 The thread runs the source type's ``run(ctx)`` with a ``SourceContext``; every emitted tuple is
 journaled (buffered, committed in batches of up to 256 tuples or whenever the source waits: one write
 and one HEAD update per batch); the ``file`` source journals whole chunks of its file instead
-(``emit_segment``, one commit per chunk). When
+(``emit_segment``, one commit per chunk). A commit waits while a query reading the source with a
+``WAIT`` buffer has a full backlog, and commits only as many tuples as there is room for
+(``backpressure.py``); after a commit the topology's journal is pruned when due
+(``server/journal_prune.py``). When
 ``run`` returns the node writes its end marker and becomes ``stopped``; a failure ends it too, with
 ``status.error``. The thread stops by itself on DROP SOURCE or topology stop.
 """
@@ -18,7 +21,9 @@ from typing import Any
 
 from sbpy.bql.spark.journal_format import ts_to_us
 
+from ..journal_prune import maybe_prune
 from . import status as st
+from .backpressure import Backpressure
 
 log = logging.getLogger("sbpy.source")
 
@@ -71,20 +76,35 @@ class SourceContext:
         seq per line; blocks while paused, raises ``SourceStopped`` when stopping."""
         self._wait_running()
         self.flush()
+        node = self._node
+        if node.backpressure.wait_for_room(node._stop) == 0:
+            raise SourceStopped()
         if ts is None:
             ts = _dt.datetime.now(_dt.timezone.utc)
-        self._node.journal.append_segment(self._node.name, ts_to_us(ts), seg)
-        self._node.counters.add_sent(int(seg["k"]))
+        node.journal.append_segment(node.name, ts_to_us(ts), seg)
+        node.counters.add_sent(int(seg["k"]))
+        maybe_prune(node.topology)
 
     def report_dropped(self, error: str, data: Any = None) -> None:
         """Report a tuple the source could not emit (a bad line) on ``dropped_tuples``."""
         self._node.topology.report_dropped(self._node.name, data, error, "input")
 
     def flush(self) -> None:
-        if self._buf:
-            buf, self._buf = self._buf, []
-            self._node.journal.append(self._node.name, buf)
-            self._node.counters.add_sent(len(buf))
+        """Commit the buffered tuples, as many at a time as the readers' ``WAIT`` buffers have room for
+        (waiting while there is none); raises ``SourceStopped`` if the source is stopped meanwhile (the
+        uncommitted tuples are emitted again after a restart, as any uncommitted ones)."""
+        node = self._node
+        if not self._buf:
+            return
+        while self._buf:
+            room = node.backpressure.wait_for_room(node._stop)
+            if room == 0:
+                raise SourceStopped()
+            n = len(self._buf) if room is None else min(room, len(self._buf))
+            part, self._buf = self._buf[:n], self._buf[n:]
+            node.journal.append(node.name, part)
+            node.counters.add_sent(len(part))
+        maybe_prune(node.topology)
 
     def sleep(self, seconds: float) -> bool:
         """Wait ``seconds`` (committing buffered tuples first); False when stopping."""
@@ -125,6 +145,7 @@ class SourceNode:
         self.counters.num_sent_total = skip
         self.error: str | None = None
         self.drop_reporter: str | None = None  # the consumer reporting the source's bad lines (consumer.py)
+        self.backpressure = Backpressure(topology, name)
         self.state = st.PAUSED if paused else st.RUNNING
         self._on_stopped = on_stopped
         self._running = threading.Event()
