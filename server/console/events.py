@@ -24,7 +24,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
+from sbpy.bql.errors import BQLError
+from sbpy.bql.jsonio import to_json_bytes
 
 from ..manager import TopologyManager, TopologyNotFoundError
 from .rates import RateTracker
@@ -36,9 +37,9 @@ RATE_FIELDS = ("in", "out", "dropped")
 
 
 def sse_event(event: str, data: Any, event_id: int | None = None) -> bytes:
-    """One SSE event; ``data`` as one line of JSON (JSON never holds a raw newline)."""
+    """One SSE event; ``data`` (BQL values) as one line of JSON (JSON never holds a raw newline)."""
     head = f"event: {event}\n" + (f"id: {event_id}\n" if event_id is not None else "")
-    return head.encode() + b"data: " + orjson.dumps(data, default=str) + b"\n\n"
+    return head.encode() + b"data: " + to_json_bytes(data) + b"\n\n"
 
 
 def topology_list(manager: TopologyManager) -> list[dict[str, Any]]:
@@ -55,7 +56,11 @@ def topology_list(manager: TopologyManager) -> list[dict[str, Any]]:
 
 
 def _preview(data: Any) -> str:
-    text = orjson.dumps(data, default=str).decode()
+    """The tuple as JSON text, cut after ``DATA_PREVIEW_CHARS`` characters."""
+    try:
+        text = to_json_bytes(data).decode()
+    except BQLError:
+        text = repr(data)
     return text if len(text) <= DATA_PREVIEW_CHARS else text[:DATA_PREVIEW_CHARS] + "…"
 
 

@@ -253,6 +253,7 @@
   function selectNode(name) {
     ui.selected = name;
     ui.explain = null;
+    delete $("details").dataset.node;
     if (ui.snapshot) drawGraph(ui.snapshot);
     showDetails();
     const node = ui.snapshot && ui.snapshot.nodes.find((n) => n.name === name);
@@ -270,18 +271,30 @@
     } catch (err) {
       result = { error: String(err) };
     }
-    if (ui.topology === topology && ui.selected === name) {
+    const node = ui.snapshot && ui.snapshot.nodes.find((n) => n.name === name);
+    if (ui.topology === topology && ui.selected === name && node) {
       ui.explain = result;
-      showDetails();
+      showPlan(node);
     }
   }
 
   function showDetails() {
+    // the node's facts are redrawn at every step; its EXPLAIN only when loaded (text stays selectable)
     const box = $("details");
     const n = ui.snapshot && ui.selected && ui.snapshot.nodes.find((x) => x.name === ui.selected);
     if (!n) {
+      delete box.dataset.node;
       box.replaceChildren(el("p", { class: "muted" }, "Select a node of the graph."));
       return;
+    }
+    let info = $("node-info");
+    let plan = $("node-plan");
+    if (!info || box.dataset.node !== n.name) {
+      info = el("div", { id: "node-info" });
+      plan = el("div", { id: "node-plan" });
+      box.dataset.node = n.name;
+      box.replaceChildren(info, plan);
+      showPlan(n);
     }
     const r = n.rates || {};
     const dl = el("dl");
@@ -296,22 +309,29 @@
     const parts = [el("h2", {}, n.name), dl];
     if (n.error) parts.push(el("p", { class: "node-error", "data-field": "error" }, n.error));
     if (n.kind === "source") parts.push(sourceButtons(n));
-    if (n.kind === "stream") {
-      const e = ui.explain;
-      parts.push(el("h2", {}, "EXPLAIN"));
-      if (!e) parts.push(el("p", { class: "muted" }, "loading…"));
-      else if (e.error) parts.push(el("p", { class: "node-error" }, e.error));
-      else {
-        parts.push(el("pre", { "data-field": "statement" }, e.statement));
-        parts.push(el("p", { class: "muted" }, e.mode === "running"
-          ? `plan of the running query ${e.query}` : "no query reads this stream: the plan EXPLAIN CREATE STREAM gives"));
-        parts.push(el("pre", { "data-field": "explain" }, e.plan));
-        const again = el("button", { type: "button" }, "Refresh plan");
-        again.addEventListener("click", () => loadExplain(n.name));
-        parts.push(again);
-      }
+    info.replaceChildren(...parts);
+  }
+
+  function showPlan(n) {
+    const plan = $("node-plan");
+    if (!plan || n.kind !== "stream") {
+      if (plan) plan.replaceChildren();
+      return;
     }
-    box.replaceChildren(...parts);
+    const e = ui.explain;
+    const parts = [el("h2", {}, "EXPLAIN")];
+    if (!e) parts.push(el("p", { class: "muted" }, "loading…"));
+    else if (e.error) parts.push(el("p", { class: "node-error" }, e.error));
+    else {
+      parts.push(el("pre", { "data-field": "statement" }, e.statement));
+      parts.push(el("p", { class: "muted" }, e.mode === "running"
+        ? `plan of the running query ${e.query}` : "no query reads this stream: the plan EXPLAIN CREATE STREAM gives"));
+      parts.push(el("pre", { "data-field": "explain" }, e.plan));
+      const again = el("button", { type: "button" }, "Refresh plan");
+      again.addEventListener("click", () => loadExplain(n.name));
+      parts.push(again);
+    }
+    plan.replaceChildren(...parts);
   }
 
   function sourceButtons(n) {
