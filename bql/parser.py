@@ -154,8 +154,9 @@ def _advice(text: str, tok: Token, expected) -> str:
         return " (scientific notation is not supported; write digits or digits.digits)"
     if before.rstrip().endswith("/*"):
         return " ('/* */' comments are not supported; use '--')"
-    after_operand = "IDENT" not in (expected or ())
-    if after_operand and str(tok) in ("=", "<", ">", "!=", "<>", "<=", ">="):
+    after_operand = "IDENT" not in (expected or ()) and "BETWEEN" not in (expected or ())
+    if after_operand and (str(tok) in ("=", "<", ">", "!=", "<>", "<=", ">=")
+                          or str(tok).upper() in ("IN", "LIKE", "BETWEEN")):
         return " (comparison operators cannot be chained; add parentheses)"
     return ""
 
@@ -212,7 +213,7 @@ def expected_tokens_hint(expected) -> str:
     if _EXPR_START <= names:
         words.append("an expression")
         names -= _EXPR_START | {"PLUS", "STAR", "NOT", "TRUE", "FALSE", "NULL", "CASE", "CAST",
-                                "RUNNING_FINAL", "LBRACE"}
+                                "RUNNING_FINAL", "LBRACE", "DISTINCT"}  # DISTINCT: the select list's
     others = sorted({_terminal_word(n) for n in names})
     if len(others) > 6:  # a reduce state: its merged lookaheads say little
         others = []

@@ -7,8 +7,8 @@ from __future__ import annotations
 from lark import Token
 
 from .ast import (
-    ArrayLit, BinaryOp, CallSelector, Case, Cast, FieldRef, FunctionCall, IndexStep, IsMissing, IsNull,
-    KeyStep, Literal, MapLit, RecursiveStep, RunningFinal, SliceStep, SortKey, TimestampRef,
+    ArrayLit, Between, BinaryOp, CallSelector, Case, Cast, FieldRef, FunctionCall, IndexStep, InList,
+    IsMissing, IsNull, KeyStep, Like, Literal, MapLit, RecursiveStep, RunningFinal, SliceStep, SortKey, TimestampRef,
     UnaryOp, Wildcard, WhenClause,
 )
 from .transform_base import INT64_MAX, fail, ident, present, span_of
@@ -92,6 +92,15 @@ class ExpressionRules:
     def compare(self, meta, left, op, right):
         return BinaryOp(op, left, right, span=span_of(meta))
 
+    def in_list(self, meta, operand, negated, *items):
+        return InList(operand, tuple(items), negated, span=span_of(meta))
+
+    def like(self, meta, operand, negated, pattern, escape=None):
+        return Like(operand, pattern, escape, negated, span=span_of(meta))
+
+    def between(self, meta, operand, negated, low, high):
+        return Between(operand, low, high, negated, span=span_of(meta))
+
     def comp_op(self, meta, tok):
         op = str(tok)
         return "!=" if op == "<>" else op
@@ -109,6 +118,8 @@ class ExpressionRules:
 
     def not_kw(self, meta, *toks):
         return bool(toks)
+
+    negation = not_kw
 
     def is_null(self, meta, operand, negated):
         return IsNull(operand, negated, span=span_of(meta))

@@ -13,17 +13,19 @@ from .transform_base import fail, ident, present, span_of
 from .transform_expr import int_value
 
 WINDOW_FUNCTIONS = frozenset({"tumble", "hop", "session"})
+_DISTINCT = object()  # what the ``distinct`` rule returns: a marker, not a string like the emitter
 
 
 class _Tail:
     """The clauses after FROM, collected by ``select_tail``."""
 
-    __slots__ = ("where", "group_by", "having", "limit", "emit")
+    __slots__ = ("where", "group_by", "having", "order_by", "limit", "emit")
 
     def __init__(self):
         self.where = None
         self.group_by = ()
         self.having = None
+        self.order_by = ()
         self.limit = None
         self.emit = None
 
@@ -39,14 +41,23 @@ class SelectRules:
     def select(self, meta, *children):
         items = list(children)
         emitter = items.pop(0) if isinstance(items[0], str) else None
+        distinct = items[0] is _DISTINCT
+        if distinct:
+            items.pop(0)
         tail = items.pop()
         projections = tuple(c for c in items if isinstance(c, Projection))
         from_items = tuple(c for c in items if not isinstance(c, Projection))
         return Select(emitter, projections, from_items, tail.where, tail.group_by, tail.having,
-                      tail.limit, tail.emit, span=span_of(meta))
+                      tail.limit, tail.emit, distinct, tail.order_by, span=span_of(meta))
 
     def emitter(self, meta, tok):
         return str(tok).lower()
+
+    def distinct(self, meta, tok):
+        return _DISTINCT
+
+    def select_order(self, meta, *keys):
+        return ("order_by", tuple(keys))
 
     def select_tail(self, meta, *clauses):
         tail = _Tail()

@@ -23,6 +23,7 @@ from .match import check_match_recognize
 from .names import check_node_name, is_reserved
 from .paths import check_field_paths, check_labels
 from .prefixes import check_prefixes
+from .relation_clauses import check_like_patterns, check_relation_clauses
 from .rewrite import prepare, rewrite_pattern_refs
 from .timeplus import check_window_functions
 from .windows import check_from_needs_window, check_ranges
@@ -43,6 +44,8 @@ RULES = (
     check_match_only_forms,
     check_aggregates,
     check_match_recognize,
+    check_relation_clauses,
+    check_like_patterns,
 )
 
 __all__ = [

@@ -119,6 +119,39 @@ class IsMissing(Expr):
 
 
 @node
+class InList(Expr):
+    """``x [NOT] IN (e1, e2, ...)``: ``x = e1 OR x = e2 OR ...`` with ``x`` evaluated once (SQL's
+    definition, with BQL's ``=`` and its left-first OR: the items after the first equal one are not
+    evaluated). ``NOT IN`` is ``NOT (x IN (...))``."""
+
+    operand: Expr
+    items: tuple[Expr, ...]
+    negated: bool = False
+
+
+@node
+class Between(Expr):
+    """``x [NOT] BETWEEN low AND high``: ``x >= low AND x <= high`` with ``x`` evaluated once (SQL's
+    definition, with BQL's ordering rules and its left-first AND). ``NOT BETWEEN`` is its negation."""
+
+    operand: Expr
+    low: Expr
+    high: Expr
+    negated: bool = False
+
+
+@node
+class Like(Expr):
+    """``x [NOT] LIKE pattern [ESCAPE c]``: ``%`` matches any run of characters, ``_`` exactly one, the
+    escape character makes the next ``%``, ``_`` or itself literal. Strings only; NULL gives NULL."""
+
+    operand: Expr
+    pattern: Expr
+    escape: Expr | None = None
+    negated: bool = False
+
+
+@node
 class Cast(Expr):
     """``CAST(x AS t)`` or ``x::t``; ``type_name`` lower-case (bool int float string blob timestamp array map)."""
 

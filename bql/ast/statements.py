@@ -131,9 +131,12 @@ class EmitClause(Node):
 
 @node
 class Select(Statement):
-    """``SELECT emitter items FROM ... [WHERE] [GROUP BY] [HAVING] [LIMIT n] [EMIT ...]``.
+    """``SELECT emitter [DISTINCT] items FROM ... [WHERE] [GROUP BY] [HAVING] [ORDER BY] [LIMIT n] [EMIT ...]``.
 
     ``emitter`` is ``rstream``, ``istream``, ``dstream`` or None (allowed only with Timeplus forms).
+    ``distinct`` keeps one row of each set of equal rows of a step's relation; ``order_by`` sorts the
+    relation's rows by keys over the output row; with ``order_by``, ``limit`` is the per-step top-N,
+    without it the number of rows after which the query ends (docs/sql-breadth.md).
     """
 
     emitter: str | None
@@ -144,6 +147,8 @@ class Select(Statement):
     having: Expr | None = None
     limit: int | None = None
     emit: EmitClause | None = None
+    distinct: bool = False
+    order_by: tuple[SortKey, ...] = ()
 
 
 @node

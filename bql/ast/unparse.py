@@ -107,6 +107,8 @@ def _Select(s) -> str:
     out = ["SELECT"]
     if s.emitter:
         out.append(s.emitter.upper())
+    if s.distinct:
+        out.append("DISTINCT")
     out.append(", ".join(_Projection(p) for p in s.projections))
     out.append("FROM " + ", ".join(unparse(f) for f in s.from_items))
     if s.where is not None:
@@ -115,6 +117,8 @@ def _Select(s) -> str:
         out.append("GROUP BY " + ", ".join(expr(g) for g in s.group_by))
     if s.having is not None:
         out.append(f"HAVING {expr(s.having)}")
+    if s.order_by:
+        out.append("ORDER BY " + ", ".join(_SortKey(k) for k in s.order_by))
     if s.limit is not None:
         out.append(f"LIMIT {s.limit}")
     if s.emit is not None:

@@ -19,8 +19,9 @@ from .patterns import PatternAlt, PatternConcat, PatternQuantified
 __all__ = ["EXPR_RULES", "expr", "pattern", "path_text", "quote", "unparse_expr"]
 
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
-# Words that start an expression, so a first path step spelled so must be written ["word"].
-_EXPR_WORDS = frozenset({"not", "case", "cast", "true", "false", "null"})
+# Words that start an expression (or, for DISTINCT, a select list), so a first path step spelled so
+# must be written ["word"].
+_EXPR_WORDS = frozenset({"not", "case", "cast", "true", "false", "null", "distinct"})
 
 # Expression precedence, lowest first (see section 7 of grammar/bql.lark).
 OR, AND, NOT, CMP, CONCAT, IS, ADD, MUL, UNARY, CAST, PRIMARY = range(1, 12)
@@ -121,6 +122,25 @@ def _IsNull(e) -> str:
 
 def _IsMissing(e) -> str:
     return f"{expr(e.operand, IS)} IS {'NOT ' if e.negated else ''}MISSING"
+
+
+def _not(e) -> str:
+    return "NOT " if e.negated else ""
+
+
+def _InList(e) -> str:
+    items = ", ".join(expr(i) for i in e.items)
+    return f"{expr(e.operand, CONCAT)} {_not(e)}IN ({items})"
+
+
+def _Between(e) -> str:
+    return (f"{expr(e.operand, CONCAT)} {_not(e)}BETWEEN {expr(e.low, CONCAT)} "
+            f"AND {expr(e.high, CONCAT)}")
+
+
+def _Like(e) -> str:
+    out = f"{expr(e.operand, CONCAT)} {_not(e)}LIKE {expr(e.pattern, CONCAT)}"
+    return out if e.escape is None else f"{out} ESCAPE {expr(e.escape, CONCAT)}"
 
 
 def _Cast(e) -> str:
@@ -228,7 +248,7 @@ def _MatchNumber(e) -> str:
     return "MATCH_NUMBER()"
 
 
-_PRECEDENCE = {"IsNull": IS, "IsMissing": IS, "Cast": CAST}
+_PRECEDENCE = {"IsNull": IS, "IsMissing": IS, "Cast": CAST, "InList": CMP, "Between": CMP, "Like": CMP}
 
 
 # ---------------------------------------------------------------------------- patterns

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..ast import (
-    ArrayLit, BinaryOp, CallSelector, Case, Cast, FieldRef, FunctionCall, IsMissing, IsNull, Literal, MapLit,
-    TimestampRef, UnaryOp, Wildcard,
+    ArrayLit, Between, BinaryOp, CallSelector, Case, Cast, FieldRef, FunctionCall, InList, IsMissing, IsNull,
+    Like, Literal, MapLit, TimestampRef, UnaryOp, Wildcard,
 )
 from ..conversions import converter
 from ..errors import BQLAnalysisError, BQLError, BQLEvaluationError, UnsupportedFeatureError
@@ -24,6 +24,7 @@ from ..values import MISSING, type_name, values_equal
 from .env import Env, Scope
 from .operators import BINARY, UNARY, and_, lazy_and, lazy_or, or_
 from .paths import compile_path, path_text
+from .predicates import between, in_list, like
 
 Compiled = Callable[[Env], Any]
 
@@ -143,6 +144,16 @@ class _Compiler:
             c = e.right.value
             return lambda env: op(lf(env), c)
         return lambda env: op(lf(env), rf(env))
+
+    def _InList(self, e: InList) -> Compiled:
+        return in_list(self.compile(e.operand), [self.compile(i) for i in e.items], e.negated)
+
+    def _Between(self, e: Between) -> Compiled:
+        return between(self.compile(e.operand), self.compile(e.low), self.compile(e.high), e.negated)
+
+    def _Like(self, e: Like) -> Compiled:
+        escape = self.compile(e.escape) if e.escape is not None else None
+        return like(self.compile(e.operand), self.compile(e.pattern), escape, e.negated)
 
     def _IsNull(self, e: IsNull) -> Compiled:
         f = self.compile(e.operand)

@@ -68,6 +68,8 @@ def _memoryless(proc: Any) -> tuple[bool, str]:
         return False, f"a {_kernel(proc).replace('_', ' ')} stage keeps state across tuples"
     if proc.limit is not None:
         return False, "LIMIT counts the tuples emitted so far"
+    if proc.shape is not None:
+        return False, "DISTINCT / ORDER BY run in the SELECT kernel's relation step"
     if proc.fast:
         return True, "RSTREAM over [RANGE 1 TUPLES] of one input, no aggregate: each tuple's rows depend on it alone"
     if len(proc.slots) != 1:

@@ -33,6 +33,7 @@ from .emitters import Emitter
 from .grouping import Grouping, compile_where, is_grouping
 from .processor import Dropped, ProcessorContext, StepResult, Tuple
 from .projection import SelectList
+from .relation_shape import RelationShape
 from .udsf import create_udsf
 from .windows import Entry, Window
 
@@ -98,9 +99,11 @@ class SelectProcessor:
         self.select_list = None if self.grouping else SelectList(
             select.projections, self.aliases, lambda e: compile_expr(e, scope))
         self.emitter = Emitter(select.emitter or "rstream")
-        self.limit = select.limit
+        self.shape = RelationShape.of(select, registry)  # DISTINCT / ORDER BY / top-N
+        self.limit = select.limit if not select.order_by else None  # with ORDER BY: the top-N
         only = self.slots[0] if len(self.slots) == 1 else None
         self.fast = (only is not None and only.udsf is None and self.grouping is None
+                     and self.shape is None
                      and self.emitter.kind == "rstream" and only.window.unit == "tuples"
                      and only.window.size == 1)
         self.rows: list[Row] = []
@@ -159,6 +162,8 @@ class SelectProcessor:
         now = _dt.datetime.now(_dt.timezone.utc)  # now() is one instant per step
         try:
             rows = self._fast_rows(tup, now) if self.fast else self._relation_rows(tup, targets, now)
+            if self.shape is not None:
+                rows = self.shape.apply(rows, now)
         except Exception as err:  # per-tuple isolation: only this step is lost
             result.dropped.append(Dropped(tup, _message(err), "other"))
             return

@@ -8,7 +8,8 @@ for deterministic expressions. A statement stays on the reference ``SelectProces
   context, or a function the registry does not know (``eval.is_volatile``);
 - is the reference's fast form (RSTREAM over ``[RANGE 1 TUPLES]`` of one input): it is O(1) already;
 - has a ``RANGE n TUPLES`` window with ``n < 1`` (a new entry would leave its window in its own step);
-- reads a FROM item the BQL kernel does not read (the reference raises the error).
+- reads a FROM item the BQL kernel does not read (the reference raises the error);
+- has DISTINCT or ORDER BY (the reference shapes each step's whole relation, ``relation_shape.py``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def ineligible_reason(select: Select, registry: Any = None) -> str | None:
         window = item.window
         if window is not None and window.unit == "tuples" and window.value < 1:
             return "a window of fewer than one tuple"
+    if select.distinct or select.order_by:
+        return "DISTINCT / ORDER BY shape each step's whole relation"
     exprs = [p.expr for p in select.projections] + list(select.group_by)
     exprs += [e for e in (select.where, select.having) if e is not None]
     for e in exprs:
