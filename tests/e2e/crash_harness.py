@@ -1,6 +1,7 @@
 """A randomized crash harness: a real ``sbpy run`` process (loopback port, its own config and data folder)
 runs one topology per case at once, is killed with SIGKILL at random points and restarted on the same
-config, and every sink's output is then checked exactly once, window values included.
+config (or its Spark driver JVM is killed and the server's supervisor restarts it), and every sink's
+output is then checked exactly once, window values included.
 
 Cases (each its own topology; file source ``src`` of ids 1..N → stream ``s`` AS ``QUERY`` → file sinks):
 
@@ -11,7 +12,9 @@ Cases (each its own topology; file source ``src`` of ids 1..N → stream ``s`` A
 Kill points (one per kill, aimed at a random case; the other cases are wherever they are):
 ``before_output`` (once the target's source has sent a few tuples), ``mid_stream`` (at a random output
 count), ``source_end`` (right after the target's source has ended) and ``replan`` (while a late sink
-attaches to ``s``, which already feeds a sink: the running query is split, ``nodes/replan.py``).
+attaches to ``s``, which already feeds a sink: the running query is split, ``nodes/replan.py``) kill the
+server's process group; ``jvm`` (at a random output count) kills only the Spark driver JVM, and the run
+goes on once the supervisor has started a new one (``GET /runtime_status`` 200 again, a new JVM pid).
 
 Expected outputs follow from the input: with ``[RANGE 10 TUPLES]`` and RSTREAM the i-th output is
 ``{"n": min(i, 10), "m": i}``. A sink present from the start must hold exactly that list; a late sink a
@@ -21,8 +24,11 @@ real process still varies). Every wait polls a condition with a deadline.
 """
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import random
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,13 +36,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
 from cluster import free_port
+from proc_info import alive, jvm_pid
 from server_process import Server, lines
 
 QUERY = "SELECT RSTREAM count(*) AS n, max(id) AS m FROM src [RANGE 10 TUPLES]"
 CASES = {"bql_file": "tfile", "rest": "trest", "two_sinks": "ttwo"}  # case -> topology name
-POINTS = ("before_output", "mid_stream", "source_end", "replan")
+POINTS = ("before_output", "mid_stream", "source_end", "replan", "jvm")
 UNPERSISTED_ATTACH = "the kill cut the late attach before its INSERT INTO was persisted"
 
 
@@ -72,7 +78,7 @@ def check(rows: list[dict], all_outputs: list[dict], tail: bool = False) -> Chec
                  lost=sum(1 for m in by_m if m not in seen) if rows or not tail else 0,
                  duplicated=len(ms) - len(seen),
                  wrong=sum(1 for r in rows if by_m.get(r.get("m")) != r),
-                 ordered=all(isinstance(a, int) and isinstance(b, int) and a < b for a, b in zip(ms, ms[1:])))
+                 ordered=all(isinstance(a, int) and isinstance(b, int) and a < b for a, b in itertools.pairwise(ms)))
 
 
 @dataclass
@@ -85,13 +91,6 @@ class CaseResult:
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.sinks.values())
-
-    @property
-    def known_issue(self) -> bool:
-        """Not ok, but only after a kill cut a re-plan between the split (which removes the owner's old
-        checkpoint) and the persisting of its INSERT INTO: the restart plans the old chain, finds no
-        checkpoint and starts at the journal HEAD (open: server/nodes/replan.py)."""
-        return not self.ok and any(n.startswith(UNPERSISTED_ATTACH) for n in self.notes)
 
 
 class CrashRun:
@@ -106,6 +105,7 @@ class CrashRun:
         self.results = {c: CaseResult(c) for c in cases}
         self.late: dict[str, str] = {}  # case -> "pending" / "persisted" / "lost"
         self.late_after_end: dict[str, bool] = {}  # the stream had stopped when the late sink attached
+        self.aimed: list[str] = []  # the point each kill aimed at, in order
         self.server: Server | None = None
 
     # ------------------------------------------------------------ setup
@@ -178,8 +178,8 @@ class CrashRun:
                 if case != "bql_file":
                     self._create(case)
             for k in range(self.kills):
-                self._kill(k)
-                self.server.start(timeout=240)
+                if self._kill(k):
+                    self.server.start(timeout=240)
                 self._after_restart()
             self._finish()
         finally:
@@ -196,10 +196,12 @@ class CrashRun:
                        timeout=240)
         assert r.status_code == 200, r.text
 
-    def _kill(self, k: int) -> None:
+    def _kill(self, k: int) -> bool:
+        """One kill at a random point; True if it killed the server (False: only its JVM, restarted)."""
         point, target = self.rng.choice(self.points), self.rng.choice(self.cases)
         if point == "replan" and target in self.late:
             point = "mid_stream"
+        self.aimed.append(point)
         t0 = time.monotonic()
         attach = None
         if point == "before_output":
@@ -211,6 +213,11 @@ class CrashRun:
             self._until(lambda: self._outputs(target) >= j, 120)
         elif point == "source_end":
             self._until(lambda: self._ended(target), 180)
+        elif point == "jvm":
+            have = self._outputs(target)
+            j = self.rng.randint(have + 1, have + max(1, (self.n - have) * 3 // 4)) if have < self.n else 0
+            self._until(lambda: self._outputs(target) >= j and jvm_pid(self.server.proc.pid) is not None, 120)
+            return self._kill_jvm(k, target, t0)
         else:
             attach = self._attach_late(target)
             attach.join(self.rng.uniform(0.0, 2.0))  # the kill lands at a random moment of the attach
@@ -222,6 +229,31 @@ class CrashRun:
             self.results[case].kills.append(o)
         if attach is not None:
             attach.join(30)
+        return True
+
+    def _kill_jvm(self, k: int, target: str, t0: float) -> bool:
+        """SIGKILL the Spark driver JVM; wait until the supervisor runs a new one and Spark is healthy."""
+        old = jvm_pid(self.server.proc.pid)
+        observed = self._observe()
+        if old is not None:
+            os.kill(old, signal.SIGKILL)
+        self.log(f"kill {k + 1}: point=jvm (pid {old}) target={target} after {time.monotonic() - t0:.1f} s; "
+                 + ", ".join(f"{c}: {o}" for c, o in observed.items()))
+        for case, o in observed.items():
+            self.results[case].kills.append("jvm+" + o)
+
+        def healthy() -> bool:
+            new = jvm_pid(self.server.proc.pid)
+            if new is None or new == old or (old is not None and alive(old)):
+                return False
+            try:
+                return httpx.get(self.server.api + "/runtime_status", timeout=10).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        if not self._until(healthy, 300):
+            raise AssertionError(f"Spark did not come back after the JVM kill:\n{self.server.tail(40)}")
+        return False
 
     def _observe(self) -> dict[str, str]:
         out = {}
@@ -304,6 +336,6 @@ def summary(results: dict[str, CaseResult]) -> str:
     for case, r in results.items():
         sinks = "; ".join(f"{k}: {c.got}/{c.want} lost {c.lost} dup {c.duplicated} wrong {c.wrong}"
                           + ("" if c.ordered else " UNORDERED") for k, c in r.sinks.items())
-        out.append(f"{case:<10} {'ok ' if r.ok else 'KNOWN' if r.known_issue else 'BAD'} kills [{', '.join(r.kills)}] {sinks}"
+        out.append(f"{case:<10} {'ok ' if r.ok else 'BAD'} kills [{', '.join(r.kills)}] {sinks}"
                    + (f" ({'; '.join(r.notes)})" if r.notes else ""))
     return "\n".join(out)

@@ -1,16 +1,15 @@
 """Randomized kill -9 of ``sbpy run`` (CI size): one server runs the three cases of ``crash_harness``
 (a ``bql_file`` topology, a REST topology, two sinks on one stream) at once and is killed twice at random
-points (before output, mid-stream, right after a source ends, during a re-plan); after the restarts
-every sink holds every output exactly once, window values included. ``SBPY_CRASH_SEED`` replays a seed;
-the longer run is ``tests/stress/crash_random.py``. One failure is known and open (an xfail, with the
-figures): a kill between a re-plan's split and the persisting of its INSERT INTO (``CaseResult.known_issue``)."""
+points (before output, mid-stream, right after a source ends, during a re-plan, or the Spark JVM alone);
+after the restarts every sink holds every output exactly once, window values included, also when a kill
+cut a re-plan before its INSERT INTO was persisted (``server/nodes/replan.py``). ``SBPY_CRASH_SEED``
+replays a seed; the longer run is ``tests/stress/crash_random.py``."""
 from __future__ import annotations
 
 import os
 import random
 
 import pytest
-
 from crash_harness import CrashRun, check, expected, summary
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -32,7 +31,4 @@ def test_random_kills_exactly_once(tmp_path):
     print(f"SBPY_CRASH_SEED={seed}")
     results = CrashRun(tmp_path, seed=seed, kills=2).run()
     print(summary(results))
-    assert all(r.ok or r.known_issue for r in results.values()), f"seed {seed}:\n{summary(results)}"
-    if not all(r.ok for r in results.values()):
-        pytest.xfail(f"seed {seed}: a kill between a re-plan's split and its INSERT INTO being persisted "
-                     f"loses the owner's progress (known, open):\n{summary(results)}")
+    assert all(r.ok for r in results.values()), f"seed {seed}:\n{summary(results)}"

@@ -33,8 +33,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
-from cluster import free_port  # noqa: E402
-from server_process import Server  # noqa: E402
+from cluster import free_port
+from proc_info import jvm_pid, rss_mb
+from server_process import Server
 
 QUERY = "SELECT RSTREAM count(*) AS n, max(id) AS m FROM src [RANGE 10 TUPLES]"
 
@@ -47,49 +48,6 @@ class Sample:
     data_mb: float
     out_mb: float
     sent: int
-
-
-def rss_mb(pid: int | None) -> float:
-    """VmRSS of ``pid`` in MB (0 when it is gone)."""
-    if pid is None:
-        return 0.0
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (from /proc's parent links)."""
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            ppid = int((d / "stat").read_text().rsplit(") ", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def jvm_pid(server_pid: int) -> int | None:
-    """The Spark driver JVM the server launched: its descendant whose command is ``java``."""
-    for p in descendants(server_pid):
-        try:
-            if Path(f"/proc/{p}/comm").read_text().strip() == "java":
-                return p
-        except OSError:
-            continue
-    return None
 
 
 def disk_mb(folder: Path) -> float:
