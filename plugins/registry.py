@@ -237,11 +237,12 @@ def _add_builtins(regs: PluginRegistries) -> None:
     from sbpy.bql.runtime.udsf import BUILTIN_UDSFS
 
     from .builtin.connectors import CONNECTOR_SINK_TYPES, CONNECTOR_SOURCE_TYPES
+    from .builtin.nexmark_source import SOURCE_TYPES as NEXMARK_SOURCE_TYPES
     from .builtin.sinks import SINK_TYPES
     from .builtin.sources import SOURCE_TYPES
     from .builtin.uds_sink import UDSSink
 
-    for name, cls in {**SOURCE_TYPES, **CONNECTOR_SOURCE_TYPES}.items():
+    for name, cls in {**SOURCE_TYPES, **CONNECTOR_SOURCE_TYPES, **NEXMARK_SOURCE_TYPES}.items():
         regs._add("source_type", regs.source_types, name, cls, "builtin", False)
     for name, cls in {**SINK_TYPES, **CONNECTOR_SINK_TYPES, "uds": UDSSink}.items():
         regs._add("sink_type", regs.sink_types, name, cls, "builtin", False)
