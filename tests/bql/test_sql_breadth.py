@@ -131,6 +131,18 @@ def test_stage_codegen_leaves_the_new_forms_to_the_kernel():
     assert generate(parse_expression("a > 1"), [("a", parse_expression("a"))], "src") is not None
 
 
+def test_fast_stage_of_a_new_predicate_is_not_generated():
+    from sbpy.bql.runtime import build_processor
+    from sbpy.bql.runtime.testing import parse_select
+    from sbpy.bql.spark.stage_codegen import generate_for
+
+    claimed = build_processor(parse_select("SELECT RSTREAM a FROM s [RANGE 1 TUPLES] WHERE a > 1"))
+    assert claimed.fast and generate_for(claimed) is not None
+    for cond in ("a IN (1)", "a BETWEEN 1 AND 2", 'a LIKE "x"'):
+        proc = build_processor(parse_select(f"SELECT RSTREAM a FROM s [RANGE 1 TUPLES] WHERE {cond}"))
+        assert proc.fast and generate_for(proc) is None, cond
+
+
 def test_distinct_and_order_by_run_on_the_reference_kernel():
     from sbpy.bql.runtime import build_processor
     from sbpy.bql.runtime.incremental import IncrementalSelectProcessor
