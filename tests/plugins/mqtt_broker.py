@@ -49,15 +49,16 @@ def _accepts(port: int) -> bool:
 
 
 class Broker:
-    """A mosquitto process listening on ``127.0.0.1:port`` (``stop`` ends it and waits)."""
+    """A mosquitto process listening on ``127.0.0.1:port`` (default: a free port; ``stop`` ends it and
+    waits)."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, port: int | None = None):
         binary = mosquitto_binary()
         if binary is None:
             if os.environ.get("CI"):
                 pytest.fail("mosquitto is not installed (.ci/run installs it)")
             pytest.skip("mosquitto is not installed (apt-get install mosquitto)")
-        self.port = _free_port()
+        self.port = port or _free_port()
         conf = workdir / "mosquitto.conf"
         conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
                         "log_dest stderr\n")
