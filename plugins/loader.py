@@ -1,4 +1,5 @@
-"""Finding and loading plugins: the ``sbpy.plugins`` entry-point group and ``plugins:`` module lists.
+"""Finding and loading plugins: the ``sbpy.plugins`` entry-point group, ``plugins:`` module lists and
+plugin folders (``plugin_dirs:``; by default ``plugins/`` beside the config file).
 
 An entry point names a module (importing it registers its components) or a callable taking the
 registries (``my_plugin:register``). A failing plugin is reported with its name, never half-loaded
@@ -19,7 +20,10 @@ from __future__ import annotations
 import importlib
 import importlib.metadata as md
 import logging
+import os
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from .registry import PluginRegistries, default_registries
@@ -67,13 +71,59 @@ def _apply(name: str, obj: Any, regs: PluginRegistries) -> None:
         _default_specs.append(name)
 
 
+def is_path_spec(name: str) -> bool:
+    """A plugin spec naming a file or folder (``folder_specs``) rather than a module."""
+    return os.sep in name or "/" in name or name.endswith(".py")
+
+
+def folder_specs(folder: str | os.PathLike[str]) -> list[str]:
+    """The plugin specs of a plugin folder, sorted by name: the absolute path of each ``*.py`` file and
+    of each package (a subfolder with ``__init__.py``); names starting with ``_`` or ``.`` are skipped.
+    ``NotADirectoryError`` when ``folder`` is not a folder."""
+    root = Path(folder).resolve()
+    if not root.is_dir():
+        raise NotADirectoryError(f"'{root}' is not a folder")
+    specs = []
+    for entry in sorted(root.iterdir(), key=lambda p: p.name):
+        if entry.name.startswith(("_", ".")):
+            continue
+        if (entry.is_file() and entry.suffix == ".py") or (entry.is_dir() and (entry / "__init__.py").is_file()):
+            specs.append(str(entry))
+    return specs
+
+
+def _import_path(path_text: str) -> Any:
+    """Import the module file or package folder ``path_text`` by its own name, its folder appended to
+    ``sys.path`` (so it may import its neighbours, and a Spark worker imports it the same way). A name
+    already taken by another module (``json.py``) is an error rather than a silent no-op."""
+    path = Path(path_text).resolve()
+    name = path.stem if path.suffix == ".py" else path.name
+    if not name.isidentifier():
+        raise ImportError(f"'{path.name}' is not a valid module name")
+    file = path / "__init__.py" if path.is_dir() else path
+    if not file.is_file():
+        raise ImportError(f"'{path}' does not exist")
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
+    module = importlib.import_module(name)
+    origin = getattr(module, "__file__", None)
+    if origin is None or Path(origin).resolve() != file:
+        raise ImportError(f"the module name '{name}' is already taken by {origin or 'a built-in module'}; "
+                          f"rename {path}")
+    return module
+
+
 def load_modules(names: Iterable[str], regs: PluginRegistries | None = None) -> list[str]:
     """Import each module of ``names`` (``plugins:`` in sensorbee.yaml); ``PluginLoadError`` on failure.
-    ``module:function`` calls ``function(regs)``."""
+    ``module:function`` calls ``function(regs)``; a path (``folder_specs``) imports that file."""
     regs = regs or default_registries()
     done = []
     for name in names:
         try:
+            if is_path_spec(name):
+                _apply(name, _import_path(name), regs)
+                done.append(name)
+                continue
             module_name, _, attr = name.partition(":")
             obj: Any = importlib.import_module(module_name)
             if attr:
@@ -108,9 +158,25 @@ def load_entry_points(regs: PluginRegistries | None = None, strict: bool = False
     return result
 
 
-def load_all(modules: Iterable[str] = (), regs: PluginRegistries | None = None) -> PluginRegistries:
-    """Entry points, then the listed modules (server start-up); returns the registries."""
+def load_folders(folders: Iterable[str | os.PathLike[str]], regs: PluginRegistries | None = None) -> list[str]:
+    """Load every plugin of each folder (``folder_specs``), in order; ``PluginLoadError`` on failure
+    (a folder that does not exist too)."""
+    done = []
+    for folder in folders:
+        try:
+            specs = folder_specs(folder)
+        except OSError as err:
+            raise PluginLoadError(str(folder), err) from err
+        done += load_modules(specs, regs)
+    return done
+
+
+def load_all(modules: Iterable[str] = (), regs: PluginRegistries | None = None,
+             folders: Iterable[str | os.PathLike[str]] = ()) -> PluginRegistries:
+    """Entry points, the listed modules, then the plugin folders' modules (server start-up); returns
+    the registries."""
     regs = regs or default_registries()
     load_entry_points(regs)
     load_modules(modules, regs)
+    load_folders(folders, regs)
     return regs

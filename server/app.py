@@ -61,12 +61,13 @@ def default_context(config: Config) -> Any:
 
 
 def load_plugins(config: Config) -> None:
-    """Load the installed plugins (``sbpy.plugins`` entry points; a failing one is logged) and the
-    modules listed in ``plugins`` (a failing one aborts startup) into the default registries."""
+    """Load the installed plugins (``sbpy.plugins`` entry points; a failing one is logged), the
+    modules listed in ``plugins`` and those of the plugin folders (``plugin_dirs``, by default
+    ``plugins/`` beside the config file; a failing one aborts startup) into the default registries."""
     from sbpy.plugins.loader import PluginLoadError, load_all
 
     try:
-        load_all(config.plugins)
+        load_all(config.plugins, folders=config.plugin_folders)
     except PluginLoadError as exc:
         raise StartupError(str(exc)) from None
 

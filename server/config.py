@@ -1,7 +1,7 @@
 """Load and validate the server configuration (``sensorbee.yaml``) into pydantic models.
 
 The sections follow SensorBee's ``sensorbee run`` configuration (logging, network, storage,
-topologies) plus sbpy's own ``spark`` and ``plugins``. Unknown keys are rejected with a message
+topologies) plus sbpy's own ``spark``, ``plugins`` (modules) and ``plugin_dirs`` (plugin folders). Unknown keys are rejected with a message
 naming the key and its section. Relative paths are resolved against the folder of the config file.
 
 Example::
@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 ENV_VAR = "SENSORBEE_CONFIG"
 DEFAULT_LISTEN_ON = "127.0.0.1:15601"
 DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
+DEFAULT_PLUGIN_DIR = "plugins"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 _SYMBOL = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]*$")
@@ -177,6 +178,7 @@ class Config(_Section):
     topologies: dict[str, TopologyConfig | None] = Field(default_factory=dict)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     plugins: list[str] = Field(default_factory=list)
+    plugin_dirs: list[Path] | None = None  # None: ``plugins/`` beside the config file, if it exists
     _source_path: Path | None = PrivateAttr(default=None)
 
     @field_validator("topologies", mode="before")
@@ -217,6 +219,15 @@ class Config(_Section):
         if self.storage.file_roots is not None:
             return [self.resolve(p) for p in self.storage.file_roots]
         return [self.base_dir, self.data_dir]
+
+    @property
+    def plugin_folders(self) -> list[Path]:
+        """The folders whose modules are loaded as plugins (``sbpy.plugins.loader.load_folders``):
+        ``plugin_dirs`` resolved, else ``plugins/`` beside the config file when there is one."""
+        if self.plugin_dirs is not None:
+            return [self.resolve(p) for p in self.plugin_dirs]
+        default = self.base_dir / DEFAULT_PLUGIN_DIR
+        return [default] if self._source_path is not None and default.is_dir() else []
 
     def resolve(self, path: Path | str) -> Path:
         """``path`` made absolute against the config file's folder."""

@@ -33,7 +33,7 @@ def load_registries(config: Config | None) -> PluginRegistries:
     ``sbpy run`` does); ``PluginLoadError`` names a plugin that fails to import."""
     from sbpy.plugins.loader import load_all
 
-    return load_all(config.plugins if config is not None else ())
+    return load_all(config.plugins, folders=config.plugin_folders) if config is not None else load_all()
 
 
 def function_registry(registries: PluginRegistries) -> Any:

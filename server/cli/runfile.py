@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     name = args.topology or path.stem
     try:
-        registries = load_all(config.plugins)
+        registries = load_all(config.plugins, folders=config.plugin_folders)
         storage = storage_from_config(config)
     except (PluginLoadError, OSError, ValueError) as e:
         print(f"sbpy runfile: {e}", file=sys.stderr)
