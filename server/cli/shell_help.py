@@ -30,10 +30,10 @@ STATEMENTS: dict[str, tuple[str, str, str]] = {
         "Send the tuples of a stream or a source to a sink.",
         "INSERT INTO snk FROM strm;"),
     "SELECT": (
-        "SELECT {RSTREAM | ISTREAM | DSTREAM} {* | expression [AS name]} [, ...]\n"
-        "    FROM from_item '[' RANGE n {TUPLES | SECONDS | MILLISECONDS} ']' [AS alias] [, ...]\n"
-        "    [WHERE condition] [GROUP BY expression [, ...]] [HAVING condition]\n"
-        "    [UNION ALL select]",
+        ("SELECT {RSTREAM | ISTREAM | DSTREAM} {* | expression [AS name]} [, ...]\n"
+         "    FROM from_item '[' RANGE n {TUPLES | SECONDS | MILLISECONDS} ']' [AS alias] [, ...]\n"
+         "    [WHERE condition] [GROUP BY expression [, ...]] [HAVING condition]\n"
+         "    [UNION ALL select]"),
         "Print the tuples of a continuous query until it ends or Ctrl-C cancels it.",
         "SELECT RSTREAM * FROM src [RANGE 1 TUPLES];"),
     "EVAL": (
@@ -61,8 +61,8 @@ STATEMENTS: dict[str, tuple[str, str, str]] = {
     "SAVE STATE": ("SAVE STATE name [TAG tag]", "Save a user-defined state (tag 'default' if omitted).",
                    "SAVE STATE my_uds TAG trained;"),
     "LOAD STATE": (
-        "LOAD STATE name TYPE type_name [TAG tag] [SET param = value [, ...]]\n"
-        "    [OR CREATE IF NOT SAVED [WITH param = value [, ...]]]",
+        ("LOAD STATE name TYPE type_name [TAG tag] [SET param = value [, ...]]\n"
+         "    [OR CREATE IF NOT SAVED [WITH param = value [, ...]]]"),
         "Load a state saved by SAVE STATE (or create it when it was never saved).",
         "LOAD STATE my_uds TYPE my_uds_type TAG trained OR CREATE IF NOT SAVED;"),
 }

@@ -20,10 +20,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import ClassVar
 
 from pygments.lexer import RegexLexer, bygroups
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace
-
 from sbpy.bql.analyzer.reserved import RESERVED_WORDS
 
 GRAMMAR_FILE = Path(__file__).resolve().parents[2] / "bql" / "grammar" / "bql.lark"
@@ -58,7 +58,7 @@ def word_token(word: str) -> object:
     return Name
 
 
-def _word(lexer: RegexLexer, match: re.Match[str]):  # noqa: ARG001 - pygments' callback signature
+def _word(lexer: RegexLexer, match: re.Match[str]):
     yield match.start(), word_token(match.group()), match.group()
 
 
@@ -66,11 +66,11 @@ class BqlLexer(RegexLexer):
     """Tokens of BQL text (see the module doc)."""
 
     name = "BQL"
-    aliases = ["bql"]
-    filenames = ["*.bql"]
+    aliases: ClassVar[list[str]] = ["bql"]
+    filenames: ClassVar[list[str]] = ["*.bql"]
     flags = re.IGNORECASE
 
-    tokens = {
+    tokens: ClassVar[dict] = {
         "root": [
             (r"\s+", Whitespace),
             (r"--[^\n]*", Comment.Single),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 
 import orjson
 
@@ -178,7 +178,7 @@ class StatusLine:
         self._thread: threading.Thread | None = None
         self._drawn = False
 
-    def start(self) -> StatusLine:
+    def start(self) -> Self:
         if self.enabled:
             self._thread = threading.Thread(target=self._run, name="sbpy-shell-status", daemon=True)
             self._thread.start()
@@ -208,8 +208,8 @@ class StatusLine:
                 self.stream.write("\r\x1b[K")
                 self.stream.flush()
 
-    def __enter__(self) -> StatusLine:
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

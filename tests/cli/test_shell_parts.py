@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 from pygments.token import Comment, Error, Keyword, Name, Number, Punctuation, String
-
 from sbpy.bql.analyzer.reserved import RESERVED_WORDS
 from sbpy.server.cli.client import QueryResult, RequestFailed
 from sbpy.server.cli.shell import Shell
