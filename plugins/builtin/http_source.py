@@ -1,8 +1,8 @@
 """The ``http`` source: tuples POSTed to the server (``POST /api/v1/topologies/{t}/sources/{s}/tuples``,
 ``sbpy.server.api.ingest``).
 
-A request body is JSON Lines (one JSON object per non-blank line) or one JSON array of objects,
-sent with ``Content-Type: application/json``. Its good lines become tuples in their order; a line
+A request body is JSON Lines (one JSON object per non-blank line), sent with ``Content-Type:
+application/json``. Its good lines become tuples in their order; a line
 that is not JSON or not an object is dropped and reported on ``dropped_tuples`` (``http source: line
 3: cannot parse a line: ...``, the ``file`` source's wording), and listed in the answer. A request's
 tuples are journaled together, in the order the requests arrive.
@@ -86,10 +86,8 @@ class HttpSource:
     # ------------------------------------------------------------ the REST side
 
     def parse(self, body: bytes) -> IngestBatch:
-        """The tuples and the dropped lines' errors of a request body."""
-        text = body.lstrip()
-        if text.startswith(b"["):
-            return self._parse_array(text)
+        """The tuples and the dropped lines' errors of a request body (read as the ``file`` source
+        reads a file: the same tuples, the same errors after the ``http source: line n:`` prefix)."""
         tuples, errors = [], []
         for n, line in enumerate(body.split(b"\n"), 1):
             line = line.strip()
@@ -104,19 +102,6 @@ class HttpSource:
                 errors.append(f"http source: line {n}: a line is not a JSON object")
                 continue
             tuples.append((data, self._timestamp(data)))
-        return IngestBatch(tuples, errors)
-
-    def _parse_array(self, text: bytes) -> IngestBatch:
-        try:
-            items = from_json(text)
-        except BQLEvaluationError as e:
-            return IngestBatch([], [f"http source: cannot parse the body: {e}"])
-        tuples, errors = [], []
-        for i, data in enumerate(items if isinstance(items, list) else [items]):
-            if isinstance(data, dict):
-                tuples.append((data, self._timestamp(data)))
-            else:
-                errors.append(f"http source: element {i}: an element is not a JSON object")
         return IngestBatch(tuples, errors)
 
     def _timestamp(self, data: dict[str, Any]) -> _dt.datetime | None:

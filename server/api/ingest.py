@@ -1,6 +1,6 @@
 """``POST /topologies/{t}/sources/{s}/tuples``: feed an ``http`` source (``sbpy.plugins.builtin.http_source``).
 
-The body is JSON Lines (or one JSON array of objects) sent with ``Content-Type: application/json``
+The body is JSON Lines (one JSON object per line) sent with ``Content-Type: application/json``
 (the request guard refuses other types). Answers:
 
 - 200 ``{"accepted": n, "dropped": m, "errors": [...]}``: the ``n`` tuples are journaled; the ``m``
