@@ -297,19 +297,21 @@ def _start_pos(f: Any, key: tuple[str, int], size: int, after_seq: int) -> int:
 Row = tuple  # (seq, input, ts_us, data_text | None, end, error | None)
 
 
-def read_log(path: str | os.PathLike[str], input_name: str, after_seq: int, upto_seq: int) -> list[Row]:
+def read_log(path: str | os.PathLike[str], input_name: str, after_seq: int, upto_seq: int,
+             expand: Any = None) -> list[Row]:
     """Rows of one log with ``after_seq < seq <= upto_seq`` as ``(seq, input, ts_us, data_text, end,
     error)``; a segment entry expands into its lines' rows (``journal_segments.expand``).
 
     ``path`` a node's ``log.jsonl`` (``node_log_path``): the node's whole log, across its files (only the
     files that can hold the range are opened); raises ``JournalPrunedError`` when pruning removed an
-    entry of the range. Any other path: that one file."""
+    entry of the range. Any other path: that one file. ``expand``: what a segment entry becomes (default
+    ``journal_segments.expand``; same arguments; the native tier reads a segment's raw lines instead)."""
     path = Path(path)
     if path.name != LOG_FILE:
-        return _read_file(path, input_name, after_seq, upto_seq)
+        return _read_file(path, input_name, after_seq, upto_seq, expand)
     files = log_files(path.parent)
     if not files or (files[0][0] == 0 and len(files) == 1):  # the common case: one file
-        return _read_file(path, input_name, after_seq, upto_seq)
+        return _read_file(path, input_name, after_seq, upto_seq, expand)
     if files[0][0] > after_seq + 1 and files[0][0] > 0:  # the oldest files are gone: was any needed?
         pruned = read_pruned(path.parent)["seq"]
         if pruned > after_seq:
@@ -321,11 +323,11 @@ def read_log(path: str | os.PathLike[str], input_name: str, after_seq: int, upto
             break
         if k + 1 < len(files) and files[k + 1][0] <= after_seq + 1:
             continue  # every entry of this file has a seq <= after_seq
-        out.extend(_read_file(file, input_name, after_seq, upto_seq))
+        out.extend(_read_file(file, input_name, after_seq, upto_seq, expand))
     return out
 
 
-def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int) -> list[Row]:
+def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int, expand: Any = None) -> list[Row]:
     """Rows of one log file with ``after_seq < seq <= upto_seq`` (missing file: none)."""
     out: list[Row] = []
     try:
@@ -346,7 +348,7 @@ def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int) -> li
                 seq, seg = int(obj["seq"]), obj["seg"]
                 if seq > upto_seq:
                     break
-                out.extend(js.expand(seq, int(obj["ts"]), seg, input_name, after_seq, upto_seq))
+                out.extend((expand or js.expand)(seq, int(obj["ts"]), seg, input_name, after_seq, upto_seq))
                 end_seq = js.last_seq(seq, seg)
                 if end_seq > upto_seq:  # cut in the middle: the next read starts at this entry again
                     last = (seq - 1, pos)
@@ -367,7 +369,7 @@ def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int) -> li
 
 
 def read_entries(journal_dir: str | os.PathLike[str], inputs: list[str] | tuple[str, ...], after_seq: int,
-                 upto_seq: int) -> list[Row]:
+                 upto_seq: int, expand: Any = None) -> list[Row]:
     """Rows of the ``inputs``' logs with ``after_seq < seq <= upto_seq``, merged by seq.
 
     Each item is ``(seq, input, ts_us, data_text, end, error)``; ``data_text`` is the tagged JSON text
@@ -376,6 +378,6 @@ def read_entries(journal_dir: str | os.PathLike[str], inputs: list[str] | tuple[
     """
     rows: list[Row] = []
     for name in inputs:
-        rows.extend(read_log(node_log_path(journal_dir, name), name, after_seq, upto_seq))
+        rows.extend(read_log(node_log_path(journal_dir, name), name, after_seq, upto_seq, expand))
     rows.sort(key=lambda r: r[0])
     return rows
