@@ -123,7 +123,7 @@ class MqttSink(SinkType):
         self.format = MessageFormat(params)
         retain = params.get("retain", False)
         if not isinstance(retain, bool):
-            raise ValueError("retain must be a bool")
+            raise ValueError("retain must be a bool")  # noqa: TRY004 - parameter errors are ValueErrors
         self.retain = retain
         self.publish_timeout = parse_duration(params.get("publish_timeout", 10), "publish_timeout")
         self.num_published = 0

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import anyio
 from fastapi import APIRouter, Request, Response
-
 from sbpy.plugins.builtin.http_source import HttpSource, IngestRefused
 
 from ..nodes import status as st

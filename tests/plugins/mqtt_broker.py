@@ -62,7 +62,7 @@ class Broker:
         conf = workdir / "mosquitto.conf"
         conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
                         "log_dest stderr\n")
-        self.log = open(workdir / "mosquitto.log", "wb")
+        self.log = open(workdir / "mosquitto.log", "wb")  # noqa: SIM115 - open while the broker runs
         self.proc = subprocess.Popen([binary, "-c", str(conf)], stdout=self.log, stderr=subprocess.STDOUT)
         if not wait_for(lambda: _accepts(self.port) or self.proc.poll() is not None):
             self.stop()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
-
+from mqtt_broker import Broker, Client, wait_for
 from sbpy.bql.jsonio import from_json, to_json_bytes
 from sbpy.bql.parser import parse_script
 from sbpy.plugins.builtin.mqtt_client import ConnectionParams, parse_broker
@@ -21,10 +21,8 @@ from sbpy.plugins.builtin.sources import FileSource
 from sbpy.plugins.registry import default_registries
 from sbpy.server.topology import Topology
 
-from mqtt_broker import Broker, Client, wait_for
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))  # the Spark-free query runner
-from local_runner import start_local  # noqa: E402
+from local_runner import start_local
 
 # ---------------------------------------------------------------- BQL values for the properties
 
@@ -299,7 +297,7 @@ def test_source_and_sink_reconnect_after_the_broker_restarts(tmp_path, topologie
                    CREATE SINK k TYPE mqtt WITH broker = "{broker.address}", default_topic = "out",
                        payload_field = "*", reconnect_min_time = 0.1, reconnect_max_time = 0.2;
                    INSERT INTO k FROM x;""")
-        source = lambda: t.node("source", "s")["status"]["source"]  # noqa: E731
+        source = lambda: t.node("source", "s")["status"]["source"]
         assert wait_for(lambda: source()["subscribed"])
         port = broker.port
         broker.stop()

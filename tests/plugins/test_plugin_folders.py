@@ -6,9 +6,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from sbpy.plugins import PluginRegistries
-from sbpy.plugins import loader
+from sbpy.plugins import PluginRegistries, loader
 from sbpy.server.config import config_from_dict, load_config
 
 

@@ -12,14 +12,12 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
-
+from local_runner import start_local
 from sbpy.plugins.builtin.http_source import HttpSource, IngestRefused
 from sbpy.plugins.builtin.sources import FileSource
 from sbpy.server.cli.client import iter_multipart
 from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.topology import Topology
-
-from local_runner import start_local
 
 JSON = {"Content-Type": "application/json"}
 STREAM = "CREATE STREAM x AS SELECT RSTREAM id, v / 2 AS half, name FROM s [RANGE 1 TUPLES] WHERE id % 4 != 3;"
@@ -134,7 +132,7 @@ def test_posted_lines_flow_like_the_same_file(local, tmp_path):
 
 
 def test_a_paused_source_queues_then_journals_on_resume(local, tmp_path):
-    srv, c = local
+    _srv, c = local
     post(c, f"""CREATE PAUSED SOURCE s TYPE http WITH ack_timeout = "50ms", max_queued = 3;
                 CREATE STREAM x AS SELECT RSTREAM * FROM s [RANGE 1 TUPLES];
                 CREATE SINK k TYPE file WITH path = "{tmp_path}/out.jsonl"; INSERT INTO k FROM x;""")
@@ -150,7 +148,7 @@ def test_a_paused_source_queues_then_journals_on_resume(local, tmp_path):
 
 
 def test_ingest_errors(local, tmp_path):
-    srv, c = local
+    _srv, c = local
     (tmp_path / "in.jsonl").write_text("")
     post(c, f"""CREATE PAUSED SOURCE f TYPE file WITH path = "{tmp_path}/in.jsonl";""")
     cases = [("/topologies/nope/sources/s/tuples", JSON, 404, "The topology doesn't exist"),
