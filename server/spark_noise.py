@@ -25,6 +25,11 @@ Every other py4j record and Java log line is kept: a query that really fails is 
 "Query ... terminated with error", ``QueryHandle``'s "query ... failed"). A stop's one INFO line is the
 consumer's own.
 
+Start-up warnings known to be harmless (``STARTUP_NOISE``: the loopback-hostname and native-hadoop
+warnings, the JVM's "Using incubator modules", the lines Spark prints when its default log4j profile
+is used, the journal data source registered again by a new session) are logged at DEBUG by the JVM
+output router (``sbpy.server.logging_jvm``); ``is_startup_noise(logger, message)`` tells them.
+
 A dead JVM is reported by the supervisor in one ERROR line; the echoes of the loss are quieted:
 py4j's root-logger "Exception while sending command." with a traceback per failing call
 (``DeadJvmFilter``, only while ``gateway.lost()``) and the ``EOFError`` traceback PySpark's accumulator
@@ -59,6 +64,26 @@ JAVA_STOP_NOISE: tuple[tuple[str, str], ...] = (
     ("org.apache.spark.scheduler.TaskSetManager",
      ".*TaskKilled \\(Stage cancelled: \\[SPARK_JOB_CANCELLED\\].* was stopped.*"),
 )
+
+
+# (last part of the logger's name, regex searched in the message): harmless warnings at Spark's start-up
+STARTUP_NOISE: tuple[tuple[str, str], ...] = (
+    ("jvm", r"^Using incubator modules"),
+    ("stderr", r"^Using Spark's default log4j profile"),
+    ("stderr", r"^Setting default log level to"),
+    ("stderr", r"^To adjust logging level use sc\.setLogLevel"),
+    ("Utils", r"resolves to a loopback address|^Set SPARK_LOCAL_IP if you need to bind"),
+    ("NativeCodeLoader", r"^Unable to load native-hadoop library"),
+    ("DataSourceManager", r"^The data source sbpy_journal replaced a previously registered data source"),
+)
+_STARTUP_NOISE = tuple((name, re.compile(pattern)) for name, pattern in STARTUP_NOISE)
+
+
+def is_startup_noise(logger: str, message: str) -> bool:
+    """Whether a JVM log record (``logger`` its Java or ``jvm``/``jvm.stderr`` name) is a known harmless
+    start-up warning."""
+    short = logger.rsplit(".", 1)[-1]
+    return any(short == name and pattern.search(message) for name, pattern in _STARTUP_NOISE)
 
 
 def driver_java_options(user_options: str | None) -> str:

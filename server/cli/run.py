@@ -2,49 +2,26 @@
 
 The config comes from ``-c``, else ``$SENSORBEE_CONFIG``, else the defaults; ``--listen`` replaces
 its ``network.listen_on`` (``:PORT`` listens on every interface). Logging follows the
-``logging`` section (target stderr, stdout or a file; ``min_log_level``). A topology of the config
-whose ``bql_file`` fails aborts startup with a non-zero exit code.
+``logging`` section (target stderr, stdout or a file; ``min_log_level``); ``--log-format json``
+writes JSON lines, and Spark's own log lines take the same way (``sbpy.server.logging_setup``). A
+topology of the config whose ``bql_file`` fails aborts startup with a non-zero exit code.
 """
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from pydantic import ValidationError
 
 from ..config import Config, ConfigError, NetworkConfig, load_config
 
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
+def configure_logging(config: Config, fmt: str | None = None) -> None:
+    """One handler and one format for Python's and Spark's log lines (``sbpy.server.logging_setup``)."""
+    from ..logging_setup import configure_logging as configure
+    from ..logging_setup import log_format
 
-class _HideStartupTraceback(logging.Filter):
-    """uvicorn logs the lifespan's traceback; a ``StartupError`` is already logged in plain words."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "sbpy.server.manager.StartupError" not in str(record.msg)
-
-
-def configure_logging(config: Config) -> None:
-    """Send log records at ``min_log_level`` and above to the configured target."""
-    target = config.logging.target
-    if target == "stderr":
-        handler: logging.Handler = logging.StreamHandler(sys.stderr)
-    elif target == "stdout":
-        handler = logging.StreamHandler(sys.stdout)
-    else:
-        path = config.resolve(target)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(config.logging.level)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
-        logging.getLogger(name).handlers[:] = []
-        logging.getLogger(name).propagate = True
-    logging.getLogger("uvicorn.error").addFilter(_HideStartupTraceback())
-    logging.getLogger("py4j").setLevel(max(config.logging.level, logging.WARNING))
+    configure(config, log_format(fmt))
 
 
 def serve(config: Config) -> int:
@@ -79,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(f"sbpy run: {err}", file=sys.stderr)
         return 1
-    configure_logging(config)
+    try:
+        configure_logging(config, args.log_format)
+    except ValueError as err:
+        print(f"sbpy run: {err}", file=sys.stderr)
+        return 1
     return serve(config)
 
 
@@ -91,4 +72,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the config file (default: $SENSORBEE_CONFIG, else built-in defaults)")
     parser.add_argument("-l", "--listen", default=None, metavar="HOST:PORT",
                         help="listen here instead of the config's network.listen_on (':PORT': every interface)")
+    parser.add_argument("--log-format", choices=("text", "json"), default=None,
+                        help="log lines as text or JSON lines (default: $SBPY_LOG_FORMAT, else text)")
     parser.set_defaults(func=run)

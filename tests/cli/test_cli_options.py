@@ -23,7 +23,7 @@ from sbpy.server.cli.main import SUBCOMMANDS, build_parser, main
 def test_listen_replaces_the_configured_address(tmp_path, monkeypatch):
     (tmp_path / "sb.yaml").write_text("network:\n  listen_on: 127.0.0.1:15601\nplugins: [sbpy.plugins.examples]\n")
     served = []
-    monkeypatch.setattr(run_module, "configure_logging", lambda config: None)
+    monkeypatch.setattr(run_module, "configure_logging", lambda config, fmt=None: None)
     monkeypatch.setattr(run_module, "serve", lambda config: served.append(config) or 0)
     assert main(["run", "-c", str(tmp_path / "sb.yaml"), "--listen", "0.0.0.0:8081"]) == 0
     assert main(["run", "-c", str(tmp_path / "sb.yaml"), "-l", ":9000"]) == 0
