@@ -20,7 +20,7 @@ from sbpy.bql.errors import BQLError, UnsupportedFeatureError
 from sbpy.bql.parsed import ParsedStatement
 
 from .nodes import status as st
-from .nodes.consumer import MAX_RESTARTS, Consumer
+from .nodes.consumer import MAX_RESTARTS, Consumer, restart_delay
 
 log = logging.getLogger("sbpy.topology")
 
@@ -110,7 +110,7 @@ class TopologyQueries:
                 c.error = err
                 if c.restarts < MAX_RESTARTS:
                     if not c.next_restart:
-                        c.next_restart = time.monotonic() + 2 ** c.restarts
+                        c.next_restart = time.monotonic() + restart_delay(c.restarts)
                     elif time.monotonic() >= c.next_restart:
                         c.next_restart = 0.0
                         try:
