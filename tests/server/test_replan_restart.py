@@ -2,21 +2,19 @@
 before the statement that caused it was persisted (or whose late consumer was dropped since) restarts
 with the split plan — the stream computed on its own from its prepared checkpoint, the owner reading its
 journal with the state handed over to it — so every output comes exactly once with the right window
-values (Spark-free, with the in-process query runner; the kill -9 version is ``tests/e2e/test_crash_random.py``
-and ``test_split_then_kill_before_persisting_resumes_exactly`` in ``tests/e2e/test_replan_kill.py``)."""
+values (Spark-free, with the in-process query runner; the kill -9 version is the ``replan`` point of
+``tests/e2e/test_crash_random.py`` and ``tests/stress/crash_random.py``)."""
 from __future__ import annotations
 
 import json
 
 import pytest
-
+from local_runner import start_local
 from sbpy.bql.runtime.testing import run_query
 from sbpy.bql.spark import journal_format as jf
 from sbpy.server.nodes import replan
 from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.topology import Topology
-
-from local_runner import start_local
 from topology_util import Ctx, lines, run
 
 N = 80
