@@ -131,8 +131,10 @@ def _from_lark(text: str, e: UnexpectedInput) -> BQLSyntaxError:
         tok = e.token
         if tok.type == "$END":
             pos = len(text.rstrip())
-            return _error(text, pos, "unexpected end of statement" + _expected(e.expected), pos)
-        reason = f"unexpected {_describe(tok)}" + _expected(e.expected) + _advice(text, tok, e.expected)
+            expected = _closable(text, pos, e.expected)
+            return _error(text, pos, "unexpected end of statement" + _expected(expected), pos)
+        expected = _closable(text, tok.start_pos, e.expected)
+        reason = f"unexpected {_describe(tok)}" + _expected(expected) + _advice(text, tok, expected)
         return _error(text, tok.start_pos, reason, tok.end_pos)
     if isinstance(e, UnexpectedCharacters):
         ch = text[e.pos_in_stream]
@@ -145,6 +147,17 @@ def _from_lark(text: str, e: UnexpectedInput) -> BQLSyntaxError:
             reason = "unexpected '/*' (only '--' comments are supported)"
         return _error(text, e.pos_in_stream, reason + _expected(e.allowed), e.pos_in_stream + 1)
     return _error(text, getattr(e, "pos_in_stream", 0) or 0, str(e))
+
+
+def _closable(text: str, pos: int, expected) -> set:
+    """``expected`` without ')' when no parenthesis is open before ``pos`` (LALR merges the states of a
+    SELECT at the top level and inside a subquery, so their lookaheads include each other's)."""
+    expected = set(expected or ())
+    if "RPAR" in expected:
+        body = re.sub(r'"(?:[^"]|"")*"|--[^\n]*', " ", text[_statement_start(text, pos):pos])
+        if body.count("(") <= body.count(")"):
+            expected.discard("RPAR")
+    return expected
 
 
 def _advice(text: str, tok: Token, expected) -> str:

@@ -24,6 +24,7 @@ from .names import check_node_name, is_reserved
 from .paths import check_field_paths, check_labels
 from .prefixes import check_prefixes
 from .relation_clauses import check_like_patterns, check_relation_clauses
+from .subqueries import check_subqueries
 from .rewrite import prepare, rewrite_pattern_refs
 from .timeplus import check_window_functions
 from .windows import check_from_needs_window, check_ranges
@@ -33,6 +34,7 @@ RULES = (
     check_eval,
     check_emitter,
     check_ranges,
+    check_subqueries,
     check_from_needs_window,
     check_field_paths,
     check_labels,

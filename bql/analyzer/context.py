@@ -25,6 +25,7 @@ from ..ast import (
     Select,
     SelectUnion,
     Statement,
+    SubqueryRef,
 )
 from ..errors import BQLAnalysisError, BQLError, Span
 
@@ -113,13 +114,18 @@ def quote(name: str) -> str:
 
 
 def selects_of(stmt: Statement) -> list[Select]:
-    """Every SELECT of a statement (a UNION ALL gives each branch)."""
+    """Every SELECT of a statement: a UNION ALL gives each branch, a subquery in FROM (a CTE's
+    reference) its own SELECTs after the one reading it."""
     if isinstance(stmt, CreateStreamAsSelect):
         stmt = stmt.select
     if isinstance(stmt, Select):
-        return [stmt]
+        out = [stmt]
+        for item in stmt.from_items:
+            if isinstance(item, SubqueryRef):
+                out += selects_of(item.select)
+        return out
     if isinstance(stmt, SelectUnion):
-        return list(stmt.selects)
+        return [s for branch in stmt.selects for s in selects_of(branch)]
     return []
 
 

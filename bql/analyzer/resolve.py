@@ -51,6 +51,7 @@ from ..ast import (
     SourceControl,
     Statement,
     StreamRef,
+    SubqueryRef,
     UdsfCall,
     UpdateNode,
     WindowFunction,
@@ -201,6 +202,9 @@ class ScriptScope:
         selects = stmt.selects if isinstance(stmt, SelectUnion) else (stmt,) if isinstance(stmt, Select) else ()
         for select in selects:
             for item in select.from_items:
+                if isinstance(item, SubqueryRef):
+                    self._reads(item.select, own)
+                    continue
                 for name, where in self._item_inputs(item):
                     if name == own:
                         self._report(f"stream '{own}' cannot read from itself", *where)

@@ -22,6 +22,7 @@ from ..ast import (
     Select,
     SelectUnion,
     Statement,
+    SubqueryRef,
 )
 
 
@@ -88,10 +89,16 @@ def rewrite_match(mr: MatchRecognize) -> MatchRecognize:
 
 def rewrite_pattern_refs(select: Select) -> Select:
     """``select`` with its MATCH_RECOGNIZE items rewritten (see module doc)."""
-    items = tuple(rewrite_match(f) if isinstance(f, MatchRecognize) else f for f in select.from_items)
+    items = tuple(rewrite_match(f) if isinstance(f, MatchRecognize)
+                  else _prepare_subquery(f) if isinstance(f, SubqueryRef) else f for f in select.from_items)
     if all(a is b for a, b in zip(items, select.from_items)):
         return select
     return dataclasses.replace(select, from_items=items)
+
+
+def _prepare_subquery(item: SubqueryRef) -> SubqueryRef:
+    inner = prepare(item.select)
+    return item if inner is item.select else dataclasses.replace(item, select=inner)
 
 
 def prepare(stmt: Statement) -> Statement:

@@ -102,6 +102,16 @@ class MatchRecognize(FromItem):
 
 
 @node
+class SubqueryRef(FromItem):
+    """``(select) [RANGE ...] AS alias``: the output stream of a SELECT, read like a stream (a CTE's
+    reference desugars to it). ``select`` is a Select or SelectUnion; the alias is required."""
+
+    select: Statement
+    window: RangeWindow | None
+    alias: str
+
+
+@node
 class AliasPath(Node):
     """An output label: ``x``, ``x.y[3].z`` (keys and non-negative indexes), or ``*`` (``star``)."""
 

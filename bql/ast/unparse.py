@@ -135,6 +135,10 @@ def _AliasPath(a) -> str:
     return "*" if a.star else path_text(a.steps)
 
 
+def _SubqueryRef(f) -> str:
+    return f"({unparse(f.select)}){_window(f.window)} AS {f.alias}"
+
+
 def _alias(alias) -> str:
     return f" AS {alias}" if alias is not None else ""
 

@@ -52,7 +52,8 @@ def _kernel(proc: Any) -> str:
     if isinstance(proc, UnionProcessor):
         return "union"
     name = type(proc).__name__
-    return {"MatchRecognizeProcessor": "match_recognize", "WindowProcessor": "timeplus"}.get(name, "custom")
+    return {"MatchRecognizeProcessor": "match_recognize", "WindowProcessor": "timeplus",
+            "SubqueryProcessor": "subquery"}.get(name, "custom")
 
 
 def _memoryless(proc: Any) -> tuple[bool, str]:

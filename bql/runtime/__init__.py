@@ -6,7 +6,9 @@
 - otherwise the BQL kernel: ``incremental.IncrementalSelectProcessor`` when the statement qualifies
   (``incremental.ineligible_reason``) and the reference kernel is not forced
   (``ProcessorContext.kernel="reference"`` or ``SBPY_KERNEL=reference``), else ``kernel.SelectProcessor``;
-- ``SELECT ... UNION ALL ...`` → ``union.UnionProcessor`` over one processor per branch.
+- ``SELECT ... UNION ALL ...`` → ``union.UnionProcessor`` over one processor per branch;
+- a subquery in FROM (a CTE's reference) → ``subquery.SubqueryProcessor`` (a processor per subquery
+  feeding the outer SELECT's).
 """
 from __future__ import annotations
 
@@ -37,6 +39,10 @@ def build_processor(stmt: Select | SelectUnion, context: ProcessorContext | None
         from .union import UnionProcessor
 
         return UnionProcessor([build_processor(s, context) for s in stmt.selects])
+    from .subquery import SubqueryProcessor, has_subquery
+
+    if has_subquery(stmt):
+        return SubqueryProcessor(stmt, context)
     if any(isinstance(item, MatchRecognize) for item in stmt.from_items):
         from .match import MatchRecognizeProcessor
 

@@ -35,7 +35,7 @@ class Buffer:
 def stream_refs(stmt: Any) -> list[Any]:
     """The windowed stream references of a SELECT, SELECT UNION or CREATE STREAM (a MATCH_RECOGNIZE's
     input included), in FROM order."""
-    from sbpy.bql.ast import CreateStreamAsSelect, MatchRecognize, SelectUnion, StreamRef
+    from sbpy.bql.ast import CreateStreamAsSelect, MatchRecognize, SelectUnion, StreamRef, SubqueryRef
 
     if isinstance(stmt, CreateStreamAsSelect):
         stmt = stmt.select
@@ -45,6 +45,8 @@ def stream_refs(stmt: Any) -> list[Any]:
         for item in getattr(select, "from_items", ()):
             if isinstance(item, MatchRecognize):
                 item = item.input
+            if isinstance(item, SubqueryRef):  # its SELECT's references read the journal
+                refs += stream_refs(item.select)
             if isinstance(item, StreamRef):
                 refs.append(item)
     return refs

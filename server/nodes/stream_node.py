@@ -26,6 +26,9 @@ def select_inputs(select: ast.Select | ast.SelectUnion) -> list[str]:
     names: list[str] = []
     for s in selects:
         for item in s.from_items:
+            if isinstance(item, ast.SubqueryRef):  # a subquery (a CTE) reads what its SELECT reads
+                names += [n for n in select_inputs(item.select) if n not in names]
+                continue
             if isinstance(item, ast.StreamRef):
                 name = item.name
             elif isinstance(item, ast.WindowFunction):

@@ -108,7 +108,7 @@ def test_sbpy_check_accepts_the_new_syntax(tmp_path):
 
     script = tmp_path / "q.bql"
     statements = [t for t in ROWS["identity"] if t.startswith("SELECT")]
-    script.write_text('CREATE SOURCE s TYPE file WITH path = "in.jsonl";\n'
+    script.write_text("".join(f'CREATE SOURCE {n} TYPE file WITH path = "in.jsonl";\n' for n in ("s", "s1", "s2"))
                       + "\n".join(f"CREATE STREAM q{i} AS {t};" for i, t in enumerate(statements)))
     out = io.StringIO()
     rc = check.main(argparse.Namespace(file=str(script)), stdin=io.StringIO(""), stdout=out)

@@ -110,3 +110,47 @@ def test_explain_keeps_distinct_off_the_stateless_tier(local, tmp_path):
     shaped = post(local, "EXPLAIN SELECT RSTREAM DISTINCT id FROM s [RANGE 1 TUPLES];").json()["plan"]
     assert shaped["execution"] != "stateless"
     assert "DISTINCT / ORDER BY" in shaped["text"]
+
+
+def _sink_rows(c: httpx.Client, sink: str) -> int:
+    return c.get(f"/topologies/t/sinks/{sink}").json()["sink"]["status"]["input_stats"]["num_received_total"]
+
+
+def test_cte_stream_equals_the_explicit_chain_of_streams(local, tmp_path):
+    """``WITH i AS (inner) outer`` gives what ``CREATE STREAM i AS inner`` plus a stream reading ``i``
+    gives in the same topology (the outer query reads the source too: the journal's order decides)."""
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    inner = "SELECT ISTREAM id, price FROM s [RANGE 3 TUPLES] WHERE price % 2 = 0"
+    outer = "SELECT RSTREAM i:price AS ip, s:id AS sid FROM i [RANGE 2 TUPLES], s [RANGE 1 TUPLES]"
+    cte = f"WITH i AS ({inner}) {outer}"
+    expected = run_query_detailed(cte, {"s": ROWS})
+    assert expected.outputs and not expected.dropped
+    r = post(local, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";
+                        CREATE STREAM i AS {inner};
+                        CREATE STREAM by_streams AS {outer};
+                        CREATE STREAM with_cte AS {cte};
+                        CREATE SINK ka TYPE file WITH path = "{tmp_path}/chain.jsonl";
+                        CREATE SINK kb TYPE file WITH path = "{tmp_path}/cte.jsonl";
+                        INSERT INTO ka FROM by_streams;
+                        INSERT INTO kb FROM with_cte;
+                        RESUME SOURCE s;""")
+    assert r.status_code == 200, r.text
+    n = len(expected.outputs)
+    assert wait_until(lambda: _sink_rows(local, "ka") >= n and _sink_rows(local, "kb") >= n, 60)
+    assert post(local, "DROP SINK ka; DROP SINK kb;").status_code == 200
+    chain = [json.loads(x) for x in (tmp_path / "chain.jsonl").read_text().splitlines()]
+    with_cte = [json.loads(x) for x in (tmp_path / "cte.jsonl").read_text().splitlines()]
+    assert with_cte == chain == expected.outputs
+
+
+def test_stream_with_a_subquery_is_connected_to_the_inner_inputs(local, tmp_path):
+    (tmp_path / "in.jsonl").write_text("")
+    r = post(local, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";
+                        CREATE STREAM x AS SELECT RSTREAM v FROM (SELECT RSTREAM price AS v FROM s [RANGE 1 TUPLES])
+                            [RANGE 1 TUPLES] AS q;""")
+    assert r.status_code == 200, r.text
+    status = local.get("/topologies/t/streams/x").json()["stream"]["status"]
+    assert list(status["input_stats"]["inputs"]) == ["s"]
+    plan = post(local, "EXPLAIN SELECT RSTREAM v FROM (SELECT RSTREAM price AS v FROM s [RANGE 1 TUPLES]) "
+                       "[RANGE 1 TUPLES] AS q;").json()["plan"]
+    assert plan["execution"] != "stateless" and "subquery" in plan["text"]

@@ -1,0 +1,72 @@
+"""Parse tree → AST for subqueries in FROM and ``WITH`` CTEs, which desugar to subqueries.
+
+``(select) [RANGE ...] AS alias`` is a ``SubqueryRef``: the subquery's output stream read like a
+stream. ``WITH a AS (s1), b AS (s2) body`` has no node of its own: every FROM reference
+``a [RANGE ...] [AS x]`` in a later CTE or in the body (inside their subqueries too) becomes
+``(s1) [RANGE ...] AS x`` (alias defaulting to the CTE's name), so the rest of the system sees only
+subqueries. A CTE shadows a stream of the same name; a CTE nobody reads is dropped. A CTE may only be
+read as ``name [RANGE ...]`` — a Timeplus window function, a MATCH_RECOGNIZE or a UDSF over it is a
+syntax error — and two CTEs cannot share a name.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .ast import (
+    MatchRecognize, RangeWindow, Select, SelectUnion, StreamRef, SubqueryRef, UdsfCall, WindowFunction,
+)
+from .transform_base import fail, ident, span_of
+
+
+class CteRules:
+    """Transformer rules for subqueries in FROM and WITH (mixed into ``BQLTransformer``)."""
+
+    def subquery_ref(self, meta, select, *opts):
+        windows = [o for o in opts if isinstance(o, RangeWindow)]
+        if len(windows) > 1:
+            raise fail("a subquery in FROM takes one RANGE window", windows[1])
+        alias = next(o[1] for o in opts if isinstance(o, tuple))
+        return SubqueryRef(select, windows[0] if windows else None, alias, span=span_of(meta))
+
+    def cte(self, meta, name, select):
+        return (ident(name), select, name)
+
+    def with_select(self, meta, *children):
+        *ctes, body = children
+        defined: dict[str, Any] = {}
+        for name, select, tok in ctes:
+            if name in defined:
+                raise fail(f"the WITH clause defines '{name}' twice", tok)
+            defined[name] = substitute(select, defined)
+        body = substitute(body, defined)
+        return dataclasses.replace(body, span=span_of(meta))  # the statement's text starts at WITH
+
+
+def substitute(stmt: Any, ctes: dict[str, Any]) -> Any:
+    """``stmt`` (a Select or SelectUnion) with its FROM references to ``ctes`` replaced by subqueries."""
+    if not ctes:
+        return stmt
+    if isinstance(stmt, SelectUnion):
+        selects = tuple(substitute(s, ctes) for s in stmt.selects)
+        return dataclasses.replace(stmt, selects=selects)
+    items = tuple(_item(item, ctes) for item in stmt.from_items)
+    return dataclasses.replace(stmt, from_items=items) if isinstance(stmt, Select) else stmt
+
+
+def _item(item: Any, ctes: dict[str, Any]) -> Any:
+    if isinstance(item, StreamRef) and item.name in ctes:
+        return SubqueryRef(ctes[item.name], item.window, item.alias or item.name, span=item.span)
+    if isinstance(item, SubqueryRef):
+        return dataclasses.replace(item, select=substitute(item.select, ctes))
+    if isinstance(item, WindowFunction) and item.stream in ctes:
+        raise fail(f"'{item.kind}' cannot read the CTE '{item.stream}' (yet); read it as "
+                   f"'{item.stream} [RANGE ...]'", item)
+    if isinstance(item, MatchRecognize) and item.input.name in ctes:
+        raise fail(f"MATCH_RECOGNIZE cannot read the CTE '{item.input.name}' (yet)", item.input)
+    if isinstance(item, UdsfCall):
+        for arg in item.args:
+            value = getattr(arg, "value", None)
+            if isinstance(value, str) and value.lower() in ctes:
+                raise fail(f"a UDSF cannot read the CTE '{value}' (yet)", arg)
+    return item
