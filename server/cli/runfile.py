@@ -12,6 +12,12 @@ statement exits 1 with ``FILE:LINE: message``. The topology name defaults to the
 Before Spark starts the file's names are resolved as ``sbpy check`` does (functions, UDSFs, types,
 streams, sources, sinks, states in statement order): a file with an unknown name exits 1 at once
 with ``FILE:LINE:COL: message`` and the line with a caret.
+
+While the sources run, stderr shows the progress (``sbpy.server.cli.progress``): on a terminal a
+block with the tuples read and written per node, their rates and the elapsed time, redrawn in
+place; otherwise a plain line every 5 s. The summary (totals and average rates per node) follows
+when the file is done. Log records at WARNING and above (or the config's ``min_log_level`` if
+higher), Spark's routed into Python's logging (``sbpy.server.logging_jvm``), print above the block.
 """
 from __future__ import annotations
 
@@ -74,7 +80,10 @@ def run(args: argparse.Namespace) -> int:
     from ..context import ServerContext  # these import Spark: only once the file is known to be sound
     from ..manager import check_statement
     from ..topology import Topology
+    from .progress import Progress, counts_of
 
+    progress = Progress(sys.stderr, name, tty=sys.stderr.isatty())
+    configure_logging(progress, config)
     with tempfile.TemporaryDirectory(prefix="sbpy-runfile-") as data_dir:
         ctx = ServerContext(data_dir=data_dir, master=config.spark.master,
                             conf=dict(config.spark.conf or {}), config=config)
@@ -102,14 +111,33 @@ def run(args: argparse.Namespace) -> int:
             for source in list(topology.sources.values()):
                 source.resume()
             while not _finished(topology):
+                progress.update(counts_of(topology.node_statuses()))
                 time.sleep(0.05)
             topology.stop(keep_states=True)
+            progress.finish(counts_of(topology.node_statuses()))
             if args.save_uds is not None:
                 code = save_states(topology, args.save_uds)
         finally:
             topology.stop()
             ctx.close()
     return code
+
+
+def configure_logging(progress: Any, config: Any) -> None:
+    """Log records at WARNING and above (or the config's level if higher) to stderr above the
+    progress block, in ``$SBPY_LOG_FORMAT`` (text by default); route the Spark JVM's output there."""
+    import logging
+
+    from .. import logging_jvm
+    from ..logging_setup import formatter, log_format
+    from .progress import ProgressLogHandler
+
+    handler = ProgressLogHandler(progress, sys.stderr)
+    handler.setFormatter(formatter(log_format(None)))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(max(logging.WARNING, config.logging.level))
+    logging_jvm.install()
 
 
 def unresolved_names(statements: list, script: str, registries: Any, filename: str) -> bool:
