@@ -28,12 +28,16 @@ examples:
   sbpy run                                   defaults: listen on 127.0.0.1:15601, no topologies
   sbpy run -c sensorbee.yaml                 the config's topologies, plugins, storage and logging
   sbpy run -c sensorbee.yaml --listen :8080  the same on port 8080 of every interface
+  sbpy run --log-format json                 log JSON lines (also SBPY_LOG_FORMAT=json)
   SENSORBEE_CONFIG=sensorbee.yaml sbpy run
+
+Spark's own log lines are written through the same log, in the same format.
 """,
     "runfile": """\
 Every source is created paused and resumed once all statements ran; the command ends when every
 source stopped and every query drained. A file with an unknown name (function, type, stream, sink,
-state) is rejected before Spark starts.
+state) is rejected before Spark starts. While it runs, stderr shows the tuples read and written
+per node with their rates (a plain line every 5 s when stderr is not a terminal), then a summary.
 
 examples:
   sbpy runfile wordcount.bql                        topology 'wordcount'
@@ -43,10 +47,13 @@ examples:
   sbpy runfile -s age_model,gender_model train.bql  save these states (tag 'default')
 """,
     "shell": """\
-Statements end with ';'. Shell commands: USE <topology>, FILE <path>, exit.
+Statements end with ';'. Shell commands: USE <topology>, FILE <path>, help [statement],
+\\t [table|json], exit. Tab completes statements, keywords, functions and the topology's nodes;
+Ctrl-C cancels the running statement (a SELECT too) and keeps the shell.
 
 examples:
   sbpy shell -t wordcount
+  sbpy shell -t wordcount --format table      SELECT rows as a table
   sbpy shell --uri http://sensors.example.com:15601/ -t t1
   SBPY_URI=http://sensors.example.com:15601/ sbpy shell -t t1
   echo 'EVAL 1 + 2;' | sbpy shell -t t1
