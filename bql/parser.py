@@ -243,7 +243,7 @@ def _expected(expected) -> str:
 
 _WORD = re.compile(r"[A-Za-z]+")
 _KINDS = {
-    "SELECT": "SELECT", "INSERT": "INSERT INTO", "LOAD": "LOAD STATE", "SAVE": "SAVE STATE",
+    "SELECT": "SELECT", "WITH": "SELECT", "INSERT": "INSERT INTO", "LOAD": "LOAD STATE", "SAVE": "SAVE STATE",
     "EVAL": "EVAL", "PAUSE": "PAUSE SOURCE", "RESUME": "RESUME SOURCE", "REWIND": "REWIND SOURCE",
 }
 

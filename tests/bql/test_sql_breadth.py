@@ -107,7 +107,8 @@ def test_sbpy_check_accepts_the_new_syntax(tmp_path):
     from sbpy.server.cli import check
 
     script = tmp_path / "q.bql"
-    statements = [t for t in ROWS["identity"] if t.startswith("SELECT")]
+    statements = [t for t in ROWS["identity"] if t.startswith(("SELECT", "WITH"))]
+    assert any(t.startswith("WITH") for t in statements)
     script.write_text("".join(f'CREATE SOURCE {n} TYPE file WITH path = "in.jsonl";\n' for n in ("s", "s1", "s2"))
                       + "\n".join(f"CREATE STREAM q{i} AS {t};" for i, t in enumerate(statements)))
     out = io.StringIO()
@@ -155,3 +156,9 @@ def test_distinct_and_order_by_run_on_the_reference_kernel():
         assert type(proc) is SelectProcessor and not proc.fast, text
     plain = build_processor(parse_select("SELECT ISTREAM a FROM s [RANGE 9 TUPLES] WHERE a IN (1)"))
     assert isinstance(plain, IncrementalSelectProcessor)
+
+
+def test_a_with_statement_is_documented_under_select():
+    with pytest.raises(BQLSyntaxError) as info:
+        parse("WITH a AS SELECT RSTREAM x FROM s [RANGE 1 TUPLES]")
+    assert info.value.message.split("\n")[-1] == "consider to look up the documentation for SELECT"
