@@ -197,3 +197,24 @@ def test_top_n_is_the_sorted_relation_cut_every_step(rows, size, desc, n):
     top = _steps(f"SELECT RSTREAM a, k FROM s [RANGE {size} TUPLES] ORDER BY k{direction} LIMIT {n}", rows)
     plain = _steps(f"SELECT RSTREAM a, k FROM s [RANGE {size} TUPLES]", rows)
     assert top == [_sort_reference(p, desc)[:n] for p in plain]
+
+
+join_rows = st.lists(st.fixed_dictionaries({"k": st.integers(0, 2), "v": st.one_of(st.none(), st.integers(0, 5)),
+                                             "s": st.sampled_from(["ab", "ba", "a%"])}), min_size=1, max_size=8)
+
+
+@settings(max_examples=80, deadline=None)
+@given(join_rows, join_rows, st.lists(st.sampled_from(["l", "r"]), max_size=16))
+def test_incremental_kernel_equals_the_reference_with_the_new_predicates(left, right, order):
+    """The incremental kernel splits WHERE into per-alias conjuncts and join keys; the new predicates
+    must come out of that exactly as the reference evaluates them."""
+    from sbpy.bql.runtime import ProcessorContext
+    from sbpy.bql.runtime.testing import run_query_detailed
+
+    query = ("SELECT ISTREAM l:v AS lv, r:v AS rv FROM l [RANGE 3 TUPLES], r [RANGE 2 TUPLES] "
+             'WHERE l:k = r:k AND l:v IN (1, 2, r:v) AND r:v NOT BETWEEN 1 AND 2 AND l:s LIKE "a%"')
+    inputs = {"l": left, "r": right}
+    fast = run_query_detailed(query, inputs, order)
+    reference = run_query_detailed(query, inputs, order, context=ProcessorContext(kernel="reference"))
+    assert fast.outputs == reference.outputs
+    assert [d.error for d in fast.dropped] == [d.error for d in reference.dropped]
