@@ -27,8 +27,9 @@ consumer's own.
 
 Start-up warnings known to be harmless (``STARTUP_NOISE``: the loopback-hostname and native-hadoop
 warnings, the JVM's "Using incubator modules", the lines Spark prints when its default log4j profile
-is used, the journal data source registered again by a new session) are logged at DEBUG by the JVM
-output router (``sbpy.server.logging_jvm``); ``is_startup_noise(logger, message)`` tells them.
+is used, sbpy's data sources registered again by a new session, adaptive execution disabled for a
+streaming query) are logged at DEBUG by the JVM output router (``sbpy.server.logging_jvm``);
+``is_startup_noise(logger, message)`` tells them.
 
 A dead JVM is reported by the supervisor in one ERROR line; the echoes of the loss are quieted:
 py4j's root-logger "Exception while sending command." with a traceback per failing call
@@ -74,7 +75,8 @@ STARTUP_NOISE: tuple[tuple[str, str], ...] = (
     ("stderr", r"^To adjust logging level use sc\.setLogLevel"),
     ("Utils", r"resolves to a loopback address|^Set SPARK_LOCAL_IP if you need to bind"),
     ("NativeCodeLoader", r"^Unable to load native-hadoop library"),
-    ("DataSourceManager", r"^The data source sbpy_journal replaced a previously registered data source"),
+    ("DataSourceManager", r"^The data source sbpy_\w+ replaced a previously registered data source"),
+    ("ResolveWriteToStream", r"^spark\.sql\.adaptive\.enabled is not supported in streaming"),  # each query
 )
 _STARTUP_NOISE = tuple((name, re.compile(pattern)) for name, pattern in STARTUP_NOISE)
 

@@ -12,6 +12,7 @@ same counters as ``GET /topologies/<t>/<kind>s/<name>``) into ``NodeCount``s: a 
   else writes (a log line), the next ``update`` redraws it;
 - otherwise one plain line every ``plain_every`` seconds:
   ``runfile t: 12.0 s · src 1200 written (100/s) · wc 1200 read, 300 written · out 300 read``;
+- ``note(text)`` prints ``runfile t: text`` on a line of its own (the steps before the sources run);
 - ``finish`` erases the block and prints the summary: the elapsed time, then one line per node
   with its totals and average rate::
 
@@ -163,6 +164,12 @@ class Progress:
             self._erase()
             self.out.flush()
             yield
+
+    def note(self, text: str) -> None:
+        """One line of its own (``runfile t: starting Spark``), above the block if one is drawn."""
+        with self.paused():
+            self.out.write(f"runfile {self.name}: {text}\n")
+            self.out.flush()
 
     def finish(self, counts: list[NodeCount]) -> None:
         """Erase the block and print the summary."""

@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
     progress = Progress(sys.stderr, name, tty=sys.stderr.isatty())
     configure_logging(progress, config)
+    progress.note(f"{len(statements)} statements; starting Spark ({config.spark.master})")
     with tempfile.TemporaryDirectory(prefix="sbpy-runfile-") as data_dir:
         ctx = ServerContext(data_dir=data_dir, master=config.spark.master,
                             conf=dict(config.spark.conf or {}), config=config)
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
                 except BQLError as e:
                     print(f"{path}:{line}: {format_error(e, script)}", file=sys.stderr)
                     return 1
+            progress.note("statements done; resuming the sources")
             for source in list(topology.sources.values()):
                 source.resume()
             while not _finished(topology):

@@ -141,7 +141,8 @@ class Shell:
         if not self.topology:
             self._fail("no topology is selected: run 'USE <topology>' first or pass -t")
             return
-        status = StatusLine(self.err, "running", enabled=self.live and self.err.isatty()).start()
+        waiting = "waiting for the first row" if acknowledgement(text).startswith("SELECT") else "running"
+        status = StatusLine(self.err, waiting, enabled=self.live and self.err.isatty()).start()
         result: QueryResult | None = None
         try:
             result = self.client.queries(self.topology, text)

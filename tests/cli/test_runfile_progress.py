@@ -91,6 +91,17 @@ def test_terminal_block_is_redrawn_in_place_and_erased_for_logs():
     assert "\x1b[4F\x1b[J" + "runfile t: done in 1.2 s\n" in out.getvalue()
 
 
+def test_note_prints_above_the_block():
+    out, clock = io.StringIO(), Clock()
+    progress = Progress(out, "t", tty=True, clock=clock)
+    progress.note("starting Spark")
+    progress.update(counts_of(statuses(1, 1, 0)))
+    drawn = out.getvalue()
+    progress.note("more")
+    assert drawn.startswith("runfile t: starting Spark\nrunfile t · 0.0 s")
+    assert out.getvalue() == drawn + "\x1b[4F\x1b[J" + "runfile t: more\n"
+
+
 def test_rates_follow_the_window():
     clock = Clock()
     progress = Progress(io.StringIO(), "t", tty=False, clock=clock, window=2.0)
@@ -125,5 +136,7 @@ def test_runfile_prints_plain_progress_and_the_summary(tmp_path):
         "  stream  evens  50 read, 25 written",
         "  sink    snk    25 read"]
     assert "\x1b[" not in r.stderr  # not a terminal: no redrawing
+    assert lines[0] == "runfile p: 4 statements; starting Spark (local[1])"
+    assert "runfile p: statements done; resuming the sources" in lines[:done]
     assert all(re.match(r"runfile p: \d+\.\d s · src \d+ written", line) for line in lines[:done]
-               if line.startswith("runfile p:")), r.stderr
+               if line.startswith("runfile p:") and "statements" not in line), r.stderr
