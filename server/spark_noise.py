@@ -28,8 +28,8 @@ consumer's own.
 Start-up warnings known to be harmless (``STARTUP_NOISE``: the loopback-hostname and native-hadoop
 warnings, the JVM's "Using incubator modules", the lines Spark prints when its default log4j profile
 is used, sbpy's data sources registered again by a new session, adaptive execution disabled for a
-streaming query) are logged at DEBUG by the JVM output router (``sbpy.server.logging_jvm``);
-``is_startup_noise(logger, message)`` tells them.
+streaming query, a query's FAIR scheduler pool created on first use) are logged at DEBUG by the JVM
+output router (``sbpy.server.logging_jvm``); ``is_startup_noise(logger, message)`` tells them.
 
 A dead JVM is reported by the supervisor in one ERROR line; the echoes of the loss are quieted:
 py4j's root-logger "Exception while sending command." with a traceback per failing call
@@ -77,6 +77,7 @@ STARTUP_NOISE: tuple[tuple[str, str], ...] = (
     ("NativeCodeLoader", r"^Unable to load native-hadoop library"),
     ("DataSourceManager", r"^The data source sbpy_\w+ replaced a previously registered data source"),
     ("ResolveWriteToStream", r"^spark\.sql\.adaptive\.enabled is not supported in streaming"),  # each query
+    ("FairSchedulableBuilder", r"A job was submitted with scheduler pool \S+, which has not been configured"),
 )
 _STARTUP_NOISE = tuple((name, re.compile(pattern)) for name, pattern in STARTUP_NOISE)
 

@@ -13,16 +13,18 @@ same counters as ``GET /topologies/<t>/<kind>s/<name>``) into ``NodeCount``s: a 
 - otherwise one plain line every ``plain_every`` seconds:
   ``runfile t: 12.0 s · src 1200 written (100/s) · wc 1200 read, 300 written · out 300 read``;
 - ``note(text)`` prints ``runfile t: text`` on a line of its own (the steps before the sources run);
-- ``finish`` erases the block and prints the summary: the elapsed time, then one line per node
-  with its totals and average rate::
+- ``finish`` erases the block and prints the summary: the elapsed time (and the time since
+  ``resumed()``), then one line per node with its totals and average rate since the sources
+  resumed::
 
-    runfile t: done in 12.0 s
+    runfile t: done in 42.0 s (12.0 s since the sources resumed)
       source  src    1200 written               100/s
       stream  wc     1200 read      300 written  25/s
       sink    out     300 read                   25/s
 
 A rate is the change of the node's main counter (written for sources and streams, read for sinks)
-over the last ``window`` seconds while running, and its total over the elapsed time in the summary.
+over the last ``window`` seconds while running, and its total over the time since the sources
+resumed in the summary (Spark's start-up is not in the rates).
 """
 from __future__ import annotations
 
@@ -95,6 +97,7 @@ class Progress:
         self.out, self.name, self.tty, self.clock = out, name, tty, clock
         self.plain_every, self.redraw_every, self.window = plain_every, redraw_every, window
         self.started = clock()
+        self.resumed_at: float | None = None  # when the sources were resumed (``resumed()``)
         self._history: deque[tuple[float, dict[str, int]]] = deque()
         self._drawn_lines = 0
         self._last_output = self.started
@@ -165,6 +168,10 @@ class Progress:
             self.out.flush()
             yield
 
+    def resumed(self) -> None:
+        """The sources run from now: rates in the summary are over the time since."""
+        self.resumed_at = self.clock()
+
     def note(self, text: str) -> None:
         """One line of its own (``runfile t: starting Spark``), above the block if one is drawn."""
         with self.paused():
@@ -173,12 +180,16 @@ class Progress:
 
     def finish(self, counts: list[NodeCount]) -> None:
         """Erase the block and print the summary."""
-        elapsed = self.elapsed()
+        now = self.clock()
+        elapsed = now - self.started
+        running = now - (self.resumed_at if self.resumed_at is not None else self.started)
         with self._lock:
             self._erase()
-            lines = [f"runfile {self.name}: done in {elapsed:.1f} s"]
-            averages = {c.name: _rate(c.main / elapsed if elapsed > 0 else 0.0) for c in counts}
-            lines += self._table(counts, averages)
+            heading = f"runfile {self.name}: done in {elapsed:.1f} s"
+            if self.resumed_at is not None:
+                heading += f" ({running:.1f} s since the sources resumed)"
+            averages = {c.name: _rate(c.main / running if running > 0 else 0.0) for c in counts}
+            lines = [heading, *self._table(counts, averages)]
             self.out.write("\n".join(line.rstrip() for line in lines) + "\n")
             self.out.flush()
 

@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
                     print(f"{path}:{line}: {format_error(e, script)}", file=sys.stderr)
                     return 1
             progress.note("statements done; resuming the sources")
+            progress.resumed()
             for source in list(topology.sources.values()):
                 source.resume()
             while not _finished(topology):

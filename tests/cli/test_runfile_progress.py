@@ -61,6 +61,17 @@ def test_plain_lines_every_period_and_the_summary():
     ]
 
 
+def test_summary_rates_count_from_the_resume():
+    out, clock = io.StringIO(), Clock()
+    progress = Progress(out, "t", tty=False, clock=clock)
+    clock.now += 30  # Spark's start-up
+    progress.resumed()
+    clock.now += 10
+    progress.finish(counts_of(statuses(1000, 1000, 500)))
+    assert out.getvalue().splitlines()[:2] == ["runfile t: done in 40.0 s (10.0 s since the sources resumed)",
+                                               "  source  src  1000 written               100/s"]
+
+
 def test_summary_names_dropped_and_failed_tuples():
     out, clock = io.StringIO(), Clock()
     progress = Progress(out, "t", tty=False, clock=clock)
@@ -130,7 +141,8 @@ def test_runfile_prints_plain_progress_and_the_summary(tmp_path):
     assert [orjson.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()] == \
         [{"n": i} for i in range(0, 50, 2)]
     lines = r.stderr.splitlines()
-    done = next(i for i, line in enumerate(lines) if re.fullmatch(r"runfile p: done in \d+\.\d s", line))
+    done = next(i for i, line in enumerate(lines)
+                if re.fullmatch(r"runfile p: done in \d+\.\d s \(\d+\.\d s since the sources resumed\)", line))
     assert [re.sub(r" +\S+/s$", "", line) for line in lines[done + 1 : done + 4]] == [
         "  source  src    50 written",
         "  stream  evens  50 read, 25 written",
