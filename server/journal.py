@@ -13,7 +13,8 @@ counters and resume positions of a source after a restart, end markers, the reco
 torn or NUL-filled tail after a crash, and the bounded size of the logs:
 
 - **Rolling.** A node's log is a sequence of files (``journal_format.log_files``): once the current file
-  holds ``roll_bytes`` (default ``ROLL_BYTES``, 16 MiB) the next commit starts ``log-<its first seq>.jsonl``.
+  holds ``roll_bytes`` (default: ``$SBPY_JOURNAL_ROLL_BYTES``, else ``ROLL_BYTES``, 16 MiB) the next
+  commit starts ``log-<its first seq>.jsonl``.
 - **Pruning** (``prune(floor)``): every file of a node but its newest whose entries all have seqs
   <= ``floor`` is deleted; ``floor`` is the lowest position any consumer may still read after
   (``server/journal_prune.py`` computes it from the consumers' checkpoints). What the files told the
@@ -52,6 +53,7 @@ from sbpy.bql.spark import journal_segments as js
 log = logging.getLogger("sbpy.journal")
 
 ROLL_BYTES = 16 << 20  # a node log file is closed and a new one started once it holds this many bytes
+ROLL_BYTES_ENV = "SBPY_JOURNAL_ROLL_BYTES"  # overrides ROLL_BYTES (tests and tuning: small files prune early)
 PRUNE_EVERY = 0.5  # seconds: ``prune_due`` is true at most this often
 _MARK_EVERY = 256  # tuples between two backlog marks of a recovered log
 INF = float("inf")
@@ -79,7 +81,7 @@ class JournalWriter:
         self.dir = Path(journal_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.fsync = fsync
-        self.roll_bytes = int(roll_bytes or ROLL_BYTES)
+        self.roll_bytes = int(roll_bytes or os.environ.get(ROLL_BYTES_ENV) or ROLL_BYTES)
         self._lock = threading.Lock()
         self._files: dict[str, Any] = {}  # node -> its newest file, open for appending
         self._parts: dict[str, list[_Part]] = {}  # node -> the files of its log, oldest first
