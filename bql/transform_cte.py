@@ -14,7 +14,14 @@ import dataclasses
 from typing import Any
 
 from .ast import (
-    MatchRecognize, RangeWindow, Select, SelectUnion, StreamRef, SubqueryRef, UdsfCall, WindowFunction,
+    MatchRecognize,
+    RangeWindow,
+    Select,
+    SelectUnion,
+    StreamRef,
+    SubqueryRef,
+    UdsfCall,
+    WindowFunction,
 )
 from .transform_base import fail, ident, span_of
 

@@ -15,8 +15,18 @@ patterns written as constants (docs/sql-breadth.md).
 from __future__ import annotations
 
 from ..ast import (
-    FieldRef, FunctionCall, KeyStep, Like, Literal, MatchRecognize, Select, Statement, StreamRef,
-    TimestampRef, Wildcard, WindowFunction,
+    FieldRef,
+    FunctionCall,
+    KeyStep,
+    Like,
+    Literal,
+    MatchRecognize,
+    Select,
+    Statement,
+    StreamRef,
+    TimestampRef,
+    Wildcard,
+    WindowFunction,
 )
 from ..errors import BQLEvaluationError
 from .aggregates import field_text

@@ -23,8 +23,9 @@ by the same compiler, and LIKE against an independent matcher.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import BQLEvaluationError
 from ..values import type_name

@@ -26,7 +26,7 @@ from ..values import multiset_key, sort_key
 from .processor import Tuple
 
 _ROW = "__output__"  # the alias under which ORDER BY keys read the output row
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 class RelationShape:

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import yaml
 from conformance_compare import same, same_rows
-
 from sbpy.bql.analyzer import analyze, prepare
 from sbpy.bql.ast.unparse import unparse
 from sbpy.bql.errors import BQLAnalysisError, BQLEvaluationError, BQLSyntaxError

@@ -16,9 +16,15 @@ from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from sbpy.bql.ast import (
-    Between, BinaryOp, FieldRef, InList, KeyStep, Like, Literal, UnaryOp,
+    Between,
+    BinaryOp,
+    FieldRef,
+    InList,
+    KeyStep,
+    Like,
+    Literal,
+    UnaryOp,
 )
 from sbpy.bql.errors import BQLEvaluationError
 from sbpy.bql.eval import Env, Scope, compile_expr
@@ -27,7 +33,7 @@ from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
 from sbpy.bql.values import multiset_key
 
-TS = _dt.datetime(2024, 1, 1, tzinfo=_dt.timezone.utc)
+TS = _dt.datetime(2024, 1, 1, tzinfo=_dt.UTC)
 SCOPE = Scope(("s",))
 
 scalars = st.one_of(

@@ -8,7 +8,6 @@ import datetime as _dt
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from sbpy.bql.runtime import build_processor
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.subquery import SubqueryProcessor
@@ -57,7 +56,7 @@ def test_cte_and_subquery_equal_the_two_stage_chain(rows, inner_t, outer, n, m, 
 
 def _feed(proc, rows, start: int = 0) -> list:
     out = []
-    t0 = _dt.datetime(2024, 1, 1, tzinfo=_dt.timezone.utc)
+    t0 = _dt.datetime(2024, 1, 1, tzinfo=_dt.UTC)
     for i, data in enumerate(rows, start=start + 1):
         step = proc.process(Tuple(dict(data), t0 + _dt.timedelta(milliseconds=i), i, "s"))
         out += [json_ready(t.data) for t in step.outputs]

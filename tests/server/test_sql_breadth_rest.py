@@ -8,14 +8,12 @@ import json
 
 import httpx
 import pytest
-
+from local_runner import start_local
 from sbpy.bql.eval import evaluate_constant
 from sbpy.bql.parser import parse_expression
 from sbpy.bql.runtime.testing import run_query_detailed
 from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.topology import Topology
-
-from local_runner import start_local
 
 ROWS = [{"id": i, "kind": ("bid", "ask", "sell")[i % 3], "price": (i * 7) % 23,
          "name": ("alpha", "beta", "al%", "gamma")[i % 4]} for i in range(40)]
@@ -73,8 +71,8 @@ def test_order_by_of_an_unknown_column_is_refused(local, tmp_path):
 
 
 QUERIES = [
-    'SELECT RSTREAM id, price FROM s [RANGE 1 TUPLES] WHERE kind IN ("bid", "ask") AND price BETWEEN 5 AND 15 '
-    'AND name NOT LIKE "%!%" ESCAPE "!"',
+    ('SELECT RSTREAM id, price FROM s [RANGE 1 TUPLES] WHERE kind IN ("bid", "ask") AND price BETWEEN 5 AND 15 '
+     'AND name NOT LIKE "%!%" ESCAPE "!"'),
     "SELECT ISTREAM DISTINCT kind, name FROM s [RANGE 6 TUPLES]",
     "SELECT RSTREAM id, price FROM s [RANGE 5 TUPLES] ORDER BY price DESC, id LIMIT 2",
     "SELECT ISTREAM kind, max(price) AS top FROM s [RANGE 9 TUPLES] GROUP BY kind ORDER BY top DESC LIMIT 1",
