@@ -132,17 +132,19 @@ class HttpSource:
 
     def run(self, ctx: Any) -> None:
         """Journal the requests' tuples, one request at a time, until the source stops."""
+        batch = None
         try:
             while not ctx.stopping:
                 try:
                     batch = self.batches.get(timeout=0.1)
                 except queue.Empty:
+                    batch = None
                     continue
                 for error in batch.errors:
                     log.warning("%s", error)
                     ctx.report_dropped(error)
                 for data, ts in batch.tuples:
-                    ctx.emit(data, ts)
+                    ctx.emit(data, ts)  # blocks while paused; raises SourceStopped on stop
                 ctx.flush()
                 with self.lock:
                     self.num_queued -= len(batch.tuples)
@@ -150,8 +152,13 @@ class HttpSource:
                     self.num_dropped += len(batch.errors)
                 batch.journaled = True
                 batch.done.set()
+                batch = None
         finally:
             self.stop_accepting()
+            if batch is not None:  # taken, not journaled: stopped while paused
+                with self.lock:
+                    self.num_queued -= len(batch.tuples)
+                batch.done.set()
 
     def stop_accepting(self) -> None:
         """Refuse new requests and release the waiting ones (the source is stopping)."""

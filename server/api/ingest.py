@@ -57,7 +57,12 @@ async def post_tuples(request: Request, topology: TopologyDep, manager: Manager,
         if not source.accepting:
             raise ApiError(409, STATEMENT, f"source '{source_name.lower()}' is stopped") from None
         raise ApiError(503, INTERNAL, str(err)) from None
-    return json_response(answer, 200 if "accepted" in answer else 202)
+    if "accepted" in answer:
+        return json_response(answer)
+    node = topology.sources.get(source_name.lower())  # a paused source dropped meanwhile never runs
+    if node is None or node.impl is not source or node.state in (st.STOPPED, st.STOPPING):
+        raise ApiError(409, STATEMENT, f"source '{source_name.lower()}' is stopped")
+    return json_response(answer, 202)
 
 
 def connector_router() -> APIRouter:

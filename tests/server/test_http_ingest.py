@@ -147,6 +147,25 @@ def test_a_paused_source_queues_then_journals_on_resume(local, tmp_path):
     assert (r.status_code, r.json()) == (200, {"accepted": 1, "dropped": 0, "errors": []})
 
 
+@pytest.mark.parametrize("started", [False, True])
+def test_dropping_a_source_refuses_its_waiting_requests(local, started):
+    srv, c = local
+    post(c, 'CREATE PAUSED SOURCE s TYPE http WITH ack_timeout = "300ms";')
+    if started:  # its thread runs, then waits paused
+        post(c, "RESUME SOURCE s;")
+        assert c.post("/topologies/t/sources/s/tuples", content=b'{"a": 0}', headers=JSON).status_code == 200
+        post(c, "PAUSE SOURCE s;")
+    answer: list[httpx.Response] = []
+    with srv.client() as other:
+        sender = threading.Thread(target=lambda: answer.append(
+            other.post("/topologies/t/sources/s/tuples", content=b'{"a": 1}', headers=JSON)))
+        sender.start()
+        assert wait_until(lambda: status(c, "source", "s")["source"]["num_queued"] == 1, 10)
+        post(c, "DROP SOURCE s;")
+        sender.join(30)
+    assert answer[0].status_code == 409 and answer[0].json()["error"]["message"] == "source 's' is stopped"
+
+
 def test_ingest_errors(local, tmp_path):
     _srv, c = local
     (tmp_path / "in.jsonl").write_text("")
