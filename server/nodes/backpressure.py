@@ -9,7 +9,14 @@ it), and the source's tuples after that position are the query's backlog — wha
 ``Backpressure.room()`` is, over the queries reading the source with a ``WAIT`` buffer, the smallest
 ``buffer size - backlog`` (None when no query holds the source back). The source's context commits at
 most that many buffered tuples and waits (``wait_for_room``) while it is 0, so a query's backlog never
-exceeds its buffer (a file segment is admitted whole once there is room, so it may by one segment).
+exceeds its buffer.
+
+A ``file`` source's chunks journaled by reference (segments) are held against a larger buffer:
+``SEGMENT_BACKLOG`` lines (a micro-batch's admission limit, ``journal_source.DEFAULT_MAX_SEQS``), or the
+query's buffer if larger; a chunk is admitted whole once there is room. Holding them at 1024 lines would
+only cut the query's batches to one chunk each (a fixed cost per micro-batch for nothing: a chunk costs
+the journal ~200 bytes, its lines stay in the file), while an endless ``repeat = -1`` source is still
+bounded.
 
 Which queries hold a source back: a live consumer (started, neither stopped nor done) whose chain reads
 the source (``chain.inputs``) and whose query has pinned its checkpoint (its position is known); the
@@ -27,6 +34,7 @@ from sbpy.bql.spark.buffers import DEFAULT_BUFFER_SIZE, wait_buffers
 from sbpy.bql.spark.checkpoint_positions import planned_after
 
 POLL = 0.01  # seconds between two looks at the readers' checkpoints while the source waits
+SEGMENT_BACKLOG = 1_000_000  # lines: the buffer a file segment is held against (module doc)
 
 
 @functools.lru_cache(maxsize=256)
@@ -74,9 +82,10 @@ class Backpressure:
                 out.append((c, size))
         return out
 
-    def room(self, refresh: bool = False) -> int | None:
+    def room(self, refresh: bool = False, at_least: int = 0) -> int | None:
         """How many more tuples the source may commit now (None: no limit). ``refresh``: read every
-        reader's position from its checkpoint (otherwise only when the remembered one leaves no room)."""
+        reader's position from its checkpoint (otherwise only when the remembered one leaves no room);
+        ``at_least``: a buffer smaller than this counts as this large (segments)."""
         journal = self.topology.journal
         room: int | None = None
         lowest: int | None = None
@@ -84,6 +93,7 @@ class Backpressure:
         for cid in [cid for cid in self._positions if cid not in {c.id for c, _ in readers}]:
             del self._positions[cid]
         for c, size in readers:
+            size = max(size, at_least)
             pos = None if refresh else self._positions.get(c.id)
             free = size - journal.backlog(self.source, pos) if pos is not None else 0
             if free <= 0:
@@ -98,12 +108,12 @@ class Backpressure:
             journal.forget_marks(self.source, lowest)
         return None if room is None else max(room, 0)
 
-    def wait_for_room(self, stop: Any) -> int | None:
+    def wait_for_room(self, stop: Any, at_least: int = 0) -> int | None:
         """Block while the room is 0 (looking again every ``POLL`` s); returns it (None: no limit).
-        ``stop`` (a ``threading.Event``) ends the wait early: 0."""
-        room = self.room()
+        ``stop`` (a ``threading.Event``) ends the wait early: 0. ``at_least``: see ``room``."""
+        room = self.room(at_least=at_least)
         while room == 0:
             if stop.wait(POLL):
                 return 0
-            room = self.room(refresh=True)
+            room = self.room(refresh=True, at_least=at_least)
         return room

@@ -23,6 +23,7 @@ from sbpy.bql.spark.journal_format import ts_to_us
 
 from ..journal_prune import maybe_prune
 from . import status as st
+from . import backpressure
 from .backpressure import Backpressure
 
 log = logging.getLogger("sbpy.source")
@@ -77,7 +78,7 @@ class SourceContext:
         self._wait_running()
         self.flush()
         node = self._node
-        if node.backpressure.wait_for_room(node._stop) == 0:
+        if node.backpressure.wait_for_room(node._stop, backpressure.SEGMENT_BACKLOG) == 0:
             raise SourceStopped()
         if ts is None:
             ts = _dt.datetime.now(_dt.timezone.utc)
