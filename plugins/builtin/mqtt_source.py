@@ -22,7 +22,8 @@ A live feed: the source does not rewind, and after a server restart it takes the
 arrive from then on. The broker connection lives on paho's network thread, which hands messages over
 a bounded queue to the source's thread (``QUEUE_SIZE``); while the source is paused that queue fills
 and the network thread waits, so the broker may end an idle connection, which is then reopened on
-RESUME. The subscription has a clean session: messages sent while disconnected are not replayed.
+RESUME. The subscription has a clean session: messages sent while disconnected are not replayed, and
+a QoS 1 or 2 message is acknowledged once queued, before it is journaled (a crash loses the queue).
 """
 from __future__ import annotations
 
