@@ -17,7 +17,8 @@ def register(subparsers: Any) -> None:
                               description="List the plugin components this server would load.")
     p.add_argument("-m", "--module", action="append", default=[], metavar="MODULE",
                    help="also import this plugin module (repeatable)")
-    p.add_argument("-c", "--config", help="also load the 'plugins' modules of this sensorbee.yaml")
+    p.add_argument("-c", "--config", help="also load the 'plugins' modules and plugin folders of this "
+                   "sensorbee.yaml")
     p.add_argument("--kind", choices=("udf", "udaf", "udsf", "uds_type", "source_type", "sink_type"),
                    help="only this kind")
     p.add_argument("--json", action="store_true", help="JSON output")
@@ -37,15 +38,18 @@ def _config_modules(path: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from sbpy.plugins import API_VERSION
-    from sbpy.plugins.loader import PluginLoadError, entry_points, load_entry_points, load_modules
+    from sbpy.plugins.loader import PluginLoadError, entry_points, load_entry_points, load_folders, load_modules
     from sbpy.plugins.registry import default_registries
+    from sbpy.server.config import ConfigError, load_config
 
     regs = default_registries()
     errors = {k: v for k, v in load_entry_points(regs).items() if v}
     try:
         modules = list(args.module) + (_config_modules(args.config) if args.config else [])
         load_modules(modules, regs)
-    except (PluginLoadError, OSError, ValueError) as err:
+        if args.config:
+            load_folders(load_config(args.config).plugin_folders, regs)
+    except (PluginLoadError, ConfigError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     rows = [r for r in regs.describe() if args.kind is None or r["kind"] == args.kind]

@@ -93,3 +93,21 @@ def test_server_start_fails_naming_a_broken_folder_plugin(tmp_path):
     config = config_from_dict({}, tmp_path / "sensorbee.yaml")
     with pytest.raises(StartupError, match=f"cannot load plugin '.*{broken}.py': RuntimeError: no luck"):
         load_plugins(config)
+
+
+def test_plugins_command_lists_the_folder_beside_the_config(tmp_path, capsys):
+    import argparse
+    import json
+
+    from sbpy.server.cli import plugins as cli
+
+    name = unique("listed")
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / f"{name}.py").write_text(f"from sbpy.plugins import udf\n\n@udf('{name}')\n"
+                                                     "def f(x):\n    return x\n")
+    (tmp_path / "sensorbee.yaml").write_text("plugins: []\n")
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers())
+    args = parser.parse_args(["plugins", "-c", str(tmp_path / "sensorbee.yaml"), "--kind", "udf", "--json"])
+    assert args.func(args) == 0
+    assert name in {r["name"] for r in json.loads(capsys.readouterr().out)["components"]}
