@@ -38,7 +38,13 @@ def _config_modules(path: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from sbpy.plugins import API_VERSION
-    from sbpy.plugins.loader import PluginLoadError, entry_points, load_entry_points, load_folders, load_modules
+    from sbpy.plugins.loader import (
+        PluginLoadError,
+        entry_points,
+        load_entry_points,
+        load_folders,
+        load_modules,
+    )
     from sbpy.plugins.registry import default_registries
     from sbpy.server.config import ConfigError, load_config
 
