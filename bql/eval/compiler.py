@@ -24,7 +24,7 @@ from ..values import MISSING, type_name, values_equal
 from .env import Env, Scope
 from .operators import BINARY, UNARY, and_, lazy_and, lazy_or, or_
 from .paths import compile_path, path_text
-from .predicates import between, in_list, like
+from .predicates import between, in_constants, in_list, like
 
 Compiled = Callable[[Env], Any]
 
@@ -146,6 +146,8 @@ class _Compiler:
         return lambda env: op(lf(env), rf(env))
 
     def _InList(self, e: InList) -> Compiled:
+        if all(type(i) is Literal for i in e.items):
+            return in_constants(self.compile(e.operand), tuple(i.value for i in e.items), e.negated)
         return in_list(self.compile(e.operand), [self.compile(i) for i in e.items], e.negated)
 
     def _Between(self, e: Between) -> Compiled:

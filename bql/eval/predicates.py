@@ -53,6 +53,37 @@ def in_list(operand: Compiled, items: list[Compiled], negated: bool) -> Compiled
     return lambda env: not_(member(env))
 
 
+def in_constants(operand: Compiled, values: tuple, negated: bool) -> Compiled:
+    """``in_list`` for items that are all literals (scalars): the same answers, with a set lookup when
+    ``x`` is a string, or an int and no item is a float (``1 IN (true)`` stays false: the sets hold
+    exactly the items of that type, and an int item never equals a float ``x`` by Python's rules where
+    BQL's would differ)."""
+    strs = frozenset(v for v in values if type(v) is str)
+    ints = frozenset(v for v in values if type(v) is int)
+    unknown = None if any(v is None for v in values) else False
+    ints_exact = not any(type(v) is float for v in values)
+
+    def member(env: Any) -> Any:
+        x = operand(env)
+        t = type(x)
+        if t is str:
+            return True if x in strs else unknown
+        if t is int and ints_exact:
+            return True if x in ints else unknown
+        seen_null = False
+        for v in values:
+            r = eq(x, v)
+            if r is True:
+                return True
+            if r is None:
+                seen_null = True
+        return None if seen_null else False
+
+    if not negated:
+        return member
+    return lambda env: not_(member(env))
+
+
 def between(operand: Compiled, low: Compiled, high: Compiled, negated: bool) -> Compiled:
     """The closure of ``operand [NOT] BETWEEN low AND high``."""
 

@@ -86,6 +86,21 @@ def test_in_is_an_or_of_equalities(x, items):
             == _outcome(UnaryOp("not", _or_chain(xe, ies)), data))
 
 
+literal_values = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(["", "a", "b", "1"]),
+                           st.sampled_from([-1.0, 0.0, 1.0, 2.5, float("nan"), 9007199254740992.0]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(operands, st.just(9007199254740993)), st.lists(literal_values, min_size=1, max_size=5))
+def test_in_of_literals_is_an_or_of_equalities(x, items):
+    """The all-literal form (set lookups for strings and ints) answers as the OR of equalities."""
+    (xe,), data = _bind([x])
+    ies = [Literal(v) for v in items]
+    assert _outcome(InList(xe, tuple(ies)), data) == _outcome(_or_chain(xe, ies), data)
+    assert (_outcome(InList(xe, tuple(ies), negated=True), data)
+            == _outcome(UnaryOp("not", _or_chain(xe, ies)), data))
+
+
 @settings(max_examples=400, deadline=None)
 @given(operands, operands, operands)
 def test_between_is_an_and_of_comparisons(x, low, high):
