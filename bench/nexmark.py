@@ -20,8 +20,9 @@ The reference jobs, per query, as one would write them in PySpark:
   query; the per-auction maximum and the average are computed over the joined rows at the end
   (Spark cannot chain the two aggregations of an updating query).
 
-Windows close by a watermark of 0 s on the raw stream; a last sentinel event (event_type -1, a day
-later) moves it past every window, as sbpy's end-of-input flush does. Rows are compared as the
+Windows close by a watermark of 0 s on the raw stream; two last sets of sentinel events (ids -1, a
+day and two days later, one file each, one file per micro-batch) move it past every window, as
+sbpy's end-of-input flush does; their own rows are dropped. Rows are compared as the
 test does (tests/e2e/nexmark_reference.comparable; every query as a multiset, since the reference's
 output order is Spark's), and a mismatch is printed. Run:
 ``.venv/bin/python bench/nexmark.py [--events 20000] [--rate 100] [--queries q0,q5]``. Prints a
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -43,21 +45,30 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
-import benchlib  # noqa: E402
-from nexmark_reference import LAST_PER_KEY, QUERIES, REFERENCES, frames, script_for  # noqa: E402
-
-from sbpy.bql.runtime.testing import json_ready  # noqa: E402
-from sbpy.plugins.builtin.nexmark_model import EPOCH, NexmarkConfig, events  # noqa: E402
+import benchlib
+from nexmark_reference import LAST_PER_KEY, QUERIES, REFERENCES, frames, script_for
+from sbpy.bql.runtime.testing import json_ready
+from sbpy.plugins.builtin.nexmark_model import EPOCH, NexmarkConfig, events
 
 SCHEMA = ("event_type int, id long, name string, city string, state string, item_name string, "
           "initial_bid long, reserve long, expires_ms long, seller long, category long, auction long, "
           "bidder long, price long, t long, extra string")
 
 
-def write_events(config: NexmarkConfig, path: Path) -> int:
-    """The generator's events as JSON lines (times in epoch ms), plus the watermark sentinel."""
+SENTINELS = ({"event_type": 0, "id": -1, "name": "", "city": "", "state": ""},
+             {"event_type": 1, "id": -1, "seller": -1, "category": -1, "initial_bid": 0, "reserve": 0},
+             {"event_type": 2, "auction": -1, "bidder": -1, "price": -1})
+
+
+def write_events(config: NexmarkConfig, src_dir: Path) -> int:
+    """The generator's events as JSON lines (times in epoch ms) in ``a-events.jsonl``, then sentinel
+    events of each kind (ids -1), a day and two days later, in files of their own; returns the
+    cutoff (epoch ms) below which the real events lie. Read one file per micro-batch, the second
+    sentinels' batch runs with the watermark at the first, past every window of the real events
+    (Spark's availableNow runs no batch without data to close them). The sentinels are of the
+    queries' own kinds because Spark pushes a filter on the kind below the watermark."""
     last = 0
-    with path.open("w") as f:
+    with (src_dir / "a-events.jsonl").open("w") as f:
         for e in events(config):
             row = {k: v for k, v in e.items() if k not in ("date_time", "expires", "email_address",
                                                             "credit_card", "description")}
@@ -65,8 +76,14 @@ def write_events(config: NexmarkConfig, path: Path) -> int:
             if "expires" in e:
                 row["expires_ms"] = _ms(e["expires"])
             f.write(json.dumps(row) + "\n")
-        f.write(json.dumps({"event_type": -1, "t": last + 86_400_000}) + "\n")
-    return config.count
+    stamp = time.time() - 60
+    os.utime(src_dir / "a-events.jsonl", (stamp, stamp))
+    for day in (1, 2):
+        path = src_dir / f"b-sentinel-{day}.jsonl"
+        t = last + day * 86_400_000
+        path.write_text("".join(json.dumps(dict(s, t=t, expires_ms=t)) + "\n" for s in SENTINELS))
+        os.utime(path, (stamp + day, stamp + day))
+    return last + 86_400_000
 
 
 def _ms(ts: Any) -> int:
@@ -84,15 +101,19 @@ def _seconds(ts: Any) -> int | float:
     return ms // 1000 if ms % 1000 == 0 else ms / 1000
 
 
-def reference_job(spark: Any, query: str, src_dir: Path, ck: Path) -> tuple[float, list[Any]]:
-    """Run the hand-written streaming job of ``query``; (seconds, its rows as JSON values)."""
+def reference_job(spark: Any, query: str, src_dir: Path, ck: Path, cutoff_ms: int) -> tuple[float, list[Any]]:
+    """Run the hand-written streaming job of ``query``; (seconds, its rows as JSON values). Rows of the
+    sentinels (``write_events``) are dropped: before a join or projection, after a window."""
     from pyspark.sql import functions as F
 
-    raw = (spark.readStream.schema(SCHEMA).json(str(src_dir))
+    raw = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(src_dir))
            .withColumn("date_time", F.timestamp_millis("t"))
            .withColumn("expires", F.timestamp_millis("expires_ms"))
            .withWatermark("date_time", "0 seconds"))
-    person, auction, bid = (raw.where(F.col("event_type") == k) for k in (0, 1, 2))
+    cutoff = F.timestamp_millis(F.lit(cutoff_ms))
+    real = raw.where(F.col("date_time") < cutoff)
+    person, auction, bid = (real.where(F.col("event_type") == k) for k in (0, 1, 2))
+    windowed_bid = raw.where(F.col("event_type") == 2)
     collected: list[Any] = []
     post = None
     mode = "append"
@@ -125,16 +146,18 @@ def reference_job(spark: Any, query: str, src_dir: Path, ck: Path) -> tuple[floa
             return [{key: k, "avg_final": s / n} for k, (s, n) in sums.items()]
     elif query == "q5":
         w = F.window("date_time", "10 seconds", "2 seconds")
-        df = bid.groupBy(w, "auction").agg(F.count("*").alias("num"))
+        df = windowed_bid.groupBy(w, "auction").agg(F.count("*").alias("num"))
 
         def each_batch(batch: Any, _bid: int) -> None:  # every group of a window comes in one batch
+            batch = batch.where(F.col("window.start") < cutoff)
             best = batch.groupBy("window").agg(F.max("num").alias("maxn"))
             rows = batch.join(best, "window").where("num >= maxn").select(
                 "auction", "num", F.unix_seconds(F.col("window.start")).alias("starttime"))
             collected.extend(r.asDict() for r in rows.collect())
     elif query == "q7":
-        df = bid.groupBy(F.window("date_time", "10 seconds")).agg(
-            F.max(F.struct("price", "auction", "bidder", "date_time", "extra")).alias("b")).select(
+        df = windowed_bid.groupBy(F.window("date_time", "10 seconds")).agg(
+            F.max(F.struct("price", "auction", "bidder", "date_time", "extra")).alias("b")).where(
+            F.col("window.start") < cutoff).select(
             "b.auction", "b.price", "b.bidder", "b.date_time", "b.extra")
     elif query == "q8":
         keyed = raw.where("event_type IN (0, 1)").select(
@@ -142,15 +165,16 @@ def reference_job(spark: Any, query: str, src_dir: Path, ck: Path) -> tuple[floa
             F.when(F.col("event_type") == 0, F.col("name")).alias("name"), "event_type")
         df = (keyed.groupBy(F.window("date_time", "10 seconds"), "pid")
               .agg(F.max("name").alias("name"), F.min("event_type").alias("lo"), F.max("event_type").alias("hi"))
-              .where("lo = 0 AND hi = 1")
+              .where((F.col("lo") == 0) & (F.col("hi") == 1) & (F.col("window.start") < cutoff))
               .select(F.col("pid").alias("id"), "name", F.unix_seconds(F.col("window.start")).alias("starttime")))
     elif query == "q11":
-        df = bid.groupBy(F.session_window("date_time", "10 seconds"), "bidder").agg(
-            F.count("*").alias("bid_count")).select(
+        df = windowed_bid.groupBy(F.session_window("date_time", "10 seconds"), "bidder").agg(
+            F.count("*").alias("bid_count")).where(F.col("session_window.start") < cutoff).select(
             "bidder", "bid_count", F.col("session_window.start").alias("starttime"),
             F.col("session_window.end").alias("endtime"))
     elif query == "q12":
-        df = bid.groupBy(F.window("date_time", "10 seconds"), "bidder").agg(F.count("*").alias("bid_count")).select(
+        df = windowed_bid.groupBy(F.window("date_time", "10 seconds"), "bidder").agg(
+            F.count("*").alias("bid_count")).where(F.col("window.start") < cutoff).select(
             "bidder", "bid_count", F.unix_seconds(F.col("window.start")).alias("window_start"),
             F.unix_seconds(F.col("window.end")).alias("window_end"))
     else:
@@ -221,15 +245,15 @@ def main() -> None:
           f"{benchlib.load_note()}")
     src_dir = tmp / "in"
     src_dir.mkdir()
-    write_events(config, src_dir / "events.jsonl")
+    cutoff_ms = write_events(config, src_dir)
     ctx = benchlib.server_context(tmp / "data", a.master, ["spark.sql.session.timeZone=UTC"])
     rows_out = []
     try:
         spark = benchlib.start_session(ctx)
-        reference_job(spark, "q0", src_dir, tmp / "warm-ck")  # warm-up, not timed
+        reference_job(spark, "q0", src_dir, tmp / "warm-ck", cutoff_ms)  # warm-up, not timed
         batch = frames(config) if a.reference_only else None
         for i, query in enumerate(a.queries.split(",")):
-            ref_s, ref_rows = reference_job(spark, query, src_dir, tmp / f"ck-{query}")
+            ref_s, ref_rows = reference_job(spark, query, src_dir, tmp / f"ck-{query}", cutoff_ms)
             if batch is not None:
                 same = comparable(query, REFERENCES[query](batch)) == comparable(query, ref_rows)
                 print(f"{query}: reference {ref_s:.2f} s, {len(ref_rows)} rows, "

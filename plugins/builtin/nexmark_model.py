@@ -52,13 +52,14 @@ ID_LEAD = 10  # yet-to-be-created person / auction ids a random choice may reach
 HOT_RATIO_BATCH = 100  # hot sellers, bidders and auctions are the first of each batch of 100 ids
 
 # Beam's NexmarkUtils.BASE_TIME: event time starts here unless ``base_time`` says otherwise
-BASE_TIME = _dt.datetime(2015, 7, 15, tzinfo=_dt.timezone.utc)
-EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+BASE_TIME = _dt.datetime(2015, 7, 15, tzinfo=_dt.UTC)
+EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
-US_STATES = "AZ,CA,ID,OR,WA,WY".split(",")
-US_CITIES = "Phoenix,Los Angeles,San Francisco,Boise,Portland,Bend,Redmond,Seattle,Kent,Cheyenne".split(",")
-FIRST_NAMES = "Peter,Paul,Luke,John,Saul,Vicky,Kate,Julie,Sarah,Deiter,Walter".split(",")
-LAST_NAMES = "Shultz,Abrams,Spencer,White,Bartels,Walton,Smith,Jones,Noris".split(",")
+US_STATES = ["AZ", "CA", "ID", "OR", "WA", "WY"]
+US_CITIES = ["Phoenix", "Los Angeles", "San Francisco", "Boise", "Portland", "Bend", "Redmond", "Seattle",
+             "Kent", "Cheyenne"]
+FIRST_NAMES = ["Peter", "Paul", "Luke", "John", "Saul", "Vicky", "Kate", "Julie", "Sarah", "Deiter", "Walter"]
+LAST_NAMES = ["Shultz", "Abrams", "Spencer", "White", "Bartels", "Walton", "Smith", "Jones", "Noris"]
 _LETTERS = string.ascii_lowercase
 _M64 = (1 << 64) - 1
 _POOL_SIZE = 1 << 16

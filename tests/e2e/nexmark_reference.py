@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
 from sbpy.bql.parser import parse_script
 from sbpy.bql.runtime.testing import json_ready
 from sbpy.plugins.builtin.nexmark_model import AUCTION, BID, EPOCH, PERSON, NexmarkConfig, events

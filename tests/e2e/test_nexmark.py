@@ -12,14 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
+from e2e_util import lines
+from nexmark_reference import QUERIES, REFERENCES, comparable, frames, script_for
 from sbpy.bql.parser import parse_script
 from sbpy.plugins.builtin.nexmark_model import NexmarkConfig
 from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.topology import Topology
-
-from e2e_util import lines
-from nexmark_reference import QUERIES, REFERENCES, comparable, frames, script_for
 
 COUNT, RATE, SEED = 3000, 50, 7  # 60 s of event time: several 10 s windows, ~60 persons, ~180 auctions
 SOURCE_WITH = f"count = {COUNT}, events_per_second = {RATE}, seed = {SEED}, unthrottled = true"

@@ -10,10 +10,18 @@ from itertools import islice
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from sbpy.plugins.builtin import nexmark_source
-from sbpy.plugins.builtin.nexmark_model import (AUCTION, BID, EPOCH, FIRST_AUCTION_ID, FIRST_PERSON_ID, PERSON,
-                                                NexmarkConfig, event, events)
+from sbpy.plugins.builtin.nexmark_model import (
+    AUCTION,
+    BID,
+    EPOCH,
+    FIRST_AUCTION_ID,
+    FIRST_PERSON_ID,
+    PERSON,
+    NexmarkConfig,
+    event,
+    events,
+)
 from sbpy.plugins.builtin.nexmark_source import NexmarkSource, config_from_params
 from sbpy.plugins.registry import PluginRegistries
 
@@ -119,8 +127,8 @@ def test_parameters():
     c = config_from_params({"count": 5, "seed": 9, "events_per_second": 4, "base_time": "2020-01-01T00:00:00Z",
                             "bid_proportion": 10, "ignored": "x"})
     assert (c.count, c.seed, c.events_per_second, c.bid_proportion) == (5, 9, 4.0, 10)
-    assert event(c, 3)["date_time"] == _dt.datetime(2020, 1, 1, 0, 0, 0, 750000, tzinfo=_dt.timezone.utc)
-    assert event(NexmarkConfig(), 0)["date_time"] == _dt.datetime(2015, 7, 15, tzinfo=_dt.timezone.utc)
+    assert event(c, 3)["date_time"] == _dt.datetime(2020, 1, 1, 0, 0, 0, 750000, tzinfo=_dt.UTC)
+    assert event(NexmarkConfig(), 0)["date_time"] == _dt.datetime(2015, 7, 15, tzinfo=_dt.UTC)
     for params, message in [({"count": "5"}, "count must be a integer"), ({"seed": 1.5}, "seed must be a integer"),
                             ({"count": -1}, "count must not be negative"),
                             ({"events_per_second": 0}, "events_per_second must be positive"),
