@@ -123,7 +123,7 @@ class JournalWriter:
                 if part.segment is not None:
                     segment = part.segment
                 ended = ended or part.ended
-            if not files:
+            if not files and not pruned["count"] and pruned["segment"] is None:
                 continue
             self._parts[node] = parts
             self._counts[node] = count

@@ -265,3 +265,21 @@ def test_maybe_prune_skips_while_a_statement_holds_the_lock(tmp_path):
     assert journal_prune.maybe_prune(topo) > 0
     assert len(jf.log_files(w.dir / "a")) == 1  # nobody reads "a": only its newest file stays
     assert os.path.exists(jf.log_files(w.dir / "a")[0][1])
+
+
+def test_counts_survive_when_every_file_of_a_node_is_gone(tmp_path):
+    """A node left with no log file keeps what ``pruned.json`` counted, also through a second restart
+    before any append (the writer never gets there by itself: the newest file is never pruned)."""
+    w = JournalWriter(tmp_path / "j", fsync=False, roll_bytes=60)
+    for i in range(10):
+        w.append("a", [(0, {"i": i})])
+    w.prune({}, w.head)
+    head, count = w.head, jf.read_pruned(w.dir / "a")["count"]
+    assert 0 < count < 10
+    w.close()
+    for _first, path in jf.log_files(w.dir / "a"):
+        path.unlink()
+    for _ in range(2):
+        again = JournalWriter(w.dir, fsync=False, roll_bytes=60)
+        assert (again.head, again.count("a")) == (head, count)
+        again.close()
