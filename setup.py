@@ -20,6 +20,6 @@ setup(
     packages=packages,
     package_dir=package_dir,
     package_data={"sbpy.bql": ["grammar/*.lark"], "sbpy.plugins": ["examples/data/*"],
-                  "sbpy.server.console": ["static/*"]},
+                  "sbpy.server.console": ["static/*"], "sbpy.bql.spark": ["java/*.java"]},
     include_package_data=True,
 )

@@ -22,6 +22,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from sbpy.bql.spark.native_udf import with_jar as with_native_jar
+
 from . import gateway
 from .spark_noise import driver_java_options
 
@@ -208,6 +210,9 @@ class ServerContext:
         for key, value in self.conf.items():
             conf[key] = str(value).lower() if isinstance(value, bool) else str(value)
         conf[JAVA_OPTIONS] = driver_java_options(conf.get(JAVA_OPTIONS))
+        jars = with_native_jar(conf.get("spark.jars"))  # the native tier's JVM function (bql/spark/native_udf)
+        if jars:
+            conf["spark.jars"] = jars
         return conf
 
     def _create(self) -> Any:
@@ -217,6 +222,7 @@ class ServerContext:
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         from pyspark.sql import SparkSession
         from sbpy.bql.spark.journal_source import register as register_journal
+        from sbpy.bql.spark.native_udf import register as register_native
 
         from .spark_noise import quiet_expected_stops
 
@@ -229,6 +235,7 @@ class ServerContext:
         session.sparkContext.setLogLevel(self.log_level)
         quiet_expected_stops(session)
         register_journal(session)
+        register_native(session)
         self._warm_error = None
         self._generation += 1
         return session

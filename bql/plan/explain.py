@@ -4,9 +4,11 @@ Example (``EXPLAIN SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE price < 8``
 
     execution: stateless (every stage is memoryless: all partitions, no shuffle, no state store)
     journal inputs: src
-    stage (select) [vectorized-python]
-      runs on: executor Python
-      partitioning: any partition of the journal read (order restored by (seq, idx) at the driver)
+    stage (select) [native-jvm]
+      tier: the whole chain compiles to Spark expressions (price: number; output id, price)
+      kernel: reference fast path (RSTREAM over [RANGE 1 TUPLES])
+      runs on: JVM
+      partitioning: any partition of the journal read; rows outside the compiled types take the kernel on the driver (order restored by (seq, idx))
       state: none
       why: RSTREAM over [RANGE 1 TUPLES] of one input, no aggregate: each tuple's rows depend on it alone
       reads: src
@@ -26,6 +28,10 @@ def _stage_lines(stage: StagePlan, label: str) -> list[str]:
              f"  state: {stage.state}",
              f"  why: {stage.why}",
              f"  reads: {', '.join(stage.inputs)}"]
+    if stage.tier_why:
+        lines.insert(1, f"  tier: {stage.tier_why}")
+    if stage.implementation:
+        lines.insert(2 if stage.tier_why else 1, f"  kernel: {stage.implementation}")
     if stage.tick_ms:
         lines.append(f"  wall-clock ticks: every {stage.tick_ms} ms")
     if stage.stateful_calls:
@@ -61,7 +67,8 @@ def as_dict(plan: QueryPlan, labels: dict[str, str] | None = None) -> dict[str, 
             "node": labels.get(s.node, s.node), "tier": s.tier.value, "runs_on": s.where.value,
             "partitioning": s.partitioning, "state": s.state, "why": s.why, "kernel": s.kernel,
             "inputs": list(s.inputs), "stateful_calls": list(s.stateful_calls), "buffers": list(s.buffers),
-            "tick_ms": s.tick_ms, "statement": s.text.strip(),
+            "tick_ms": s.tick_ms, "statement": s.text.strip(), "tier_why": s.tier_why,
+            "implementation": s.implementation,
         } for s in plan.stages],
         "text": render(plan, labels),
     }

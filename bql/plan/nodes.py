@@ -8,8 +8,10 @@ The runtime reads these facts instead of re-parsing BQL text; ``EXPLAIN`` prints
 Executions (what the whole query is on Spark):
 
 - ``stateless``: every stage is memoryless (one tuple in, its rows out); the journal is read in several
-  partitions and each reader runs the stages (``sbpy_stateless``) on every core, with no shuffle and no state
-  store; the driver restores arrival order by ``(seq, idx)``.
+  partitions, with no shuffle and no state store; the driver restores arrival order by ``(seq, idx)``.
+  Its stages are ``native-jvm`` (Spark column expressions over the raw lines, ``bql/spark/native_stage``;
+  rows outside the compiled types take the kernel) when the whole chain compiles, else
+  ``vectorized-python`` (each reader runs the stages, ``sbpy_stateless``).
 - ``sequential``: the stages run in one ``applyInPandasWithState`` group on an executor (global arrival
   order; state pickled into Spark's state store).
 - ``keyed``: a MATCH_RECOGNIZE with PARTITION BY runs one group per partition key between a router and
@@ -35,6 +37,7 @@ class Execution(str, enum.Enum):
 class Tier(str, enum.Enum):
     """How one stage is computed."""
 
+    NATIVE = "native-jvm"              # memoryless; Spark column expressions over the raw lines (Catalyst)
     VECTORIZED = "vectorized-python"   # memoryless; runs in the journal reader of every partition
     SEQUENTIAL = "sequential-python"   # the per-tuple kernel in arrival order, state in Spark's store
     KEYED = "keyed-python"             # per partition key (MATCH_RECOGNIZE PARTITION BY)
@@ -68,6 +71,8 @@ class StagePlan:
     tier: Tier = Tier.SEQUENTIAL
     where: Where = Where.EXECUTOR
     partitioning: str = "one group (global arrival order)"
+    tier_why: str = ""                # why this tier (and not a faster one)
+    implementation: str = ""          # how the kernel computes it (incremental kernel, automaton, ...)
 
 
 @dataclass(frozen=True)

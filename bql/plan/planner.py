@@ -9,7 +9,9 @@ statements to the workers. Small ordered steps:
    UDS calls → driver; wall-clock ticks → sequential; all stages memoryless over one input each →
    stateless; a MATCH_RECOGNIZE with PARTITION BY → keyed; a small bounded state → driver (no shuffle,
    no state-store commit per micro-batch: the latency path); otherwise sequential;
-3. ``_place``: each stage's tier, where it runs and how its rows are partitioned under that execution.
+3. ``native_verdict``: a stateless chain runs native (Spark expressions, ``bql/spark/native_stage``) when
+   every stage compiles and the JVM function is available, else vectorized Python;
+4. ``_place``: each stage's tier (and why), where it runs and how its rows are partitioned.
 
 ``force`` (tests, ``SBPY_FORCE_EXECUTION``) picks an execution where the planner allows it: sequential
 and driver always, stateless only for memoryless chains, keyed only where the split applies.
@@ -131,7 +133,50 @@ def describe_stage(node: str, text: str, inputs: Sequence[str], context: Any = N
     tick_ms = None if period is None else max(1, math.ceil(period / _dt.timedelta(milliseconds=1)))
     buffers = tuple(f"{name}: {b.describe()}" for name, b in stage_buffers(text).items())
     return StagePlan(node, text, tuple(inputs), statement, _kernel(proc), stateless, why,
-                     _state_words(proc, stateless), tick_ms, calls, buffers, _bound(proc))
+                     _state_words(proc, stateless), tick_ms, calls, buffers, _bound(proc),
+                     implementation=_implementation(proc))
+
+
+def _implementation(proc: Any) -> str:
+    """How the kernel computes a stage (which SELECT kernel, which MATCH_RECOGNIZE engine)."""
+    from sbpy.bql.runtime.incremental.processor import IncrementalSelectProcessor
+    from sbpy.bql.runtime.kernel import SelectProcessor
+    from sbpy.bql.runtime.match.processor import MatchRecognizeProcessor
+    from sbpy.bql.runtime.union import UnionProcessor
+
+    if isinstance(proc, IncrementalSelectProcessor):
+        return "incremental: " + proc.kernel_description()
+    if isinstance(proc, SelectProcessor):
+        return "reference SELECT kernel" + (" (fast path)" if proc.fast else "")
+    if isinstance(proc, MatchRecognizeProcessor):
+        return proc.engine_description()
+    if isinstance(proc, UnionProcessor):
+        return "; ".join(f"branch {k + 1}: {_implementation(b)}" for k, b in enumerate(proc.branches))
+    return ""
+
+
+def native_verdict(inputs: Sequence[str], stages: Sequence[StagePlan], context: Any = None) -> str:
+    """"" if the memoryless chain compiles to the native tier (``bql/spark/native_stage``), else why not."""
+    from sbpy.bql.runtime import ProcessorContext, build_processor
+    from sbpy.bql.spark.native_stage import Unsupported, compile_chain, stage_parts
+    from sbpy.bql.spark.native_udf import status
+
+    if len(inputs) != 1:
+        return "the chain reads several journal inputs"
+    previous, parts = inputs[0], []
+    for s in stages:
+        if tuple(s.inputs) != (previous,):
+            return f"stage '{s.node}' does not read only the stage before it"
+        try:
+            parts.append(stage_parts(build_processor(s.statement, context or ProcessorContext())))
+            compile_chain(parts)
+        except Unsupported as e:
+            return f"stage '{s.node}': {e}"
+        except Exception as e:  # noqa: BLE001 - a stage that does not build here is not native
+            return f"stage '{s.node}' does not build here ({type(e).__name__})"
+        previous = s.node
+    ok, why = status()
+    return "" if ok else f"the native function is not available: {why}"
 
 
 def _stateless_chain(inputs: Sequence[str], stages: Sequence[StagePlan]) -> str | None:
@@ -200,10 +245,21 @@ _PLACEMENT = {
 }
 
 
-def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: str | None) -> tuple[StagePlan, ...]:
+_NATIVE_PARTITIONING = ("any partition of the journal read; rows outside the compiled types take the kernel "
+                        "on the driver (order restored by (seq, idx))")
+
+
+def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: str | None,
+           native_why: str = "") -> tuple[StagePlan, ...]:
     out = []
     for s in plan_stages:
-        if execution is Execution.KEYED:
+        tier_why = ""
+        if execution is Execution.STATELESS:
+            tier_why = ("the whole chain compiles to Spark expressions over the raw lines" if not native_why
+                        else f"native tier not used: {native_why}")
+        if execution is Execution.STATELESS and not native_why:
+            tier, where, part = Tier.NATIVE, Where.JVM, _NATIVE_PARTITIONING
+        elif execution is Execution.KEYED:
             if s.node == keyed_node:
                 tier, where, part = Tier.KEYED, Where.EXECUTOR, "by PARTITION BY key (one group per key)"
             else:
@@ -215,7 +271,7 @@ def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: s
             state += " (pickled to a driver snapshot file per micro-batch)"
         elif execution in (Execution.SEQUENTIAL, Execution.KEYED) and state != "none":
             state += " (pickled into Spark's state store)"
-        out.append(dataclasses.replace(s, tier=tier, where=where, partitioning=part, state=state))
+        out.append(dataclasses.replace(s, tier=tier, where=where, partitioning=part, state=state, tier_why=tier_why))
     return tuple(out)
 
 
@@ -233,4 +289,6 @@ def plan_query(inputs: Sequence[str], stages: Sequence[StageText], context: Any 
     described = [describe_stage(n, t, i, context, stateful_calls) for n, t, i in stages]
     keyed_node = keyed_stage(described, inputs)
     execution, reason, tick_ms = choose_execution(inputs, described, keyed_node, force or forced_execution())
-    return QueryPlan(tuple(inputs), _place(described, execution, keyed_node), execution, reason, tick_ms)
+    native_why = native_verdict(inputs, described, context) if execution is Execution.STATELESS else ""
+    return QueryPlan(tuple(inputs), _place(described, execution, keyed_node, native_why), execution, reason,
+                     tick_ms)

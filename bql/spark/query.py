@@ -83,6 +83,7 @@ class QueryHandle:
         self._reported = False
         self._lock = threading.Lock()
         self.batches = 0
+        self.tier = ""  # the tier its starter ran, when one was chosen at start (``native-jvm``)
 
     @property
     def is_active(self) -> bool:

@@ -177,8 +177,9 @@ def generate(where: Any, projections: list[tuple[str, Any]], alias: str) -> Call
     return step
 
 
-def generate_for(proc: Any) -> Callable[[Any], Any] | None:
-    """``generate`` for a kernel ``SelectProcessor`` in its fast form, or None."""
+def fast_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str] | None:
+    """``(where, [(output key, expr)], alias)`` of a kernel ``SelectProcessor`` in its fast form (RSTREAM
+    over ``[RANGE 1 TUPLES]`` of one input, each projection under one top-level key), or None."""
     sl = proc.select_list
     if not proc.fast or sl is None or sl.wild:
         return None
@@ -190,4 +191,10 @@ def generate_for(proc: Any) -> Callable[[Any], Any] | None:
         if len(steps) != 1 or type(steps[0]) is not KeyStep:
             return None
         projections.append((steps[0].key, expr))
-    return generate(proc.select.where, projections, proc.aliases[0])
+    return proc.select.where, projections, proc.aliases[0]
+
+
+def generate_for(proc: Any) -> Callable[[Any], Any] | None:
+    """``generate`` for a kernel ``SelectProcessor`` in its fast form, or None."""
+    parts = fast_parts(proc)
+    return None if parts is None else generate(*parts)

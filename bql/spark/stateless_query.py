@@ -18,6 +18,7 @@ There is no operator state: the Spark checkpoint holds only offsets.
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ from .fast_chain import make_pipeline
 from .operator import Pipeline, StageSpec
 from .query import QueryHandle, QuerySpec, _collect, _ensure_listener, start_writer
 from .stateless_source import NAME as SOURCE_NAME, encode_chain, register as register_source
+
+log = logging.getLogger("sbpy.spark")
 
 # Per worker process: (query id, out format, stage keys) -> Pipeline. Its processors are memoryless;
 # only the end flags change, and they are reset for every partition.
@@ -55,7 +58,17 @@ def run_rows(pipeline: Pipeline, rows: Any) -> list[tuple]:
 
 
 def start_stateless_query(spark: Any, spec: QuerySpec) -> QueryHandle:
-    """Start ``spec`` (all stages memoryless) on every partition; see the module docstring."""
+    """Start ``spec`` (all stages memoryless) on every partition; see the module docstring. A plan whose
+    stages are native (``native-jvm``) starts ``native_query`` when the session has its JVM function."""
+    if _native_planned(spec):
+        from .native_udf import registered
+
+        if registered(spark):
+            from .native_query import start_native_query
+
+            return start_native_query(spark, spec)
+        log.warning("query '%s': planned native, but the session lacks the native function: "
+                    "it runs vectorized", spec.query_id)
     _ensure_listener(spark)
     register_source(spark)
     checkpoint = Path(spec.checkpoint_dir)
@@ -71,6 +84,12 @@ def start_stateless_query(spark: Any, spec: QuerySpec) -> QueryHandle:
         reader = reader.option("max_seqs", str(int(spec.max_seqs)))
     return start_writer(spark, spec, reader.load(), checkpoint, None, 0,
                         collect_encoded if spec.out_format == "json" else _collect)
+
+
+def _native_planned(spec: QuerySpec) -> bool:
+    from sbpy.bql.plan import Tier
+
+    return spec.plan is not None and bool(spec.plan.stages) and all(s.tier is Tier.NATIVE for s in spec.plan.stages)
 
 
 class EncodedBatch:

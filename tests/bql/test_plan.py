@@ -91,11 +91,13 @@ def test_force_applies_only_where_allowed(monkeypatch):
     assert _plan(*stateless).execution is Execution.SEQUENTIAL
 
 
-def test_explain_text_and_dict():
+def test_explain_text_and_dict(monkeypatch):
+    monkeypatch.setenv("SBPY_NATIVE", "0")  # the vectorized tier (the native one: test_plan_native.py)
     plan = _plan(("s1", FILTER, ["src"]))
     text = render(plan, {"s1": "(select)"})
     assert text.splitlines()[0].startswith("execution: stateless (")
     assert "stage (select) [vectorized-python]" in text
+    assert "  tier: native tier not used: the native function is not available: SBPY_NATIVE=0" in text
     assert "  runs on: executor Python" in text
     assert "  " + FILTER in text
     doc = as_dict(plan)

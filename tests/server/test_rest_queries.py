@@ -196,8 +196,12 @@ def test_explain_answers_the_plan_and_creates_nothing(c):
     r = post(c, "t", "EXPLAIN SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE id > 1;")
     plan = r.json()["plan"]
     assert r.status_code == 200 and plan["execution"] == "stateless"
-    assert plan["stages"][0]["tier"] == "vectorized-python" and plan["stages"][0]["node"] == "(select)"
+    assert plan["stages"][0]["tier"] == "native-jvm" and plan["stages"][0]["node"] == "(select)"
+    assert plan["stages"][0]["runs_on"] == "JVM" and "compiles to Spark expressions" in plan["stages"][0]["tier_why"]
     assert plan["text"].startswith("execution: stateless")
+    r = post(c, "t", "EXPLAIN SELECT RSTREAM id * 2 AS d FROM src [RANGE 1 TUPLES];")  # arithmetic: Python
+    stage = r.json()["plan"]["stages"][0]
+    assert stage["tier"] == "vectorized-python" and "native tier not used: stage '(select)'" in stage["tier_why"]
     r = post(c, "t", "EXPLAIN CREATE STREAM w AS SELECT RSTREAM count(*) AS n FROM src [RANGE 5 SECONDS];")
     assert r.json()["plan"]["execution"] == "sequential" and r.json()["plan"]["stages"][0]["node"] == "w"
     assert c.get("/topologies/t/streams").json()["streams"] == []  # nothing was created

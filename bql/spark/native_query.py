@@ -1,0 +1,196 @@
+"""The native execution of a stateless chain: Spark column expressions over raw lines, the kernel for the rest.
+
+::
+
+    sbpy_native (journal in seq-range partitions: raw segment lines; other rows through the Python chain)
+      └─ line rows → sbpy_json_fields (JVM) → guard / depth / data columns (native_stage) → foreachBatch
+
+Each ``line`` row becomes ``out`` (passed every stage: ``data`` is the output line), ``skip`` (a WHERE
+was false; ``depth`` says how many stages it passed) or ``fb`` (the guard refused it: ``data`` is the raw
+line). On the driver (``NativeCollector``) the ``fb`` lines are parsed exactly as the file source's
+reader parses them (``journal_segments.parse_line``) and run through the same chain pipeline the
+Python tiers run — its outputs, drops and errors are the kernel's — then merged with the native rows by
+``(seq, idx)``, which restores arrival order. Stage counters: the native rows' from ``depth``, the rest
+from the pipelines' ``stat`` rows; the consumer adds them up.
+"""
+from __future__ import annotations
+
+import bisect
+from pathlib import Path
+from typing import Any
+
+from . import journal_format as jf
+from . import journal_segments as js
+from .native_source import NAME as SOURCE_NAME, register as register_source
+from .native_stage import NativeChain, compile_chain, stage_parts
+from .operator import OUTPUT_COLUMNS, StageSpec
+from .query import QueryHandle, QuerySpec, _ensure_listener, start_writer
+from .stateless_source import encode_chain
+
+COLUMNS = OUTPUT_COLUMNS + ["depth"]
+
+
+def chain_of(stages: list[StageSpec]) -> NativeChain:
+    """The native chain of ``stages`` (``native_stage.Unsupported`` if any stage is not native)."""
+    from sbpy.bql.runtime import ProcessorContext, build_processor
+
+    from .native_stage import Unsupported
+
+    parts = []
+    for stage in stages:
+        if stage.statement is None:
+            raise Unsupported("a stage without an analyzed statement")
+        try:
+            proc = build_processor(stage.statement, ProcessorContext())
+        except Exception as e:  # noqa: BLE001 - unknown functions etc.: not native
+            raise Unsupported(f"does not build without the topology ({type(e).__name__})") from None
+        parts.append(stage_parts(proc))
+    return compile_chain(parts)
+
+
+def classify(df: Any, chain: NativeChain) -> Any:
+    """The source's rows with ``line`` rows classified (``out``/``skip``/``fb``) and a ``depth`` column."""
+    from pyspark.sql import functions as F
+
+    is_line = F.col("kind") == "line"
+    guard, depth, data = chain.columns(F.col("data"))
+    df = df.withColumn("_guard", F.when(is_line, guard)).withColumn("_depth", F.when(is_line, depth))
+    ok = F.col("_guard").eqNullSafe(True)
+    full = F.col("_depth") == F.lit(chain.stages)
+    kind = F.when(~is_line, F.col("kind")).when(~ok, F.lit("fb")).when(full, F.lit("out")).otherwise(F.lit("skip"))
+    out_data = F.when(~is_line, F.col("data")).when(~ok, F.col("data")).when(full, data)
+    cols = [kind.alias("kind")] + [F.col(c) for c in OUTPUT_COLUMNS[1:5]] + [out_data.alias("data")] + \
+        [F.col(c) for c in OUTPUT_COLUMNS[6:]] + [F.when(ok, F.col("_depth")).alias("depth")]
+    return df.select(*cols)
+
+
+class NativeCollector:
+    """Turns a micro-batch into the consumer's rows: ``EncodedBatch`` (JSON sinks) or ``on_batch`` dicts."""
+
+    def __init__(self, spec: QuerySpec, chain: NativeChain):
+        self.spec = spec
+        self.chain = chain
+        self.nodes = [s.node for s in spec.stages]
+        self.inputs = [s.inputs[0] for s in spec.stages]
+
+    def __call__(self, batch_df: Any) -> Any:
+        import pyarrow.compute as pc
+
+        table = batch_df.toArrow()
+        if table.num_rows:
+            table = table.take(pc.sort_indices(table, [("seq", "ascending"), ("idx", "ascending")]))
+        kind = table.column("kind")
+        stats = self._native_stats(table)
+        has_fb = table.num_rows and pc.any(pc.equal(kind, "fb")).as_py()
+        if not has_fb and self.spec.out_format == "json":
+            from .stateless_query import EncodedBatch
+
+            lines = table.filter(pc.equal(kind, "out")).column("data").to_pylist()
+            others = self._dicts(table.filter(pc.invert(pc.is_in(kind, value_set=_not_others()))))
+            return EncodedBatch(lines, stats + others)
+        rows = self._merged(table)
+        if self.spec.out_format == "json":
+            from .stateless_query import EncodedBatch
+
+            lines = [r[5] for r in rows if r[0] == "out"]
+            others = [dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"]
+            for row in others:
+                if row["data"] is not None:
+                    row["data"] = jf.decode_data(row["data"])
+            return EncodedBatch(lines, stats + others)
+        out = [dict(zip(OUTPUT_COLUMNS, r)) for r in rows]
+        for row in out:
+            if row["data"] is not None:
+                row["data"] = jf.decode_data(row["data"])
+        return stats + out
+
+    def _dicts(self, table: Any) -> list[dict[str, Any]]:
+        rows = table.select(OUTPUT_COLUMNS).to_pylist()
+        for row in rows:
+            if row["data"] is not None:
+                row["data"] = jf.decode_data(row["data"])
+        return rows
+
+    def _native_stats(self, table: Any) -> list[dict[str, Any]]:
+        """``stat`` rows of the rows the native tier computed (``depth`` = stages passed)."""
+        import pyarrow.compute as pc
+
+        depth = table.column("depth").drop_null()
+        if len(depth) == 0:
+            return []
+        counts = [pc.sum(pc.greater_equal(depth, k)).as_py() or 0 for k in range(len(self.nodes) + 1)]
+        stats = []
+        for k, node in enumerate(self.nodes):
+            if counts[k]:
+                data = {"received": {self.inputs[k]: counts[k]}, "sent": counts[k + 1], "dropped": 0}
+                stats.append(dict(zip(OUTPUT_COLUMNS, ("stat", node, 0, 0, 0, data, None, None, None))))
+        return stats
+
+    def _merged(self, table: Any) -> list[tuple]:
+        """Every row but ``skip``/``seg`` as ``OUTPUT_COLUMNS`` tuples in ``(seq, idx)`` order, the ``fb``
+        lines replaced by what the chain's pipeline makes of them (on the driver)."""
+        from .stateless_query import chain_pipeline, run_rows
+
+        rows = table.select(OUTPUT_COLUMNS).to_pylist()
+        segs = sorted((r["seq"], r["idx"], r["data"]) for r in rows if r["kind"] == "seg")
+        firsts = [s[0] for s in segs]
+        kept: list[tuple] = []
+        journal_rows: list[tuple] = []
+        for r in rows:
+            k = r["kind"]
+            if k == "fb":
+                seg = segs[bisect.bisect_right(firsts, r["seq"]) - 1] if segs else (0, 0, "?")
+                row = fallback_row(r["seq"], r["input"], r["ts"], r["data"], seg[2], seg[1])
+                if row is not None:
+                    journal_rows.append(row)
+            elif k not in _QUIET:
+                kept.append(tuple(r[c] for c in OUTPUT_COLUMNS))
+        if journal_rows:
+            spec = self.spec
+            pipeline = chain_pipeline(spec.query_id + "/driver", spec.stages, spec.topology, spec.out_format)
+            kept.extend(run_rows(pipeline, journal_rows))
+            kept.sort(key=lambda r: (r[2], r[3]))
+        return kept
+
+
+_QUIET = ("skip", "seg")
+
+
+def _not_others() -> Any:
+    import pyarrow as pa
+
+    return pa.array(["out", *_QUIET])
+
+
+def fallback_row(seq: int, input_name: str, ts: int, line: str, path: str, line0: int) -> tuple | None:
+    """The journal row of one refused line, as ``journal_segments.expand`` makes it (None: blank)."""
+    raw = line.encode("utf-8").strip()
+    if not raw:
+        return None
+    try:
+        _value, text = js.parse_line(raw)
+    except ValueError as e:
+        return (seq, input_name, ts, None, False, f"file source: {path}:{line0 + seq}: {e}")
+    return (seq, input_name, ts, text, False, None)
+
+
+def start_native_query(spark: Any, spec: QuerySpec, chain: NativeChain | None = None) -> QueryHandle:
+    """Start ``spec`` (a native chain over one journal input) — see the module docstring."""
+    _ensure_listener(spark)
+    register_source(spark)
+    chain = chain or chain_of(spec.stages)
+    checkpoint = Path(spec.checkpoint_dir)
+    start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
+    parallelism = max(1, int(spark.sparkContext.defaultParallelism))
+    reader = (spark.readStream.format(SOURCE_NAME)
+              .option("dir", str(spec.journal_dir))
+              .option("inputs", ",".join(spec.inputs))
+              .option("start_seq", str(start_seq))
+              .option("partitions", str(parallelism))
+              .option("chain", encode_chain(spec.query_id, spec.stages, spec.topology, spec.out_format)))
+    if spec.max_seqs:
+        reader = reader.option("max_seqs", str(int(spec.max_seqs)))
+    handle = start_writer(spark, spec, classify(reader.load(), chain), checkpoint, None, 0,
+                          NativeCollector(spec, chain))
+    handle.tier = "native-jvm"
+    return handle

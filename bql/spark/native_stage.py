@@ -1,0 +1,227 @@
+"""The native tier: a chain of fast memoryless SELECT stages as Spark column expressions (Catalyst, JVM).
+
+A chain qualifies when every stage is a fast SELECT (``stage_codegen.fast_parts``: RSTREAM over
+``[RANGE 1 TUPLES]`` of the previous stage or the journal input) whose WHERE uses field references by
+top-level key, literals, the comparisons ``= != <> < <= > >=`` and ``AND / OR / NOT``, and whose select
+list holds such field references or literals under keys that do not start with ``$``. ``compile_chain``
+returns the columns that classify each journal line::
+
+    f     = sbpy_json_fields(line, keys)       -- one JVM pass: each key's class + JSON text (native_udf)
+    guard = every value the chain touches has the class its code was written for
+    depth = how many stages the tuple passes (their WHERE in order), when guard holds
+    data  = the output map's JSON text (the sink's line, and tagged JSON of the same map)
+
+Exactness: a value is only used in a form where Spark's operator is BQL's. Numbers are compared as
+doubles only when both sides are exact doubles (integers of at most 15 digits, decimals without an
+exponent, int literals within 2^53) — where BQL's int/float comparison is a double comparison. Strings
+(no escapes) compare as UTF-8 bytes, which is code-point order. Output text is the input's own text
+only for classes whose text is what ``jsonio.to_json`` writes (``JsonFields.java``: ``i f s b n``);
+literals are written by ``to_json`` at compile time. Any row outside the guards (a NULL, MISSING, a
+bool in a comparison, mixed types, a container, an escape, a line the JVM pass refuses) is ``guard =
+false``: it takes the Python kernel (``native_query``), so values, drops and errors stay the kernel's.
+The guard covers every value the chain reads, including ones the kernel would not reach (a lazy AND's
+right side, a later stage of a row filtered earlier): that only sends more rows to the kernel.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, UnaryOp
+
+from .stage_codegen import fast_parts
+
+KEY_SEPARATOR = "\u0001"
+_CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_NUMERIC = ("i", "f", "d")  # exact doubles (JsonFields classes)
+_WRITABLE = ("i", "f", "s", "b", "n")  # written back as read
+_MAX_EXACT_INT = 2 ** 53
+
+
+class Unsupported(Exception):
+    """The chain uses something the native tier does not compile (the message says what)."""
+
+
+@dataclass(frozen=True)
+class _Value:
+    """A value of the current stage's input row: a source field (``slot`` in the JVM pass's result) or a
+    literal projected by an earlier stage (``const``)."""
+
+    slot: int | None = None
+    const: Any = None
+
+
+@dataclass
+class NativeChain:
+    """The compiled chain: the keys the JVM pass extracts and the columns built from them."""
+
+    keys: tuple[str, ...]
+    stages: int
+    describe: tuple[str, ...]  # one line per stage, for EXPLAIN and tests
+
+    def columns(self, line: Any) -> tuple[Any, Any, Any]:
+        """``(guard, depth, data)`` columns over the string column ``line``."""
+        return _build(self._plan, line, self.keys)
+
+    _plan: Any = None
+
+
+def stage_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str]:
+    """``fast_parts`` of a stage's processor, or ``Unsupported``."""
+    from sbpy.bql.runtime.kernel import SelectProcessor
+
+    if not isinstance(proc, SelectProcessor):
+        raise Unsupported("not a SELECT")
+    parts = fast_parts(proc)
+    if parts is None:
+        raise Unsupported("not RSTREAM over [RANGE 1 TUPLES] with a plain select list")
+    return parts
+
+
+def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]]) -> NativeChain:
+    """Compile stages given as ``(where, projections, alias)`` (``stage_parts``), first stage first."""
+    keys: list[str] = []
+    row: dict[str, _Value] | None = None  # None: the journal line (any key is a source field)
+    plan = []
+    for where, projections, alias in parts:
+        def value(e: Any, row: dict[str, _Value] | None = row, alias: str = alias) -> _Value:
+            if not isinstance(e, FieldRef) or e.stream not in (None, alias) or len(e.path) != 1 \
+                    or type(e.path[0]) is not KeyStep:
+                raise Unsupported("a field other than a top-level key")
+            key = e.path[0].key
+            if row is None:
+                if key not in keys:
+                    keys.append(key)
+                return _Value(slot=keys.index(key))
+            if key not in row:
+                raise Unsupported(f"field '{key}' is not in the previous stage's output")
+            return row[key]
+
+        pred = _predicate(where, value) if where is not None else None
+        out: dict[str, _Value] = {}
+        for key, expr in projections:
+            if key[:1] == "$":
+                raise Unsupported("an output key starting with '$'")
+            if isinstance(expr, Literal):
+                if type(expr.value) not in (int, float, str, bool, type(None)) or \
+                        (type(expr.value) is float and not math.isfinite(expr.value)):
+                    raise Unsupported("a literal of another type")
+                out[key] = _Value(const=expr.value)
+            else:  # a repeated key keeps its first position and its last value, as the kernel's dict
+                out[key] = value(expr)
+        plan.append((pred, list(out.items())))
+        row = out
+    describe = tuple(f"stage {k + 1}: WHERE {'-' if p is None else 'compiled'}; "
+                     f"{len(o)} output key(s)" for k, (p, o) in enumerate(plan))
+    chain = NativeChain(tuple(keys), len(plan), describe)
+    chain._plan = plan
+    return chain
+
+
+# ---------------------------------------------------------------- predicates (symbolic, built later)
+
+
+def _predicate(e: Any, value: Any) -> tuple:
+    if isinstance(e, BinaryOp):
+        op = e.op.lower()
+        if op in ("and", "or"):
+            return (op, _predicate(e.left, value), _predicate(e.right, value))
+        if op in _CMP:
+            return ("cmp", _CMP[op], _operand(e.left, value), _operand(e.right, value))
+    if isinstance(e, UnaryOp) and e.op.lower() == "not":
+        return ("not", _predicate(e.operand, value))
+    raise Unsupported(f"{type(e).__name__} in WHERE")
+
+
+def _operand(e: Any, value: Any) -> tuple:
+    if isinstance(e, Literal):
+        v = e.value
+        if type(v) is int and abs(v) <= _MAX_EXACT_INT:
+            return ("num", float(v))
+        if type(v) is float and math.isfinite(v):
+            return ("num", v)
+        if type(v) is str:
+            return ("str", v)
+        raise Unsupported("a comparison with a literal of another type")
+    val = value(e)
+    if val.slot is None:
+        raise Unsupported("a comparison with a literal projected by an earlier stage")
+    return ("field", val.slot)
+
+
+# ---------------------------------------------------------------- columns
+
+
+def _build(plan: list, line: Any, keys: tuple[str, ...]) -> tuple[Any, Any, Any]:
+    from pyspark.sql import functions as F
+
+    f = F.call_function("sbpy_json_fields", line, F.lit(KEY_SEPARATOR.join(keys)))
+    guards: list[Any] = [f.isNotNull()]
+    cls = [F.substring(f[k], 1, 1) for k in range(len(keys))]
+    text = [F.substring(f[k], 2, 1 << 30) for k in range(len(keys))]
+
+    def numeric(slot: int) -> Any:
+        return cls[slot].isin(*_NUMERIC)
+
+    def compare(op: str, a: tuple, b: tuple) -> Any:
+        if a[0] != "field" and b[0] != "field":
+            raise Unsupported("a comparison of two literals")
+        if a[0] == "field" and b[0] == "field":
+            both_num = numeric(a[1]) & numeric(b[1])
+            both_str = (cls[a[1]] == "s") & (cls[b[1]] == "s")
+            guards.append(both_num | both_str)
+            return F.when(both_num, _op(op, text[a[1]].try_cast("double"), text[b[1]].try_cast("double"))) \
+                .otherwise(_op(op, _unquote(text[a[1]]), _unquote(text[b[1]])))
+        field, lit, flipped = (a, b, False) if a[0] == "field" else (b, a, True)
+        slot = field[1]
+        if lit[0] == "num":
+            guards.append(numeric(slot))
+            x, y = text[slot].try_cast("double"), F.lit(lit[1])
+        else:
+            guards.append(cls[slot] == "s")
+            x, y = _unquote(text[slot]), F.lit(lit[1])
+        return _op(op, y, x) if flipped else _op(op, x, y)
+
+    def predicate(p: tuple) -> Any:
+        if p[0] == "and":
+            return predicate(p[1]) & predicate(p[2])
+        if p[0] == "or":
+            return predicate(p[1]) | predicate(p[2])
+        if p[0] == "not":
+            return ~predicate(p[1])
+        return compare(p[1], p[2], p[3])
+
+    passes = [None if pred is None else predicate(pred) for pred, _out in plan]
+    for _pred, out in plan[:-1]:  # an earlier stage's projection fails on a missing field (a drop)
+        guards.extend(cls[val.slot].isNotNull() for _key, val in out if val.slot is not None)
+    from sbpy.bql.jsonio import to_json
+
+    pieces: list[Any] = []
+    for n, (key, val) in enumerate(plan[-1][1]):
+        pieces.append(F.lit(("{" if n == 0 else ",") + to_json(key) + ":"))
+        if val.slot is None:
+            pieces.append(F.lit(to_json(val.const)))
+        else:
+            guards.append(cls[val.slot].isin(*_WRITABLE))
+            pieces.append(text[val.slot])
+    data = F.concat(*pieces, F.lit("}")) if pieces else F.lit("{}")
+    depth = F.lit(len(plan))
+    for k in range(len(plan) - 1, -1, -1):
+        if passes[k] is not None:
+            depth = F.when(~passes[k], F.lit(k)).otherwise(depth)
+    guard = guards[0]
+    for g in guards[1:]:
+        guard = guard & g
+    return guard, depth, data
+
+
+def _unquote(text: Any) -> Any:
+    """The string of a JSON string token without escapes: the text between its quotes."""
+    from pyspark.sql import functions as F
+
+    return text.substr(F.lit(2), F.length(text) - F.lit(2))
+
+
+def _op(op: str, x: Any, y: Any) -> Any:
+    return {"==": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]

@@ -1,0 +1,128 @@
+"""The native tier's JVM function ``sbpy_json_fields``: built from ``java/JsonFields.java``, loaded with the session.
+
+The native tier (``native_stage``) computes a stage with Spark column expressions over the values one
+JVM pass pulls out of each JSON line (``JsonFields.java`` says which lines and values it vouches for).
+That pass is a small Java UDF: this module compiles it once per source version with the JDK's
+``javac`` into ``<cache>/sbpy-native-<hash>.jar`` (``$SBPY_CACHE_DIR`` or ``~/.cache/sbpy``), names the
+jar in ``spark.jars`` when a session is created (``ServerContext.session_conf``: the driver and every
+executor load it) and registers the function (``register``).
+
+No ``javac`` (a JRE only), a failed build, or ``SBPY_NATIVE=0``: ``status()`` says why, the planner
+keeps the stateless chains on the vectorized Python tier, and nothing else changes.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("sbpy.native")
+
+FUNCTION = "sbpy_json_fields"
+CLASS = "sbpy.spark.JsonFields"
+SOURCE = Path(__file__).with_name("java") / "JsonFields.java"
+ENV = "SBPY_NATIVE"  # "0": never use the native tier
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("SBPY_CACHE_DIR") or Path.home() / ".cache" / "sbpy")
+
+
+def _javac() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "javac").exists():
+        return str(Path(home) / "bin" / "javac")
+    return shutil.which("javac")
+
+
+def _spark_api_jar() -> Path:
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    found = sorted(jars.glob("spark-sql-api_*.jar"))
+    if not found:
+        raise FileNotFoundError(f"no spark-sql-api jar under {jars}")
+    return found[0]
+
+
+@lru_cache(maxsize=1)
+def _build() -> tuple[Path | None, str]:
+    """``(jar, "")`` or ``(None, why not)``; builds at most once per process and source version."""
+    source = SOURCE.read_bytes()
+    jar = cache_dir() / f"sbpy-native-{hashlib.sha256(source).hexdigest()[:16]}.jar"
+    if jar.exists():
+        return jar, ""
+    javac = _javac()
+    if javac is None:
+        return None, "no javac (the JDK's compiler) on this machine"
+    try:
+        api = _spark_api_jar()
+        with tempfile.TemporaryDirectory(prefix="sbpy-native-") as tmp:
+            done = subprocess.run([javac, "--release", "17", "-nowarn", "-cp", str(api), "-d", tmp, str(SOURCE)],
+                                  capture_output=True, text=True, timeout=120)
+            if done.returncode != 0:
+                return None, f"javac failed: {done.stderr.strip()[:400]}"
+            jar.parent.mkdir(parents=True, exist_ok=True)
+            part = jar.with_suffix(f".{os.getpid()}.part")
+            with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
+                for path in sorted(Path(tmp).rglob("*.class")):
+                    z.write(path, path.relative_to(tmp).as_posix())
+            os.replace(part, jar)  # another process may have built the same jar: either is fine
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"cannot build the native function: {e}"
+    log.info("built %s", jar)
+    return jar, ""
+
+
+def status() -> tuple[bool, str]:
+    """``(usable, why not)`` of the native tier on this machine."""
+    if os.environ.get(ENV, "").strip() == "0":
+        return False, f"{ENV}=0"
+    jar, why = _build()
+    return jar is not None, why
+
+
+def jar_path() -> Path | None:
+    """The jar to name in ``spark.jars`` (None: the native tier is off)."""
+    ok, _why = status()
+    return _build()[0] if ok else None
+
+
+def with_jar(jars: str | None) -> str | None:
+    """``spark.jars`` with the native jar added (the user's jars kept)."""
+    jar = jar_path()
+    if jar is None:
+        return jars
+    items = [j for j in (jars or "").split(",") if j.strip()]
+    if str(jar) not in items:
+        items.append(str(jar))
+    return ",".join(items)
+
+
+def register(spark: Any) -> bool:
+    """Register ``sbpy_json_fields`` with a session whose ``spark.jars`` holds the jar; False if not."""
+    if jar_path() is None:
+        return False
+    from pyspark.sql.types import ArrayType, StringType
+
+    try:
+        spark.udf.registerJavaFunction(FUNCTION, CLASS, ArrayType(StringType()))
+    except Exception as e:  # noqa: BLE001 - a session created without the jar: the tier stays off
+        log.warning("the native function is not available in this session: %s", e)
+        return False
+    return True
+
+
+def registered(spark: Any) -> bool:
+    """Whether the session knows ``sbpy_json_fields``."""
+    try:
+        return bool(spark.catalog.functionExists(FUNCTION))
+    except Exception:  # noqa: BLE001
+        return False

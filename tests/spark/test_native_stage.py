@@ -1,0 +1,162 @@
+"""The native tier against the kernel: random JSON lines through random memoryless chains.
+
+For each line, the native columns (``native_query.classify``) either refuse it (``fb``: it then takes
+the kernel, so it is exact by construction) or decide it themselves — and then their decision must be
+the kernel's: the same output line byte for byte (``out``), or no output and no drop (``skip``). The
+kernel here is the Python tiers' pipeline fed the line exactly as the file source's reader parses it.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sbpy.bql.plan import Tier, plan_query
+from sbpy.bql.spark.compile import query_spec_stages
+from sbpy.bql.spark.native_query import chain_of, classify, fallback_row
+from sbpy.bql.spark.native_udf import status
+from sbpy.bql.spark.operator import OUTPUT_COLUMNS, OUTPUT_SCHEMA
+from sbpy.bql.spark.stateless_query import chain_pipeline, run_rows
+
+pytestmark = [pytest.mark.spark, pytest.mark.skipif(not status()[0], reason=f"native tier off: {status()[1]}")]
+
+KEYS = ["a", "b", "c"]
+
+numbers = st.one_of(
+    st.integers(-10**6, 10**6), st.integers(-10**19, 10**19),
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.decimals(min_value=-10**6, max_value=10**6, places=3, allow_nan=False, allow_infinity=False).map(str),
+    st.sampled_from(["7", "7.0", "7.50", "-0", "-0.0", "0.00001", "0.000001", "1e3", "1E-2", "8", "8.0",
+                     "123456789012345", "1234567890123456", "0.1", "1.000000000000001"]))
+scalars = st.one_of(numbers, st.text(max_size=4), st.sampled_from(["x", "abc", "", "7", "\\u0041", 'q"t']),
+                    st.booleans(), st.none())
+values = st.one_of(scalars, st.lists(scalars, max_size=2), st.dictionaries(st.sampled_from(KEYS), scalars, max_size=2))
+
+
+def _token(v) -> str:
+    """JSON text of a generated value; strings from ``numbers`` that look numeric are raw number tokens."""
+    if isinstance(v, str) and v and (v[0].isdigit() or v[0] == "-") and v not in ("-",):
+        try:
+            float(v)
+            return v
+        except ValueError:
+            pass
+    return json.dumps(v)
+
+
+@st.composite
+def lines(draw):
+    """A line: mostly a JSON object over KEYS (duplicates, spaces, nesting), sometimes broken."""
+    members = draw(st.lists(st.tuples(st.sampled_from(KEYS + ["zz"]), values), max_size=5))
+    sep = draw(st.sampled_from([",", ", ", " , "]))
+    colon = draw(st.sampled_from([":", ": ", " :"]))
+    body = sep.join(f'"{k}"{colon}{_token(v)}' for k, v in members)
+    shape = draw(st.sampled_from(["{@}", " {@} ", "{@}\r", "{@", "[@]", "{@}}", "{@} x", "", "  "]))
+    return shape.replace("@", body) + "\n"
+
+
+FIELD = st.sampled_from(KEYS)
+LIT = st.one_of(st.integers(-10, 10), st.floats(-10, 10, allow_nan=False).map(lambda f: round(f, 2)),
+                st.sampled_from(['"x"', '"abc"', '""', '"7"']))
+
+
+@st.composite
+def predicates(draw, depth=0):
+    if depth < 2 and draw(st.booleans()):
+        op = draw(st.sampled_from(["AND", "OR"]))
+        left, right = draw(predicates(depth + 1)), draw(predicates(depth + 1))
+        text = f"({left} {op} {right})"
+        return f"NOT {text}" if draw(st.booleans()) else text
+    a = draw(FIELD)
+    b = draw(st.one_of(FIELD, LIT))
+    op = draw(st.sampled_from(["=", "!=", "<>", "<", "<=", ">", ">="]))
+    return f"{a} {op} {b}" if draw(st.booleans()) else f"{b} {op} {a}"
+
+
+@st.composite
+def chains(draw):
+    """One or two stages: WHERE (maybe) and a select list of fields and literals."""
+    stages, source, keys = [], "src", KEYS
+    for k in range(draw(st.integers(1, 2))):
+        items = draw(st.lists(st.one_of(st.sampled_from(keys), st.sampled_from(["1 AS one", '"s" AS lit',
+                                                                              "2.5 AS f", "NULL AS n"])),
+                              min_size=1, max_size=3))
+        if k == 0:
+            items.append("a")  # the next stage's field
+        where = f" WHERE {draw(predicates())}" if draw(st.booleans()) and k == 0 else ""
+        name = f"s{k + 1}"
+        stages.append((name, f"SELECT RSTREAM {', '.join(items)} FROM {source} [RANGE 1 TUPLES]{where}", [source]))
+        source, keys = name, ["a"]
+    return stages
+
+
+def _reference(stages, batch):
+    pipeline = chain_pipeline("ref-" + str(id(stages)), stages, "t", "json")
+    rows = [fallback_row(seq, "src", 0, line, "f.jsonl", 0) for seq, line in batch]
+    out = run_rows(pipeline, [r for r in rows if r is not None])
+    result = {}
+    for row in out:
+        kind, seq = row[0], row[2]
+        if kind == "out":
+            result.setdefault(seq, []).append(("out", row[5]))
+        elif kind == "dropped":
+            result.setdefault(seq, []).append(("dropped", row[6]))
+    return result
+
+
+def _native(spark, chain, batch):
+    rows = [("line", None, seq, 0, 0, line, None, "src", None) for seq, line in batch]
+    df = spark.createDataFrame(rows, OUTPUT_SCHEMA)
+    got = classify(df, chain).select("seq", "kind", "data").collect()
+    return {r["seq"]: (r["kind"], r["data"]) for r in got}
+
+
+def _check(spark, texts, batch):
+    plan = plan_query(["src"], texts)
+    if plan.stages[0].tier is not Tier.NATIVE:
+        return 0
+    stages = query_spec_stages(plan)
+    expected = _reference(stages, batch)
+    native = _native(spark, chain_of(stages), batch)
+    decided = 0
+    for seq, line in batch:
+        kind, data = native[seq]
+        if kind == "fb":
+            continue
+        decided += 1
+        want = expected.get(seq, [])
+        if kind == "out":
+            assert want == [("out", data)], (texts, line, data, want)
+        else:
+            assert kind == "skip" and want == [], (texts, line, want)
+    return decided
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=chains(), batch=st.lists(lines(), min_size=1, max_size=60))
+def test_native_decisions_equal_the_kernel(spark, texts, batch):
+    _check(spark, texts, list(enumerate(batch, start=1)))
+
+
+def test_b1_rows_are_decided_natively_and_equal(spark):
+    """The B1 stage over typical rows: every row is decided natively (no fallback), all equal."""
+    rows = [json.dumps({"id": i, "price": (i * 7 % 16) * 0.75, "name": f"n{i}", "note": "lorem"}) + "\n"
+            for i in range(200)]
+    texts = [("q", "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8", ["src"])]
+    assert _check(spark, texts, list(enumerate(rows, start=1))) == 200
+
+
+def test_odd_values_fall_back_or_agree(spark):
+    """Hand-picked corner cases: each is refused or equal (the 'f'/'i' classes, escapes, duplicates)."""
+    odd = ['{"a": 7.50, "b": 1}', '{"a": -0, "b": 1}', '{"a": -0.0, "b": 1}', '{"a": 1e2, "b": 1}',
+           '{"a": 0.000001, "b": 1}', '{"a": 0.00001, "b": 1}', '{"a": 123456789012345, "b": 1}',
+           '{"a": 1234567890123456, "b": 1}', '{"a": "x\\u0041", "b": 1}', '{"a": 1, "a": 9, "b": 1}',
+           '{"a": [1], "b": 1}', '{"a": {"b": 2}, "b": 1}', '{"a": "<&>", "b": 1}', '{"a": "é", "b": 1}',
+           '{"a": true, "b": 1}', '{"a": null, "b": 1}', '{"b": 1}', '{"a": 3, "b": 1} ', '\ufeff{"a": 3}',
+           '{"a": 3,}', "{'a': 3}", '{"a": NaN}', '{"a": 01}', '{"a": 1.}', '{"a": .5}']
+    batch = [(k + 1, line + "\n") for k, line in enumerate(odd)]
+    for where in ("a < 8", 'a = "x"', "a >= b", "NOT a != 7"):
+        texts = [("q", f"SELECT RSTREAM a, b, 1 AS one FROM src [RANGE 1 TUPLES] WHERE {where}", ["src"])]
+        _check(spark, texts, batch)
