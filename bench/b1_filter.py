@@ -25,6 +25,7 @@ Prints a table; never asserts timings.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -107,6 +108,7 @@ def sbpy_topology(ctx: Any, src: Path, out: Path, expected: int, timeout: float,
         res["source_seconds"] = src_done
         res["rows_out"] = t.node("sink", "k")["status"]["input_stats"]["num_received_total"]
         res["batches"] = handle.batches
+        res["tier"] = handle.tier or "/".join(sorted({s.tier.value for s in consumer.plan.stages}))
         res["journal_dir"] = Path(t.journal.dir)
         if res["rows_out"] != expected:
             print(f"  !! topology: sink received {res['rows_out']}, expected {expected}")
@@ -150,7 +152,11 @@ def main() -> None:
     ap.add_argument("--query-only", action="store_true", help="also time the planned query alone, once")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--keep", action="store_true", help="keep the temp folder")
+    ap.add_argument("--tier", choices=("auto", "vectorized"), default="auto",
+                    help="vectorized: keep the stateless chain off the native tier (SBPY_NATIVE=0)")
     a = ap.parse_args()
+    if a.tier == "vectorized":
+        os.environ["SBPY_NATIVE"] = "0"
     n = a.rows
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-b1-"))
     print(f"B1: {QUERY}\n{n:,} JSONL lines; master {a.master}; {a.rounds} alternating rounds; "
@@ -184,12 +190,13 @@ def main() -> None:
                     outs[side] = tmp / f"sbpy-out-{r}.jsonl"
                     res = sbpy_topology(ctx, src, outs[side], expected, a.timeout, f"b1r{r}")
                     times[side].append(res["seconds"])
+                    tier = res["tier"]
                     journal = res["journal_dir"]
             sbpy_rows, ref_rows = read_rows(outs["topo"]), read_rows(outs["ref"])
             in_order = sbpy_rows == sorted(sbpy_rows)
             same = len(sbpy_rows) == expected and sorted(ref_rows) == sorted(sbpy_rows)
             mismatches += (not same) + (not in_order)
-            print(f"round {r + 1}: reference {times['ref'][-1]:.2f} s, sbpy {times['topo'][-1]:.2f} s, "
+            print(f"round {r + 1}: reference {times['ref'][-1]:.2f} s, sbpy ({tier}) {times['topo'][-1]:.2f} s, "
                   f"ratio {times['ref'][-1] / times['topo'][-1]:.2f}; rows {len(sbpy_rows):,} "
                   f"{'same' if same else 'DIFFERENT'}{'' if in_order else ', sbpy NOT in input order'}; "
                   f"{benchlib.load_note()}")
