@@ -145,7 +145,7 @@ def _implementation(proc: Any) -> str:
     from sbpy.bql.runtime.union import UnionProcessor
 
     if isinstance(proc, IncrementalSelectProcessor):
-        return "incremental: " + proc.kernel_description()
+        return proc.kernel_description()
     if isinstance(proc, SelectProcessor):
         return "reference SELECT kernel" + (" (fast path)" if proc.fast else "")
     if isinstance(proc, MatchRecognizeProcessor):

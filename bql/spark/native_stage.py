@@ -86,8 +86,10 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]]) -> Native
     plan = []
     for where, projections, alias in parts:
         def value(e: Any, row: dict[str, _Value] | None = row, alias: str = alias) -> _Value:
-            if not isinstance(e, FieldRef) or e.stream not in (None, alias) or len(e.path) != 1 \
-                    or type(e.path[0]) is not KeyStep:
+            if not isinstance(e, FieldRef):
+                raise Unsupported(f"{_what(e)} (only top-level fields, literals, comparisons and "
+                                  "AND/OR/NOT compile)")
+            if e.stream not in (None, alias) or len(e.path) != 1 or type(e.path[0]) is not KeyStep:
                 raise Unsupported("a field other than a top-level key")
             key = e.path[0].key
             if row is None:
@@ -119,6 +121,13 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]]) -> Native
     return chain
 
 
+def _what(e: Any) -> str:
+    """A few words for an expression the native tier does not compile."""
+    if isinstance(e, (BinaryOp, UnaryOp)):
+        return f"the operator {e.op.upper()}"
+    return {"FunctionCall": "a function call", "Cast": "a cast"}.get(type(e).__name__, type(e).__name__)
+
+
 # ---------------------------------------------------------------- predicates (symbolic, built later)
 
 
@@ -131,7 +140,7 @@ def _predicate(e: Any, value: Any) -> tuple:
             return ("cmp", _CMP[op], _operand(e.left, value), _operand(e.right, value))
     if isinstance(e, UnaryOp) and e.op.lower() == "not":
         return ("not", _predicate(e.operand, value))
-    raise Unsupported(f"{type(e).__name__} in WHERE")
+    raise Unsupported(f"{_what(e)} in WHERE (only comparisons and AND/OR/NOT compile)")
 
 
 def _operand(e: Any, value: Any) -> tuple:

@@ -1,0 +1,58 @@
+"""The planner's native-tier verdict: which memoryless chains compile to Spark expressions, and why not."""
+from __future__ import annotations
+
+import pytest
+
+from sbpy.bql.plan import Tier, Where, plan_query
+from sbpy.bql.plan.explain import render
+from sbpy.bql.spark.native_udf import status
+
+pytestmark = pytest.mark.skipif(not status()[0], reason=f"native tier off: {status()[1]}")
+
+FILTER = "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8"
+
+
+def _tiers(*stages, inputs=("src",)):
+    plan = plan_query(list(inputs), [(n, t, list(i)) for n, t, i in stages])
+    return plan, [s.tier for s in plan.stages]
+
+
+def test_filter_and_projection_chain_is_native():
+    plan, tiers = _tiers(("s1", FILTER, ["src"]),
+                         ("s2", 'SELECT RSTREAM price, "x" AS tag FROM s1 [RANGE 1 TUPLES] WHERE id >= 3 OR NOT price = 1', ["s1"]))
+    assert tiers == [Tier.NATIVE, Tier.NATIVE]
+    assert all(s.where is Where.JVM and "compiles to Spark expressions" in s.tier_why for s in plan.stages)
+    text = render(plan)
+    assert "stage s1 [native-jvm]" in text and "  runs on: JVM" in text
+
+
+@pytest.mark.parametrize("text, why", [
+    ("SELECT RSTREAM id, price * 2 AS p FROM src [RANGE 1 TUPLES]", "the operator *"),
+    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE abs(price) < 8", "a function call"),
+    ("SELECT RSTREAM id::string AS s FROM src [RANGE 1 TUPLES]", "a cast"),
+    ("SELECT RSTREAM a.b AS c FROM src [RANGE 1 TUPLES]", "a field other than a top-level key"),
+    ("SELECT RSTREAM * FROM src [RANGE 1 TUPLES]", "not RSTREAM over [RANGE 1 TUPLES] with a plain select list"),
+    ('SELECT RSTREAM id AS ["$x"] FROM src [RANGE 1 TUPLES]', "an output key starting with '$'"),
+    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE flag", "in WHERE"),
+])
+def test_chains_outside_the_subset_stay_vectorized_with_the_reason(text, why):
+    plan, tiers = _tiers(("s1", text, ["src"]))
+    assert tiers == [Tier.VECTORIZED] and plan.stages[0].where is Where.EXECUTOR
+    assert plan.stages[0].tier_why.startswith("native tier not used: stage 's1': ") and why in plan.stages[0].tier_why
+
+
+def test_one_stage_outside_keeps_the_whole_chain_vectorized():
+    plan, tiers = _tiers(("s1", FILTER, ["src"]), ("s2", "SELECT RSTREAM id * 2 AS d FROM s1 [RANGE 1 TUPLES]", ["s1"]))
+    assert tiers == [Tier.VECTORIZED, Tier.VECTORIZED] and "stage 's2'" in plan.stages[0].tier_why
+
+
+def test_switched_off_by_the_environment(monkeypatch):
+    monkeypatch.setenv("SBPY_NATIVE", "0")
+    plan, tiers = _tiers(("s1", FILTER, ["src"]))
+    assert tiers == [Tier.VECTORIZED] and plan.stages[0].tier_why.endswith("SBPY_NATIVE=0")
+
+
+def test_stateful_chains_do_not_ask():
+    plan, tiers = _tiers(("s1", "SELECT ISTREAM id FROM src [RANGE 2 TUPLES]", ["src"]))
+    assert tiers == [Tier.DRIVER] and plan.stages[0].tier_why == ""
+    assert plan.stages[0].implementation.startswith("incremental")
