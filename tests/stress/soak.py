@@ -137,10 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=100, help="input tuples per second")
     ap.add_argument("--marks", default="0,10,60", help="minutes to show in the final table")
     ap.add_argument("--csv", help="also write every sample to this CSV file")
+    ap.add_argument("--journal-roll-bytes", type=int,
+                    help="the server's journal file size (SBPY_JOURNAL_ROLL_BYTES; default 16 MiB): smaller "
+                         "files are pruned sooner, so a short soak shows the disk level off")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="sbpy-soak-"))
-    print(f"soak: {args.minutes} min, {args.rate} tuples/s, sample every {args.every} s, folder {root}", flush=True)
+    if args.journal_roll_bytes:
+        os.environ["SBPY_JOURNAL_ROLL_BYTES"] = str(args.journal_roll_bytes)  # the server inherits it
+    print(f"soak: {args.minutes} min, {args.rate} tuples/s, sample every {args.every} s, folder {root}"
+          + (f", journal files of {args.journal_roll_bytes} bytes" if args.journal_roll_bytes else ""), flush=True)
     soak = Soak(root, args.rate, log=lambda s: print(s, flush=True))
     load0 = os.getloadavg()
     try:
