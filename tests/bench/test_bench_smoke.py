@@ -88,6 +88,14 @@ def test_b1_runs_tiny():
 
 @pytest.mark.spark
 @pytest.mark.slow
+def test_b6_runs_tiny():
+    out = _run("b6_scaling.py", "--rows", "3000", "--mr-rows", "0", "--rounds", "1")
+    assert "B1 sbpy topology" in out and "gain" in out and "(native-jvm)" in out
+    assert "row checks: B1 same on both masters" in out, out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
 def test_b2_runs_tiny():
     out = _run("b2_latency.py", "--n", "3", "--gap-ms", "0")
     assert "ratio sbpy / PySpark" in out
