@@ -69,7 +69,7 @@ def test_wait_holds_the_source_while_the_backlog_is_full(slow, tmp_path):
         assert t.journal.count("s") == planned + 100  # held: seqs are the tuples here (one node, no gaps)
         rounds += 1
         q.permit()
-        assert wait_until(lambda: q.planned > planned, 30)
+        assert wait_until(lambda planned=planned: q.planned > planned, 30)
     q.permit(5)
     assert wait_until(lambda: len(lines(out)) == N, 30)
     assert rounds >= N // 100 - 1
@@ -105,12 +105,11 @@ def test_drop_modes_do_not_hold_the_source(slow, tmp_path, mode, kept):
 
 def test_file_segments_are_held_against_the_segment_backlog(slow, tmp_path, monkeypatch):
     from sbpy.plugins.builtin import sources
-
     from sbpy.server.nodes import backpressure
 
     monkeypatch.setattr(sources, "CHUNK_BYTES", 64)  # ~6 lines a segment
     monkeypatch.setattr(backpressure, "SEGMENT_BACKLOG", 40)
-    t, queries, seen = slow
+    t, queries, _seen = slow
     src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     src.write_text("".join(f'{{"i":{i}}}\n' for i in range(300)))
     _run(t, f"""

@@ -207,7 +207,10 @@ def test_checkpoint_positions(tmp_path):
 # ---------------------------------------------------------------- the pruning decision
 
 
-def _consumer(cid, inputs, ck=None, start_seq=0, resume_seq=None, done=False, stopped=False, handle=object(),
+RUNNING = object()  # a started query's handle
+
+
+def _consumer(cid, inputs, ck=None, start_seq=0, resume_seq=None, done=False, stopped=False, handle=RUNNING,
               deferred=False):
     return SimpleNamespace(id=cid, chain=graph.Chain(inputs=list(inputs)), checkpoint_dir=ck, start_seq=start_seq,
                            resume_seq=resume_seq, done=done, stopped=stopped, handle=handle, deferred=deferred)
