@@ -77,17 +77,18 @@ class NativeCollector:
         import pyarrow.compute as pc
 
         table = batch_df.toArrow()
-        if table.num_rows:
-            table = table.take(pc.sort_indices(table, [("seq", "ascending"), ("idx", "ascending")]))
         kind = table.column("kind")
         stats = self._native_stats(table)
         has_fb = table.num_rows and pc.any(pc.equal(kind, "fb")).as_py()
         if not has_fb and self.spec.out_format == "json":
             from .stateless_query import EncodedBatch
 
-            lines = table.filter(pc.equal(kind, "out")).column("data").to_pylist()
+            outs = _in_order(table.filter(pc.equal(kind, "out")))  # partitions come in seq order: no sort
             others = self._dicts(table.filter(pc.invert(pc.is_in(kind, value_set=_not_others()))))
-            return EncodedBatch(lines, stats + others)
+            others.sort(key=lambda r: (r["seq"], r["idx"]))
+            return EncodedBatch(outs.column("data").to_pylist(), stats + others)
+        if table.num_rows:
+            table = table.take(pc.sort_indices(table, [("seq", "ascending"), ("idx", "ascending")]))
         rows = self._merged(table)
         if self.spec.out_format == "json":
             from .stateless_query import EncodedBatch
@@ -154,6 +155,18 @@ class NativeCollector:
 
 
 _QUIET = ("skip", "seg")
+
+
+def _in_order(table: Any) -> Any:
+    """``table`` sorted by ``(seq, idx)``; as it is when its seqs already increase (the usual case)."""
+    import pyarrow.compute as pc
+
+    if table.num_rows < 2:
+        return table
+    seq = table.column("seq").combine_chunks()
+    if pc.all(pc.greater(seq.slice(1), seq.slice(0, len(seq) - 1))).as_py():
+        return table
+    return table.take(pc.sort_indices(table, [("seq", "ascending"), ("idx", "ascending")]))
 
 
 def _not_others() -> Any:
