@@ -245,7 +245,10 @@ class CrashRun:
         old = jvm_pid(self.server.proc.pid)
         observed = self._observe()
         if old is not None:
-            os.kill(old, signal.SIGKILL)
+            try:
+                os.kill(old, signal.SIGKILL)
+            except ProcessLookupError:  # it ended between the look-up and the kill: a new one must come
+                pass
         self.log(f"kill {k + 1}: point=jvm (pid {old}) target={target} after {time.monotonic() - t0:.1f} s; "
                  + ", ".join(f"{c}: {o}" for c, o in observed.items()))
         for case, o in observed.items():
