@@ -25,7 +25,6 @@ from .native_source import NAME as SOURCE_NAME, register as register_source
 from .native_stage import NativeChain, compile_chain, stage_parts
 from .operator import OUTPUT_COLUMNS, StageSpec
 from .query import QueryHandle, QuerySpec, _ensure_listener, start_writer
-from .stateless_source import encode_chain
 
 COLUMNS = OUTPUT_COLUMNS + ["depth"]
 
@@ -191,18 +190,11 @@ def start_native_query(spark: Any, spec: QuerySpec, chain: NativeChain | None = 
     """Start ``spec`` (a native chain over one journal input) — see the module docstring."""
     _ensure_listener(spark)
     register_source(spark)
+    from .stateless_query import chain_reader
+
     chain = chain or chain_of(spec.stages)
     checkpoint = Path(spec.checkpoint_dir)
-    start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
-    parallelism = max(1, int(spark.sparkContext.defaultParallelism))
-    reader = (spark.readStream.format(SOURCE_NAME)
-              .option("dir", str(spec.journal_dir))
-              .option("inputs", ",".join(spec.inputs))
-              .option("start_seq", str(start_seq))
-              .option("partitions", str(parallelism))
-              .option("chain", encode_chain(spec.query_id, spec.stages, spec.topology, spec.out_format)))
-    if spec.max_seqs:
-        reader = reader.option("max_seqs", str(int(spec.max_seqs)))
+    reader = chain_reader(spark, spec, SOURCE_NAME, checkpoint)
     handle = start_writer(spark, spec, classify(reader.load(), chain), checkpoint, None, 0,
                           NativeCollector(spec, chain))
     handle.tier = "native-jvm"

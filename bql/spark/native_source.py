@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from . import journal_format as jf
 from . import journal_segments as js
-from .operator import OUTPUT_COLUMNS, OUTPUT_SCHEMA
-from .stateless_source import StatelessStreamReader, decode_chain, record_batches
+from .operator import OUTPUT_COLUMNS
+from .stateless_source import StatelessDataSource, StatelessStreamReader, decode_chain, record_batches
 
 NAME = "sbpy_native"
 
@@ -129,15 +129,12 @@ class NativeStreamReader(StatelessStreamReader):
         yield from batches
 
 
-class NativeDataSource(DataSource):
+class NativeDataSource(StatelessDataSource):
     """The ``sbpy_native`` streaming source (read-only)."""
 
     @classmethod
     def name(cls) -> str:
         return NAME
-
-    def schema(self) -> str:
-        return OUTPUT_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return NativeStreamReader(dict(self.options))

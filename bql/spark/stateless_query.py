@@ -72,9 +72,16 @@ def start_stateless_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     _ensure_listener(spark)
     register_source(spark)
     checkpoint = Path(spec.checkpoint_dir)
+    return start_writer(spark, spec, chain_reader(spark, spec, SOURCE_NAME, checkpoint).load(), checkpoint,
+                        None, 0, collect_encoded if spec.out_format == "json" else _collect)
+
+
+def chain_reader(spark: Any, spec: QuerySpec, source: str, checkpoint: Path) -> Any:
+    """A ``readStream`` of ``source`` (``sbpy_stateless`` or ``sbpy_native``) over the spec's journal inputs
+    in one seq-range partition per core, from the start seq pinned in ``checkpoint``, with its chain."""
     start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
     parallelism = max(1, int(spark.sparkContext.defaultParallelism))
-    reader = (spark.readStream.format(SOURCE_NAME)
+    reader = (spark.readStream.format(source)
               .option("dir", str(spec.journal_dir))
               .option("inputs", ",".join(spec.inputs))
               .option("start_seq", str(start_seq))
@@ -82,8 +89,7 @@ def start_stateless_query(spark: Any, spec: QuerySpec) -> QueryHandle:
               .option("chain", encode_chain(spec.query_id, spec.stages, spec.topology, spec.out_format)))
     if spec.max_seqs:
         reader = reader.option("max_seqs", str(int(spec.max_seqs)))
-    return start_writer(spark, spec, reader.load(), checkpoint, None, 0,
-                        collect_encoded if spec.out_format == "json" else _collect)
+    return reader
 
 
 def _native_planned(spec: QuerySpec) -> bool:

@@ -156,9 +156,9 @@ public final class JsonFields implements UDF2<String, String, String[]> {
         case 'n':
           return word("null") ? 'n' : 0;
         case '[':
-          return array(depth + 1) ? 'x' : 0;
+          return container(depth + 1, false) ? 'x' : 0;
         case '{':
-          return nested(depth + 1) ? 'x' : 0;
+          return container(depth + 1, true) ? 'x' : 0;
         default:
           return (c == '-' || (c >= '0' && c <= '9')) ? number() : 0;
       }
@@ -172,18 +172,31 @@ public final class JsonFields implements UDF2<String, String, String[]> {
       return false;
     }
 
-    private boolean array(int depth) {
+    /** An array or a nested object at {@code pos}, nested at most 64 deep. */
+    private boolean container(int depth, boolean object) {
       if (depth > 64) {
         return false;
       }
+      char close = object ? '}' : ']';
       pos++;
       ws();
-      if (pos < end && text.charAt(pos) == ']') {
+      if (pos < end && text.charAt(pos) == close) {
         pos++;
         return true;
       }
       while (true) {
         ws();
+        if (object) {
+          if (!string()) {
+            return false;
+          }
+          ws();
+          if (pos >= end || text.charAt(pos) != ':') {
+            return false;
+          }
+          pos++;
+          ws();
+        }
         if (value(depth) == 0) {
           return false;
         }
@@ -192,45 +205,7 @@ public final class JsonFields implements UDF2<String, String, String[]> {
           return false;
         }
         char c = text.charAt(pos++);
-        if (c == ']') {
-          return true;
-        }
-        if (c != ',') {
-          return false;
-        }
-      }
-    }
-
-    private boolean nested(int depth) {
-      if (depth > 64) {
-        return false;
-      }
-      pos++;
-      ws();
-      if (pos < end && text.charAt(pos) == '}') {
-        pos++;
-        return true;
-      }
-      while (true) {
-        ws();
-        if (!string()) {
-          return false;
-        }
-        ws();
-        if (pos >= end || text.charAt(pos) != ':') {
-          return false;
-        }
-        pos++;
-        ws();
-        if (value(depth) == 0) {
-          return false;
-        }
-        ws();
-        if (pos >= end) {
-          return false;
-        }
-        char c = text.charAt(pos++);
-        if (c == '}') {
+        if (c == close) {
           return true;
         }
         if (c != ',') {
