@@ -16,6 +16,7 @@ second core is not free — read the load noted per round.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -24,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Spark's Python workers unpickle b5_match's stage factory by module name: let them import bench/
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).resolve().parent),
+                                                        os.environ.get("PYTHONPATH", "")) if p)
 
 import b1_filter  # noqa: E402
 import b5_match  # noqa: E402
