@@ -6,12 +6,13 @@
       └─ line rows → sbpy_json_fields (JVM) → guard / depth / data columns (native_stage) → foreachBatch
 
 Each ``line`` row becomes ``out`` (passed every stage: ``data`` is the output line), ``skip`` (a WHERE
-was false; ``depth`` says how many stages it passed) or ``fb`` (the guard refused it: ``data`` is the raw
-line). On the driver (``NativeCollector``) the ``fb`` lines are parsed exactly as the file source's
+was false; ``depth`` says how many stages it passed; a line no stage passed is dropped in the JVM) or
+``fb`` (the guard refused it: ``data`` is the raw line). On the driver (``NativeCollector``) the ``fb`` lines are parsed exactly as the file source's
 reader parses them (``journal_segments.parse_line``) and run through the same chain pipeline the
 Python tiers run — its outputs, drops and errors are the kernel's — then merged with the native rows by
-``(seq, idx)``, which restores arrival order. Stage counters: the native rows' from ``depth``, the rest
-from the pipelines' ``stat`` rows; the consumer adds them up.
+``(seq, idx)``, which restores arrival order. Stage counters: the native rows' from the lines read (the
+reader's ``seg`` rows) less the refused ones and from ``depth``, the rest from the pipelines' ``stat``
+rows; the consumer adds them up.
 """
 from __future__ import annotations
 
@@ -60,7 +61,9 @@ def classify(df: Any, chain: NativeChain) -> Any:
     out_data = F.when(~is_line, F.col("data")).when(~ok, F.col("data")).when(full, data)
     cols = [kind.alias("kind")] + [F.col(c) for c in OUTPUT_COLUMNS[1:5]] + [out_data.alias("data")] + \
         [F.col(c) for c in OUTPUT_COLUMNS[6:]] + [F.when(ok, F.col("_depth")).alias("depth")]
-    return df.select(*cols)
+    # a line no stage passed never reaches the driver: the collector counts it from the reader's
+    # ``seg`` rows (lines read) minus the refused ones
+    return df.select(*cols).where(~((F.col("kind") == "skip") & (F.col("depth") == 0)))
 
 
 class NativeCollector:
@@ -115,10 +118,15 @@ class NativeCollector:
         """``stat`` rows of the rows the native tier computed (``depth`` = stages passed)."""
         import pyarrow.compute as pc
 
-        depth = table.column("depth").drop_null()
-        if len(depth) == 0:
+        kind = table.column("kind")
+        segs = table.filter(pc.equal(kind, "seg"))
+        lines = sum(int(last) - first + 1 for first, last in
+                    zip(segs.column("seq").to_pylist(), segs.column("event").to_pylist()))
+        decided = lines - (pc.sum(pc.equal(kind, "fb")).as_py() or 0)  # every line the guards accepted
+        if decided <= 0:
             return []
-        counts = [pc.sum(pc.greater_equal(depth, k)).as_py() or 0 for k in range(len(self.nodes) + 1)]
+        depth = table.column("depth").drop_null()  # the rows that passed a stage (skipped at 0 are not sent)
+        counts = [decided] + [pc.sum(pc.greater_equal(depth, k)).as_py() or 0 for k in range(1, len(self.nodes) + 1)]
         stats = []
         for k, node in enumerate(self.nodes):
             if counts[k]:
