@@ -157,24 +157,20 @@ def _implementation(proc: Any) -> str:
 
 def native_verdict(inputs: Sequence[str], stages: Sequence[StagePlan], context: Any = None) -> str:
     """"" if the memoryless chain compiles to the native tier (``bql/spark/native_stage``), else why not."""
-    from sbpy.bql.runtime import ProcessorContext, build_processor
-    from sbpy.bql.spark.native_stage import Unsupported, compile_chain, stage_parts
+    from sbpy.bql.spark.native_stage import Unsupported, compile_stages
     from sbpy.bql.spark.native_udf import status
 
     if len(inputs) != 1:
         return "the chain reads several journal inputs"
-    previous, parts = inputs[0], []
+    previous = inputs[0]
     for s in stages:
         if tuple(s.inputs) != (previous,):
             return f"stage '{s.node}' does not read only the stage before it"
-        try:
-            parts.append(stage_parts(build_processor(s.statement, context or ProcessorContext())))
-            compile_chain(parts)
-        except Unsupported as e:
-            return f"stage '{s.node}': {e}"
-        except Exception as e:  # noqa: BLE001 - a stage that does not build here is not native
-            return f"stage '{s.node}' does not build here ({type(e).__name__})"
         previous = s.node
+    try:
+        compile_stages([(s.node, s.statement) for s in stages], context)
+    except Unsupported as e:
+        return str(e)
     ok, why = status()
     return "" if ok else f"the native function is not available: {why}"
 

@@ -23,29 +23,13 @@ from typing import Any
 from . import journal_format as jf
 from . import journal_segments as js
 from .native_source import NAME as SOURCE_NAME, register as register_source
-from .native_stage import NativeChain, compile_chain, stage_parts
+from .native_stage import NativeChain, compile_stages
 from .operator import OUTPUT_COLUMNS, StageSpec
 from .query import QueryHandle, QuerySpec, _ensure_listener, start_writer
 
-COLUMNS = OUTPUT_COLUMNS + ["depth"]
-
-
 def chain_of(stages: list[StageSpec]) -> NativeChain:
     """The native chain of ``stages`` (``native_stage.Unsupported`` if any stage is not native)."""
-    from sbpy.bql.runtime import ProcessorContext, build_processor
-
-    from .native_stage import Unsupported
-
-    parts = []
-    for stage in stages:
-        if stage.statement is None:
-            raise Unsupported("a stage without an analyzed statement")
-        try:
-            proc = build_processor(stage.statement, ProcessorContext())
-        except Exception as e:  # noqa: BLE001 - unknown functions etc.: not native
-            raise Unsupported(f"does not build without the topology ({type(e).__name__})") from None
-        parts.append(stage_parts(proc))
-    return compile_chain(parts)
+    return compile_stages([(s.node, s.statement) for s in stages])
 
 
 def classify(df: Any, chain: NativeChain) -> Any:
@@ -69,9 +53,8 @@ def classify(df: Any, chain: NativeChain) -> Any:
 class NativeCollector:
     """Turns a micro-batch into the consumer's rows: ``EncodedBatch`` (JSON sinks) or ``on_batch`` dicts."""
 
-    def __init__(self, spec: QuerySpec, chain: NativeChain):
+    def __init__(self, spec: QuerySpec):
         self.spec = spec
-        self.chain = chain
         self.nodes = [s.node for s in spec.stages]
         self.inputs = [s.inputs[0] for s in spec.stages]
 
@@ -86,7 +69,8 @@ class NativeCollector:
             from .stateless_query import EncodedBatch
 
             outs = _in_order(table.filter(pc.equal(kind, "out")))  # partitions come in seq order: no sort
-            others = self._dicts(table.filter(pc.invert(pc.is_in(kind, value_set=_not_others()))))
+            others = _decoded(table.filter(pc.invert(pc.is_in(kind, value_set=_not_others())))
+                              .select(OUTPUT_COLUMNS).to_pylist())
             others.sort(key=lambda r: (r["seq"], r["idx"]))
             return EncodedBatch(outs.column("data").to_pylist(), stats + others)
         if table.num_rows:
@@ -96,23 +80,9 @@ class NativeCollector:
             from .stateless_query import EncodedBatch
 
             lines = [r[5] for r in rows if r[0] == "out"]
-            others = [dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"]
-            for row in others:
-                if row["data"] is not None:
-                    row["data"] = jf.decode_data(row["data"])
+            others = _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"])
             return EncodedBatch(lines, stats + others)
-        out = [dict(zip(OUTPUT_COLUMNS, r)) for r in rows]
-        for row in out:
-            if row["data"] is not None:
-                row["data"] = jf.decode_data(row["data"])
-        return stats + out
-
-    def _dicts(self, table: Any) -> list[dict[str, Any]]:
-        rows = table.select(OUTPUT_COLUMNS).to_pylist()
-        for row in rows:
-            if row["data"] is not None:
-                row["data"] = jf.decode_data(row["data"])
-        return rows
+        return stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows])
 
     def _native_stats(self, table: Any) -> list[dict[str, Any]]:
         """``stat`` rows of the rows the native tier computed (``depth`` = stages passed)."""
@@ -176,6 +146,14 @@ def _in_order(table: Any) -> Any:
     return table.take(pc.sort_indices(table, [("seq", "ascending"), ("idx", "ascending")]))
 
 
+def _decoded(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``on_batch`` dicts with their tagged-JSON ``data`` decoded (as ``query._collect`` gives them)."""
+    for row in rows:
+        if row["data"] is not None:
+            row["data"] = jf.decode_data(row["data"])
+    return rows
+
+
 def _not_others() -> Any:
     import pyarrow as pa
 
@@ -204,6 +182,6 @@ def start_native_query(spark: Any, spec: QuerySpec, chain: NativeChain | None = 
     checkpoint = Path(spec.checkpoint_dir)
     reader = chain_reader(spark, spec, SOURCE_NAME, checkpoint)
     handle = start_writer(spark, spec, classify(reader.load(), chain), checkpoint, None, 0,
-                          NativeCollector(spec, chain))
+                          NativeCollector(spec))
     handle.tier = "native-jvm"
     return handle

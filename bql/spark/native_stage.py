@@ -25,6 +25,7 @@ right side, a later stage of a row filtered earlier): that only sends more rows 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,19 +53,42 @@ class _Value:
     const: Any = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class NativeChain:
-    """The compiled chain: the keys the JVM pass extracts and the columns built from them."""
+    """The compiled chain: the keys the JVM pass extracts and, per stage, its symbolic WHERE (or None)
+    and its output ``[(key, _Value)]``; ``columns`` builds the Spark expressions from them."""
 
     keys: tuple[str, ...]
-    stages: int
-    describe: tuple[str, ...]  # one line per stage, for EXPLAIN and tests
+    plan: tuple[tuple[Any, list[tuple[str, _Value]]], ...]
+
+    @property
+    def stages(self) -> int:
+        return len(self.plan)
 
     def columns(self, line: Any) -> tuple[Any, Any, Any]:
         """``(guard, depth, data)`` columns over the string column ``line``."""
-        return _build(self._plan, line, self.keys)
+        return _build(list(self.plan), line, self.keys)
 
-    _plan: Any = None
+
+def compile_stages(stages: Sequence[tuple[str, Any]], context: Any = None) -> NativeChain:
+    """The native chain of ``[(node, analyzed statement)]``, first stage first; ``Unsupported`` names the
+    first stage that does not compile (or does not build with ``context``, the topology's functions)."""
+    from sbpy.bql.runtime import ProcessorContext, build_processor
+
+    parts = []
+    for node, statement in stages:
+        try:
+            if statement is None:
+                raise Unsupported("no analyzed statement")
+            try:
+                proc = build_processor(statement, context or ProcessorContext())
+            except Exception as e:  # noqa: BLE001 - unknown functions etc.: not native
+                raise Unsupported(f"does not build here ({type(e).__name__})") from None
+            parts.append(stage_parts(proc))
+            chain = compile_chain(parts)
+        except Unsupported as e:
+            raise Unsupported(f"stage '{node}': {e}") from None
+    return chain
 
 
 def stage_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str]:
@@ -114,11 +138,7 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]]) -> Native
                 out[key] = value(expr)
         plan.append((pred, list(out.items())))
         row = out
-    describe = tuple(f"stage {k + 1}: WHERE {'-' if p is None else 'compiled'}; "
-                     f"{len(o)} output key(s)" for k, (p, o) in enumerate(plan))
-    chain = NativeChain(tuple(keys), len(plan), describe)
-    chain._plan = plan
-    return chain
+    return NativeChain(tuple(keys), tuple(plan))
 
 
 def _what(e: Any) -> str:
