@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 from fastapi import APIRouter, Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Send
 
 from sbpy.bql import ast
 from sbpy.bql.errors import BQLError
@@ -33,6 +33,7 @@ from ..manager import (
 from ..topology import SelectCursor, Topology
 from .errors import VALIDATION, ApiError, body_object, parse_error, statement_error
 from .schemas import ERROR_RESPONSES, QueriesRequest, dumps, json_response, request_body_doc
+from .streaming import ClientStream
 from .topologies import JsonBody, Manager, TopologyDep
 
 log = logging.getLogger("sbpy.server.api.queries")
@@ -42,11 +43,11 @@ router = APIRouter(prefix="/topologies/{topology_name}", tags=["queries"], respo
 _END = object()
 
 
-class MultipartStream(Response):
+class MultipartStream(ClientStream):
     """SensorBee's SELECT answer: ``multipart/mixed``, one JSON part per tuple of ``cursor``.
 
-    A task watches for the client's disconnect while tuples are pulled from the cursor in a worker
-    thread; either way the cursor is closed when the response ends.
+    Tuples are pulled from the cursor in a worker thread while ``ClientStream`` watches for the client's
+    disconnect; either way the cursor is closed when the response ends.
     """
 
     def __init__(self, cursor: SelectCursor, boundary: str | None = None):
@@ -62,24 +63,8 @@ class MultipartStream(Response):
         head = f"--{self.boundary}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         return (b"" if first else b"\r\n") + head.encode("ascii") + body
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        try:
-            async with anyio.create_task_group() as tasks:
-
-                async def watch_disconnect() -> None:
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    tasks.cancel_scope.cancel()
-
-                tasks.start_soon(watch_disconnect)
-                await self._stream(send)
-                tasks.cancel_scope.cancel()
-        except OSError:  # the client went away while we were writing
-            pass
-        finally:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._close)
+    async def _finish(self) -> None:
+        await anyio.to_thread.run_sync(self._close)
 
     async def _stream(self, send: Send) -> None:
         iterator = iter(self.cursor)

@@ -24,11 +24,12 @@ import anyio
 from fastapi import APIRouter, FastAPI, Query, Request, Response
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.types import Receive, Scope, Send
+from starlette.types import Send
 
 from ..api import API_PREFIX
 from ..api.errors import not_found
 from ..api.schemas import ERROR_RESPONSES, json_response
+from ..api.streaming import ClientStream
 from ..api.topologies import TopologyDep
 from .events import ConsoleFeed
 from .snapshot import stream_explain, topology_snapshot
@@ -47,7 +48,7 @@ PAGE_HEADERS = {
 }
 
 
-class EventStream(Response):
+class EventStream(ClientStream):
     """``text/event-stream`` of ``feed``: a step at once, then one every ``interval`` seconds. A task
     watches for the client's disconnect; either way the feed is closed when the response ends."""
 
@@ -60,26 +61,15 @@ class EventStream(Response):
         self.background = None
         self.init_headers({"cache-control": "no-cache", "x-accel-buffering": "no"})
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        try:
-            async with anyio.create_task_group() as tasks:
+    async def _stream(self, send: Send) -> None:
+        await send({"type": "http.response.body", "body": b"retry: 2000\n\n", "more_body": True})
+        while True:
+            events = await anyio.to_thread.run_sync(self.feed.tick)
+            await send({"type": "http.response.body", "body": b"".join(events), "more_body": True})
+            await anyio.sleep(self.interval)
 
-                async def watch_disconnect() -> None:
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    tasks.cancel_scope.cancel()
-
-                tasks.start_soon(watch_disconnect)
-                await send({"type": "http.response.body", "body": b"retry: 2000\n\n", "more_body": True})
-                while True:
-                    events = await anyio.to_thread.run_sync(self.feed.tick)
-                    await send({"type": "http.response.body", "body": b"".join(events), "more_body": True})
-                    await anyio.sleep(self.interval)
-        except OSError:  # the client went away while we were writing
-            pass
-        finally:
-            self.feed.close()
+    async def _finish(self) -> None:
+        self.feed.close()
 
 
 router = APIRouter(prefix=f"{API_PREFIX}/console", tags=["console"], responses=ERROR_RESPONSES)
