@@ -31,11 +31,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from sbpy.bql.errors import BQLEvaluationError
-from sbpy.bql.jsonio import from_json
 from sbpy.bql.spark.journal_segments import compile_path, lookup, to_timestamp
 
-from .sources import parse_duration
+from .sources import json_lines, parse_duration
 
 log = logging.getLogger("sbpy.source")
 
@@ -89,19 +87,11 @@ class HttpSource:
         """The tuples and the dropped lines' errors of a request body (read as the ``file`` source
         reads a file: the same tuples, the same errors after the ``http source: line n:`` prefix)."""
         tuples, errors = [], []
-        for n, line in enumerate(body.split(b"\n"), 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                data = from_json(line)
-            except BQLEvaluationError as e:
-                errors.append(f"http source: line {n}: cannot parse a line: {e}")
-                continue
-            if not isinstance(data, dict):
-                errors.append(f"http source: line {n}: a line is not a JSON object")
-                continue
-            tuples.append((data, self._timestamp(data)))
+        for _n, data, error in json_lines(body.split(b"\n"), lambda n: f"http source: line {n}"):
+            if error is not None:
+                errors.append(error)
+            else:
+                tuples.append((data, self._timestamp(data)))
         return IngestBatch(tuples, errors)
 
     def _timestamp(self, data: dict[str, Any]) -> _dt.datetime | None:

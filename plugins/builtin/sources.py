@@ -99,6 +99,25 @@ def path_text(steps: list[str | int]) -> str:
     return "".join(out)
 
 
+def json_lines(lines: Any, where: Any) -> Any:
+    """``(line number, data or None, error or None)`` of each non-blank line of JSON-lines ``lines``
+    (bytes, 1-based numbers): a JSON object is a tuple, anything else an error after ``where(n)``. The
+    file source's reading of a line; the ``http`` source reads its request bodies with it too."""
+    for n, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            data = from_json(line)
+        except BQLEvaluationError as e:
+            yield n, None, f"{where(n)}: cannot parse a line: {e}"
+            continue
+        if not isinstance(data, dict):
+            yield n, None, f"{where(n)}: a line is not a JSON object"
+            continue
+        yield n, data, None
+
+
 class FileSource:
     """``file``: JSON Lines from ``path``; see sensorbee-server.md section 3 for the parameters."""
 
@@ -124,19 +143,7 @@ class FileSource:
         except OSError as e:
             raise RuntimeError(f"cannot open '{self.path}': {e.strerror}") from None
         with f:
-            for n, line in enumerate(f, 1):
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    data = from_json(line)
-                except BQLEvaluationError as e:
-                    yield n, None, f"file source: {self.path}:{n}: cannot parse a line: {e}"
-                    continue
-                if not isinstance(data, dict):
-                    yield n, None, f"file source: {self.path}:{n}: a line is not a JSON object"
-                    continue
-                yield n, data, None
+            yield from json_lines(f, lambda n: f"file source: {self.path}:{n}")
 
     def _chunks(self, offset: int, line: int, pass_no: int) -> Any:
         """Segments (``journal_segments.make_segment``) of the file from byte ``offset`` (line number
