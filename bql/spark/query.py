@@ -316,6 +316,44 @@ def register(spec: QuerySpec, query: Any) -> QueryHandle:
     with _REG_LOCK:
         _HANDLES[handle.id] = handle
         pending = _PENDING.pop(handle.id, "<none>")
+        _start_watcher()
     if pending != "<none>":
         handle._terminated(pending)
     return handle
+
+
+# ---------------------------------------------------------------- watcher (a lost listener event)
+
+_WATCH_PERIOD_S = 2.0
+_watcher: threading.Thread | None = None
+
+
+def _start_watcher() -> None:
+    """Start the watcher unless it runs (caller holds ``_REG_LOCK``).
+
+    The listener's ``onQueryTerminated`` is a py4j callback: when the callback connection breaks
+    ("Received empty command") the event is lost and a failed query would never be reported. The
+    watcher asks every registered query whether it still runs and reports one that ended, with its
+    exception; ``_terminated`` reports once, so a query the listener already reported is not
+    reported again. It ends when no query is registered."""
+    global _watcher
+    if _watcher is None or not _watcher.is_alive():
+        _watcher = threading.Thread(target=_watch, name="sbpy-query-watcher", daemon=True)
+        _watcher.start()
+
+
+def _watch() -> None:
+    global _watcher
+    wake = threading.Event()
+    while True:
+        wake.wait(_WATCH_PERIOD_S)
+        with _REG_LOCK:
+            handles = list(_HANDLES.values())
+            if not handles:
+                _watcher = None
+                return
+        for handle in handles:
+            if not handle.is_active:
+                error = handle.error
+                handle._terminated(error)
+                _unregister(handle)

@@ -64,9 +64,18 @@ class Terminal:
             time.sleep(0.1)
 
     def exit_status(self) -> str | None:
-        """None while the command runs, else its exit status."""
-        dead, _, status = self._tmux("list-panes", "-t", "shell", "-F", "#{pane_dead} #{pane_dead_status}").partition(" ")
-        return None if dead == "0" else status.strip()
+        """None until tmux has reaped the command, then its exit status ("signal N" if a signal ended it).
+
+        tmux marks a pane dead when its terminal closes, which can come before it has reaped the
+        process: until then both the status and the signal read empty, and this still answers None."""
+        fields = self._tmux("list-panes", "-t", "shell", "-F",
+                            "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}").strip().split("|")
+        dead, status, signal_number = fields
+        if dead != "1":
+            return None
+        if status:
+            return status
+        return f"signal {signal_number}" if signal_number else None
 
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30, check=False)

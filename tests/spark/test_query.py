@@ -97,6 +97,28 @@ def test_failure_is_reported(spark, tmp_path):
     assert not handle.is_active
 
 
+def test_failure_is_reported_when_the_listener_event_is_lost(spark, tmp_path, monkeypatch):
+    """A broken py4j callback connection loses ``onQueryTerminated``: the watcher still reports."""
+    from sbpy.bql.spark import query as query_module
+
+    monkeypatch.setattr(query_module, "_on_terminated", lambda query_id, error: None)
+    journal = TestJournal(tmp_path / "journal")
+    journal.append([("a", {"x": 1})])
+    failed = threading.Event()
+    errors: list[str] = []
+
+    def boom(batch_id, rows):
+        raise RuntimeError("sink exploded")
+
+    def on_error(text):
+        errors.append(text)
+        failed.set()
+
+    handle = start_query(spark, _spec(tmp_path, boom, on_error=on_error, query_id="t.lost"))
+    assert failed.wait(60)
+    assert errors == [handle.error] and "sink exploded" in errors[0]
+
+
 def test_real_bql_stage(spark, tmp_path):
     pytest.importorskip("sbpy.bql.parser")
     journal = TestJournal(tmp_path / "journal")
