@@ -194,6 +194,7 @@ def _error(text: str, pos: int, reason: str | None = None, end: int | None = Non
 _TERMINAL_WORDS = {
     "IDENT": "an identifier", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
     "$END": "the end of the statement", "RUNNING_FINAL": "RUNNING or FINAL",
+    "VAR_STAR": "a variable's rows (A.*)", "INTERVAL_TEXT": "a quoted number ('10')",
 }
 _EXPR_START = {"IDENT", "INT", "FLOAT", "STRING", "LPAR", "LSQB", "LBRACE", "MINUS"}
 
@@ -226,7 +227,7 @@ def expected_tokens_hint(expected) -> str:
     if _EXPR_START <= names:
         words.append("an expression")
         names -= _EXPR_START | {"PLUS", "STAR", "NOT", "TRUE", "FALSE", "NULL", "CASE", "CAST",
-                                "RUNNING_FINAL", "LBRACE", "DISTINCT"}  # DISTINCT: the select list's
+                                "RUNNING_FINAL", "LBRACE", "DISTINCT", "VAR_STAR"}  # DISTINCT: the select list's
     others = sorted({_terminal_word(n) for n in names})
     if len(others) > 6:  # a reduce state: its merged lookaheads say little
         others = []

@@ -4,15 +4,18 @@ navigation calls (PREV/NEXT/FIRST/LAST, CLASSIFIER, MATCH_NUMBER) inside its exp
 from __future__ import annotations
 
 from .ast import (
-    AfterMatchSkip, Classifier, FieldRef, FunctionCall, KeyStep, Literal, MatchNumber,
-    MatchRecognize, Measure, Navigation, PatternAlt, PatternAnchor, PatternConcat, PatternEmpty,
-    PatternExclusion, PatternPermute, PatternQuantified, PatternVar, StreamRef, SubsetDef,
-    VariableDef,
+    AfterMatchSkip, Classifier, FieldRef, FunctionCall, Interval, KeyStep, Literal, MatchNumber,
+    MatchRecognize, MatchSetting, Measure, Navigation, PatternAlt, PatternAnchor, PatternConcat,
+    PatternEmpty, PatternExclusion, PatternPermute, PatternQuantified, PatternVar, StreamRef,
+    SubsetDef, VariableDef, Wildcard,
 )
+from lark import Token
+
 from .transform_base import fail, ident, rewrite, span_of
 from .transform_expr import int_value
 
 NAVIGATIONS = frozenset({"prev", "next", "first", "last"})
+_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
 
 def _var(tok) -> str:
@@ -70,7 +73,7 @@ class MatchRules:
         body = {
             "partition_by": (), "order_by": (), "measures": (), "rows_per_match": "one",
             "empty_matches": None, "after_match": AfterMatchSkip(), "within": None,
-            "subsets": (), "defines": (),
+            "subsets": (), "defines": (), "settings": (),
         }
         for key, value in parts:
             if key == "rows":
@@ -125,6 +128,41 @@ class MatchRules:
 
     def mr_within(self, meta, interval):
         return ("within", interval)
+
+    def mr_within_sql(self, meta, text, unit):
+        """Flink's ``WITHIN INTERVAL '10' SECOND`` (also MILLISECOND, MINUTE, HOUR, DAY): stored as
+        ``n SECONDS`` / ``n MILLISECONDS`` like BQL's own ``WITHIN 10 SECONDS``."""
+        digits = str(text)[1:-1]
+        value = float(digits) if "." in digits else int(digits)
+        if unit == "millisecond":
+            return ("within", Interval(value, "milliseconds", span=span_of(meta)))
+        seconds = value * _UNIT_SECONDS[unit]
+        if type(seconds) is float and seconds.is_integer() and type(value) is int:
+            seconds = int(seconds)
+        return ("within", Interval(seconds, "seconds", span=span_of(meta)))
+
+    def sql_time_unit(self, meta, tok):
+        return str(tok).lower()
+
+    def mr_settings(self, meta, *settings):
+        names = [s.name for s in settings]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise fail(f"MATCH_RECOGNIZE setting '{name}' is given more than once", settings[i])
+        return ("settings", tuple(settings))
+
+    def mr_setting(self, meta, name, value):
+        if isinstance(value, Token):
+            if value.type == "STRING":
+                value = str(value)[1:-1].replace('""', '"')
+            else:
+                value = int_value(value) if value.type == "INT" else float(str(value))
+        return MatchSetting(str(name).lower(), value, span=span_of(meta))
+
+    def var_wildcard(self, meta, tok):
+        """``A.*``: every row mapped to ``A`` (the argument of ``count`` in MATCH_RECOGNIZE); kept as
+        the stream wildcard ``a:*`` of the same name."""
+        return Wildcard(ident(str(tok)[:-2]), span=span_of(meta))
 
     def mr_subsets(self, meta, *defs):
         return ("subsets", tuple(defs))

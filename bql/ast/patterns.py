@@ -105,6 +105,16 @@ class VariableDef(Node):
 
 
 @node
+class MatchSetting(Node):
+    """``name = value`` in a MATCH_RECOGNIZE ``SETTINGS`` clause (the ORDER BY reorder buffer's
+    settings: ``runtime/match/time_order.py``). ``name`` is lower-case; ``value`` is a number, a str
+    or an ``Interval``."""
+
+    name: str
+    value: object
+
+
+@node
 class AfterMatchSkip(Node):
     """``AFTER MATCH SKIP ...``; ``mode`` is ``past_last_row``, ``to_next_row``, ``to_first``,
     ``to_last`` or ``to`` (the last three name ``var``)."""
@@ -115,10 +125,14 @@ class AfterMatchSkip(Node):
 
 @node
 class Interval(Node):
-    """``n SECONDS | MILLISECONDS`` (also used by WITHIN and the Timeplus windows)."""
+    """``n SECONDS | MILLISECONDS`` (also used by WITHIN and the Timeplus windows).
+
+    A Timeplus shorthand (``5s``, ``1m``, ``2h``, ``1d``, ``1w``, ``500ms``) is stored normalised to
+    seconds / milliseconds, with ``shorthand`` keeping the text as written (unparse, week alignment)."""
 
     value: int | float
     unit: str  # "seconds" | "milliseconds"
+    shorthand: str | None = None
 
     def seconds(self) -> float:
         return self.value / 1000.0 if self.unit == "milliseconds" else float(self.value)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .base import Node, node
 from .expressions import Expr, PathStep, SortKey
-from .patterns import AfterMatchSkip, Interval, Measure, PatternTerm, SubsetDef, VariableDef
+from .patterns import AfterMatchSkip, Interval, MatchSetting, Measure, PatternTerm, SubsetDef, VariableDef
 
 
 class Statement(Node):
@@ -70,13 +70,15 @@ class UdsfCall(FromItem):
 @node
 class WindowFunction(FromItem):
     """Timeplus-style ``tumble(s, [time,] size)``, ``hop(s, [time,] slide, size)``,
-    ``session(s, [time,] gap [, max])``. ``kind`` lower-case. ``intervals`` as written."""
+    ``session(s, [time,] gap [, max])``. ``kind`` lower-case. ``intervals`` as written. ``time_zone``: the
+    optional last argument of tumble/hop (a checked zone name; windows stay UTC-aligned, docs/timeplus.md)."""
 
     kind: str
     stream: str
     time_expr: Expr | None
     intervals: tuple[Interval, ...]
     alias: str | None = None
+    time_zone: str | None = None
 
 
 @node
@@ -99,6 +101,7 @@ class MatchRecognize(FromItem):
     subsets: tuple[SubsetDef, ...]
     defines: tuple[VariableDef, ...]
     alias: str | None = None
+    settings: tuple[MatchSetting, ...] = ()
 
 
 @node
@@ -159,6 +162,7 @@ class Select(Statement):
     emit: EmitClause | None = None
     distinct: bool = False
     order_by: tuple[SortKey, ...] = ()
+    offset: int | None = None  # LIMIT n OFFSET m (Timeplus queries): the first m result rows are skipped
 
 
 @node

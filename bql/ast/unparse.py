@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .base import Node
 from .expressions import Literal
+from .patterns import Interval
 from .unparse_expr import AND, EXPR_RULES, expr, path_text, pattern, quote
 
 __all__ = ["unparse", "quote", "RULES"]
@@ -171,10 +172,14 @@ def _WindowFunction(f) -> str:
     if f.time_expr is not None:
         args.append(expr(f.time_expr))
     args += [_Interval(i) for i in f.intervals]
+    if f.time_zone is not None:
+        args.append(f"'{f.time_zone}'")
     return f"{f.kind}({', '.join(args)})" + _alias(f.alias)
 
 
 def _Interval(i) -> str:
+    if i.shorthand is not None:
+        return i.shorthand
     return f"{_number(i.value)} {i.unit.upper()}"
 
 
@@ -213,8 +218,21 @@ def _MatchRecognize(m) -> str:
     if m.subsets:
         parts.append("SUBSET " + ", ".join(_SubsetDef(s) for s in m.subsets))
     parts.append("DEFINE " + ", ".join(_VariableDef(d) for d in m.defines))
+    if m.settings:
+        parts.append("SETTINGS " + ", ".join(_MatchSetting(x) for x in m.settings))
     source = m.input.name + _window(m.input.window)
     return f"{source} MATCH_RECOGNIZE ({' '.join(parts)})" + _alias(m.alias)
+
+
+def _MatchSetting(x) -> str:
+    v = x.value
+    if isinstance(v, Interval):
+        text = _Interval(v)
+    elif isinstance(v, str):
+        text = '"' + v.replace('"', '""') + '"'
+    else:
+        text = _number(v)
+    return f"{x.name} = {text}"
 
 
 def _SortKey(k) -> str:
