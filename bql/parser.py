@@ -194,6 +194,7 @@ def _error(text: str, pos: int, reason: str | None = None, end: int | None = Non
 _TERMINAL_WORDS = {
     "IDENT": "an identifier", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
     "$END": "the end of the statement", "RUNNING_FINAL": "RUNNING or FINAL",
+    "INTERVAL_SHORT": "an interval such as 5s",
     "VAR_STAR": "a variable's rows (A.*)", "INTERVAL_TEXT": "a quoted number ('10')",
 }
 _EXPR_START = {"IDENT", "INT", "FLOAT", "STRING", "LPAR", "LSQB", "LBRACE", "MINUS"}

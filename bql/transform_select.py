@@ -10,6 +10,7 @@ from .ast import (
     Select, SelectUnion, StreamRef, UdsfCall, WindowFunction,
 )
 from .transform_base import fail, ident, present, span_of
+from .transform_interval import shorthand_interval, time_zone_name
 from .transform_expr import int_value
 
 WINDOW_FUNCTIONS = frozenset({"tumble", "hop", "session"})
@@ -19,7 +20,7 @@ _DISTINCT = object()  # what the ``distinct`` rule returns: a marker, not a stri
 class _Tail:
     """The clauses after FROM, collected by ``select_tail``."""
 
-    __slots__ = ("where", "group_by", "having", "order_by", "limit", "emit")
+    __slots__ = ("where", "group_by", "having", "order_by", "limit", "offset", "emit")
 
     def __init__(self):
         self.where = None
@@ -27,6 +28,7 @@ class _Tail:
         self.having = None
         self.order_by = ()
         self.limit = None
+        self.offset = None
         self.emit = None
 
 
@@ -48,7 +50,7 @@ class SelectRules:
         projections = tuple(c for c in items if isinstance(c, Projection))
         from_items = tuple(c for c in items if not isinstance(c, Projection))
         return Select(emitter, projections, from_items, tail.where, tail.group_by, tail.having,
-                      tail.limit, tail.emit, distinct, tail.order_by, span=span_of(meta))
+                      tail.limit, tail.emit, distinct, tail.order_by, tail.offset, span=span_of(meta))
 
     def emitter(self, meta, tok):
         return str(tok).lower()
@@ -62,7 +64,10 @@ class SelectRules:
     def select_tail(self, meta, *clauses):
         tail = _Tail()
         for name, value in clauses:
-            setattr(tail, name, value)
+            if name == "limit":
+                tail.limit, tail.offset = value
+            else:
+                setattr(tail, name, value)
         return tail
 
     def where(self, meta, expr):
@@ -74,8 +79,8 @@ class SelectRules:
     def having(self, meta, expr):
         return ("having", expr)
 
-    def limit(self, meta, tok):
-        return ("limit", int_value(tok))
+    def limit(self, meta, tok, offset=None):
+        return ("limit", (int_value(tok), None if offset is None else int_value(offset)))
 
     def projection(self, meta, expr, alias=None):
         return Projection(expr, alias, span=span_of(meta))
@@ -121,12 +126,15 @@ class SelectRules:
         time_expr = None
         if rest and isinstance(rest[0], Expr):
             time_expr = rest.pop(0)
+        zone = None
+        if rest and not isinstance(rest[-1], Interval) and any(isinstance(a, Interval) for a in rest):
+            zone = time_zone_name(kind, rest.pop())
         for a in rest:
             if not isinstance(a, Interval):
                 raise fail(f"'{kind}' expects an interval such as '5 SECONDS' here", a)
         if not rest:
             raise fail(f"'{kind}' needs a window size interval such as '5 SECONDS'", meta)
-        return WindowFunction(kind, stream, time_expr, tuple(rest), alias, span=span_of(meta))
+        return WindowFunction(kind, stream, time_expr, tuple(rest), alias, zone, span=span_of(meta))
 
     @staticmethod
     def _window_alias(opts):
@@ -158,6 +166,9 @@ class SelectRules:
 
     def interval(self, meta, value, unit):
         return Interval(_number(value), unit, span=span_of(meta))
+
+    def interval_short(self, meta, tok):
+        return shorthand_interval(tok)
 
     # ------------------------------------------------------------------ EMIT
 

@@ -16,7 +16,7 @@ _INTERVALS = {"tumble": (1, 1), "hop": (2, 2), "session": (1, 2)}
 
 
 def _show(iv: Interval) -> str:
-    return f"{iv.value} {iv.unit.upper()}"
+    return iv.shorthand or f"{iv.value} {iv.unit.upper()}"
 
 
 def _check_window(w: WindowFunction) -> None:

@@ -173,7 +173,7 @@ def _WindowFunction(f) -> str:
         args.append(expr(f.time_expr))
     args += [_Interval(i) for i in f.intervals]
     if f.time_zone is not None:
-        args.append(f"'{f.time_zone}'")
+        args.append(quote(f.time_zone))
     return f"{f.kind}({', '.join(args)})" + _alias(f.alias)
 
 
