@@ -25,7 +25,6 @@ Kinds: ``udf`` / ``udaf`` (functions, ``sbpy.plugins.functions``), ``udsf`` (``U
 from __future__ import annotations
 
 import datetime as _dt
-import time
 import types
 import weakref
 from typing import Any, Iterable
@@ -120,6 +119,11 @@ class SourceType:
     ...         yield from ({"n": i} for i in range(3))
     >>> [d for d, _ in Count({}).collect()]
     [{'n': 0}, {'n': 1}, {'n': 2}]
+
+    Optional ``update(params)``: UPDATE SOURCE name SET k = v, ... (SensorBee's ``Updater``) calls it
+    with the folded SET parameters from the request's thread while ``run`` goes on; raise
+    ``ValueError`` on a key or value it cannot take. Without it the statement answers
+    "source 'name' cannot be updated". (``sbpy.server.node_update``.)
     """
 
     rewindable = False
@@ -150,9 +154,11 @@ class SourceType:
     def run(self, ctx: Any) -> None:
         skip = 0 if self.rewindable else getattr(ctx, "skip", 0)
         rewind_requested = getattr(ctx, "rewind_requested", lambda: False)
+        from sbpy.plugins.builtin.sources import after_turn, wait_turn
+
         while True:
             rewound = False
-            next_at = time.time()
+            previous: float | None = None
             for item in self.tuples():
                 if rewind_requested():
                     rewound = True
@@ -162,11 +168,11 @@ class SourceType:
                     continue
                 data, ts = item if isinstance(item, tuple) else (item, None)
                 if self.interval > 0:
-                    delay = next_at - time.time()
-                    if delay > 0 and not ctx.sleep(delay):
+                    at = wait_turn(ctx, previous, lambda: self.interval)
+                    if at is None:
                         return
-                    ts = ts or _dt.datetime.fromtimestamp(next_at, _dt.timezone.utc)
-                    next_at = max(next_at + self.interval, time.time() - self.interval)
+                    ts = ts or _dt.datetime.fromtimestamp(at, _dt.timezone.utc)
+                    previous = after_turn(at, self.interval)
                 ctx.emit(data, ts)
             if rewound:
                 continue
@@ -189,6 +195,9 @@ class SinkType:
     ...         self.rows.append(data)
     >>> s = Collect({}); s.write([{"a": 1}], ("q", 0)); s.write([{"a": 1}], ("q", 0)); s.rows
     [{'a': 1}]
+
+    Optional ``update(params)``: UPDATE SINK name SET k = v, ... calls it with the folded SET
+    parameters, never while a write runs; raise ``ValueError`` on what it cannot take.
     """
 
     def __init__(self, params: dict[str, Any], recovering: bool = False):

@@ -34,18 +34,16 @@ import threading
 from typing import Any
 
 from sbpy.bql import ast
-from sbpy.bql.errors import BQLError, BQLExecutionError
+from sbpy.bql.errors import BQLExecutionError
 
+from .node_update import call_plugin, fail, fold_params, updater
 from .uds_storage import NotSavedError
 
 log = logging.getLogger("sbpy.states")
 
 DEFAULT_TAG = "default"
 _TAG = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def _fail(message: str, stmt: Any = None) -> BQLExecutionError:
-    return BQLExecutionError(message, getattr(stmt, "span", None))
+_fail = fail
 
 
 class StateNotFoundError(BQLExecutionError):
@@ -194,9 +192,8 @@ class StateManager:
             state = self._states.get(name)
             if state is None:
                 raise _fail(f"state '{name}' was not found", stmt)
-            if not callable(getattr(state[1], "update", None)):
-                raise _fail(f"state '{name}' cannot be updated", stmt)
-            self._call(stmt, f"cannot update state '{name}'", state[1].update, _params(stmt.params))
+            update = updater("state", name, state[1], stmt)
+            self._call(stmt, f"cannot update state '{name}'", update, _params(stmt.params))
 
     def close(self) -> None:
         """Terminate every state (topology stopped or deleted)."""
@@ -220,15 +217,7 @@ class StateManager:
         if old is not None and old[1] is not state:
             _terminate(name, old[1])
 
-    @staticmethod
-    def _call(stmt: Any, what: str, fn: Any, *args: Any) -> Any:
-        try:
-            result = fn(*args)
-        except BQLError as err:
-            raise _fail(f"{what}: {err.message}", stmt) from err
-        except Exception as err:  # noqa: BLE001 - a plugin failure is a statement error
-            raise _fail(f"{what}: {err}", stmt) from err
-        return result
+    _call = staticmethod(call_plugin)
 
 
 class _SaveStmt:
@@ -248,16 +237,7 @@ def _tag(tag: str | None, stmt: Any) -> str:
     return tag.lower()
 
 
-def _params(params: Any) -> dict[str, Any]:
-    from sbpy.bql.eval import evaluate_constant
-
-    out: dict[str, Any] = {}
-    for p in params or ():
-        try:
-            out[p.name.lower()] = evaluate_constant(p.value)
-        except BQLError as err:
-            raise _fail(f"parameter '{p.name}': {err.message}", p) from None
-    return out
+_params = fold_params
 
 
 def _terminate(name: str, state: Any) -> None:

@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from sbpy.bql import ast
-from sbpy.bql.errors import BQLError, BQLExecutionError, UnsupportedFeatureError
+from sbpy.bql.errors import BQLError, UnsupportedFeatureError
 from sbpy.bql.parsed import ParsedStatement
 from sbpy.bql.spark import journal_format as jf
 
 from .journal import JournalWriter
+from .node_update import fail, fold_params
 from .nodes import graph, replan
 from .nodes import status as st
 from .nodes.consumer import Consumer
@@ -47,11 +48,10 @@ from .topology_views import NODE_TYPES, TopologyViews
 
 log = logging.getLogger("sbpy.topology")
 
-__all__ = ["NODE_TYPES", "Topology", "SelectCursor"]
+__all__ = ["NODE_TYPES", "SelectCursor", "Topology"]
 
 
-def _fail(message: str, stmt: Any = None) -> BQLExecutionError:
-    return BQLExecutionError(message, getattr(stmt, "span", None))
+_fail = fail
 
 
 class Topology(TopologyQueries, TopologyViews):
@@ -129,17 +129,6 @@ class Topology(TopologyQueries, TopologyViews):
             if name in nodes:
                 raise _fail(f"{kind} '{name}' already exists", stmt)
 
-    def _params(self, stmt: Any) -> dict[str, Any]:
-        from sbpy.bql.eval import evaluate_constant
-
-        out = {}
-        for p in stmt.params:
-            try:
-                out[p.name.lower()] = evaluate_constant(p.value)
-            except BQLError as e:
-                raise _fail(f"parameter '{p.name}': {e.message}", p) from None
-        return out
-
     def _make_plugin(self, kind: str, types: Any, stmt: Any, name: str, **kwargs: Any) -> Any:
         """Instantiate the registered source/sink type of a CREATE SOURCE/SINK statement with its
         folded WITH parameters; an unknown type or a failing constructor is a statement error. The
@@ -150,7 +139,7 @@ class Topology(TopologyQueries, TopologyViews):
         cls = types.get(stmt.type_name)
         if cls is None:
             raise _fail(f"{kind} type '{stmt.type_name.lower()}' is not registered", stmt)
-        params = self._params(stmt)
+        params = fold_params(stmt.params)
         try:
             with allowed_roots(getattr(self.context, "file_roots", None)):
                 return cls(params, **kwargs)

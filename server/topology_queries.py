@@ -16,9 +16,10 @@ import time
 from typing import Any
 
 from sbpy.bql import ast
-from sbpy.bql.errors import BQLError, UnsupportedFeatureError
+from sbpy.bql.errors import BQLError
 from sbpy.bql.parsed import ParsedStatement
 
+from .node_update import fail, update_node
 from .nodes import status as st
 from .nodes.consumer import MAX_RESTARTS, Consumer, restart_delay
 
@@ -35,6 +36,8 @@ class TopologyQueries:
     recovering: bool
     consumers: dict[str, Consumer]
     streams: dict[str, Any]
+    sources: dict[str, Any]
+    sinks: dict[str, Any]
 
     def plan_query(self, chain: Any) -> Any:
         """The physical plan of ``chain`` (``sbpy.bql.plan``): its stages analyzed once, its execution."""
@@ -140,10 +143,22 @@ class TopologyQueries:
                                 topology=self.name)
 
     def _update(self, parsed: ParsedStatement) -> None:
+        """UPDATE SOURCE | SINK | STATE name SET k = v, ... (``node_update``). While persisted statements
+        are replayed an update the re-created instance refuses is logged, not raised."""
         stmt: ast.UpdateNode = parsed.stmt
-        if stmt.kind.lower() != "state":
-            raise UnsupportedFeatureError(f"UPDATE {stmt.kind.upper()} is not supported yet", stmt.span)
-        self._state_statement(parsed)
+        kind, name = stmt.kind.lower(), stmt.name.lower()
+        if kind == "state":
+            self._state_statement(parsed)
+            return
+        node = (self.sources if kind == "source" else self.sinks).get(name)
+        if node is None:
+            raise fail(f"{kind} '{name}' was not found", stmt)
+        try:
+            update_node(kind, name, node.impl, stmt, guard=node.update_lock)
+        except BQLError as e:
+            if not self.recovering:
+                raise
+            log.warning("topology '%s': replaying '%s' failed: %s", self.name, parsed.text.strip(), e.message)
 
     def _state_statement(self, parsed: ParsedStatement) -> None:
         """CREATE / DROP / SAVE / LOAD / UPDATE STATE (``states.StateManager``). While persisted statements

@@ -84,6 +84,7 @@ def _kind_name(kind: Any) -> str:
 
 
 CHUNK_BYTES = 4 << 20  # the file source journals its file in segments of about this size
+_PACE_RECHECK_S = 0.2  # a paced file source re-reads its interval this often while it waits (UPDATE SOURCE)
 
 
 def path_text(steps: list[str | int]) -> str:
@@ -172,6 +173,20 @@ class FileSource:
                 line += seg["n"]
                 yield seg
 
+    def update(self, params: dict[str, Any]) -> None:
+        """UPDATE SOURCE ... SET interval = d: the pace of a source created with an ``interval``
+        (the next tuple is due ``d`` after the last one, also when the source is waiting for it now).
+        Other parameters cannot change while the source runs."""
+        for key in params:
+            if key != "interval":
+                raise ValueError(f"parameter '{key}' cannot be updated (only interval can)")
+        if "interval" in params:
+            interval = parse_duration(params["interval"])
+            if self.interval <= 0 or interval <= 0:
+                raise ValueError("interval can only be changed between positive durations on a source "
+                                 "created with an interval (without one the file is read in segments)")
+            self.interval = interval
+
     def run(self, ctx: Any) -> None:
         """Journal the file by reference, a segment per chunk (its lines are read and parsed by Spark);
         with ``interval`` (one tuple at that pace) or ``rewindable`` (the file may be rewritten before a
@@ -197,7 +212,7 @@ class FileSource:
     def _run_tuples(self, ctx: Any) -> None:
         skip = 0 if self.rewindable else ctx.skip
         passes = 0
-        next_at = time.time()
+        previous: float | None = None  # when the last tuple was due
         while True:
             rewound = False
             for _n, data, error in self._lines(ctx):
@@ -214,11 +229,11 @@ class FileSource:
                     continue
                 ts = None
                 if self.interval > 0:
-                    delay = next_at - time.time()
-                    if delay > 0 and not ctx.sleep(delay):
+                    at = wait_turn(ctx, previous, lambda: self.interval)
+                    if at is None:
                         return
-                    ts = _dt.datetime.fromtimestamp(next_at, _dt.timezone.utc)
-                    next_at = max(next_at + self.interval, time.time() - self.interval)
+                    ts = _dt.datetime.fromtimestamp(at, _dt.timezone.utc)
+                    previous = after_turn(at, self.interval)
                 if self.ts_path is not None:
                     raw = _lookup(data, self.ts_path)
                     try:
@@ -242,12 +257,45 @@ class FileSource:
             return
 
 
+def wait_turn(ctx: Any, previous: float | None, interval: Any) -> float | None:
+    """Wait until the next paced tuple is due and return when that was: at once for the first
+    (``previous`` None), else ``previous + interval()`` — re-read while waiting, so an UPDATE SOURCE
+    of the interval takes effect at once. None when the source is stopping."""
+    while True:
+        at = time.time() if previous is None else previous + interval()
+        delay = at - time.time()
+        if delay <= 0:
+            return at
+        if not ctx.sleep(min(delay, _PACE_RECHECK_S)):
+            return None
+
+
+def after_turn(at: float, interval: float) -> float:
+    """The ``previous`` of the next ``wait_turn`` after a tuple due at ``at``: a source that fell
+    behind catches up by at most one interval (the next tuple is due no earlier than now - interval)."""
+    return max(at, time.time() - 2 * interval)
+
+
+def update_interval(source: Any, params: dict[str, Any]) -> None:
+    """UPDATE SOURCE ... SET interval = d of a status source (the next tuples come every ``d``)."""
+    for key in params:
+        if key != "interval":
+            raise ValueError(f"parameter '{key}' cannot be updated (only interval can)")
+    if "interval" in params:
+        interval = parse_duration(params["interval"])
+        if interval <= 0:
+            raise ValueError("interval must be positive")
+        source.interval = interval
+
+
 class NodeStatusesSource:
     """``node_statuses``: every ``interval`` (default 1 s) one tuple per node: its status map plus
     ``node_name`` and ``node_type``."""
 
     def __init__(self, params: dict[str, Any]):
         self.interval = parse_duration(params.get("interval", 1), "interval") or 1.0
+
+    update = update_interval
 
     def run(self, ctx: Any) -> None:
         while ctx.sleep(self.interval):
@@ -261,6 +309,8 @@ class EdgeStatusesSource:
 
     def __init__(self, params: dict[str, Any]):
         self.interval = parse_duration(params.get("interval", 1), "interval") or 1.0
+
+    update = update_interval
 
     def run(self, ctx: Any) -> None:
         while ctx.sleep(self.interval):

@@ -30,6 +30,11 @@ class SinkNode:
         self._lock = threading.Lock()
 
     @property
+    def update_lock(self) -> threading.Lock:
+        """Held by UPDATE SINK while the sink's ``update`` runs: never during one of its writes."""
+        return self._lock
+
+    @property
     def takes_json_lines(self) -> bool:
         """The sink type accepts tuples pre-encoded as JSON lines (``write_json_lines``)."""
         return hasattr(self.impl, "write_json_lines")

@@ -152,6 +152,7 @@ class SourceNode:
         self._running = threading.Event()
         self._stop = threading.Event()
         self._rewind = threading.Event()
+        self.update_lock = threading.Lock()  # one UPDATE SOURCE at a time (its ``run`` goes on meanwhile)
         if not paused:
             self._running.set()
         self._thread = threading.Thread(target=self._run, name=f"sbpy-source-{name}", daemon=True)

@@ -86,7 +86,8 @@ class FailingSource(SourceType):
 
 @sink_type("faulty_sink")
 class FailingSink(SinkType):
-    """Keeps rows in ``ROWS[name]``; a tuple with ``i == fail_on`` makes the whole write raise."""
+    """Keeps rows in ``ROWS[name]``; a tuple with ``i == fail_on`` makes the whole write raise.
+    UPDATE SINK sets ``fail_on`` (an integer) or ``tag`` (added to every row written after it)."""
 
     ROWS: dict[str, list[dict[str, Any]]] = {}
 
@@ -94,9 +95,19 @@ class FailingSink(SinkType):
         super().__init__(params, recovering)
         self.name = params.get("name", "default")
         self.fail_on = params.get("fail_on", -1)
+        self.tag: Any = None
         FailingSink.ROWS[self.name] = []
+
+    def update(self, params: dict[str, Any]) -> None:
+        if "fail_on" in params and (isinstance(params["fail_on"], bool) or not isinstance(params["fail_on"], int)):
+            raise ValueError("fail_on must be an integer")
+        unknown = sorted(set(params) - {"fail_on", "tag"})
+        if unknown:
+            raise ValueError(f"unknown parameter '{unknown[0]}'")
+        self.fail_on = params.get("fail_on", self.fail_on)
+        self.tag = params.get("tag", self.tag)
 
     def write_tuple(self, data: dict[str, Any]) -> None:
         if data.get("i") == self.fail_on:
             raise RuntimeError("sink broke")
-        FailingSink.ROWS[self.name].append(data)
+        FailingSink.ROWS[self.name].append(data if self.tag is None else dict(data, tag=self.tag))

@@ -82,6 +82,17 @@ def test_eval_error_is_e0007(c):
     assert r.status_code == 400 and r.json()["error"]["code"] == "E0007"
 
 
+def test_update_source_and_sink_over_rest(c):
+    assert post(c, "t", 'CREATE PAUSED SOURCE src TYPE node_statuses WITH interval = "1h";'
+                        'CREATE SINK snk TYPE stdout;').status_code == 200
+    assert post(c, "t", 'UPDATE SOURCE src SET interval = "2s";').status_code == 200
+    r = post(c, "t", "UPDATE SOURCE src SET interval = 0;")
+    assert r.status_code == 400 and "interval must be positive" in r.json()["error"]["meta"]["error"]
+    r = post(c, "t", "UPDATE SINK snk SET x = 1;")
+    assert r.status_code == 400 and r.json()["error"]["code"] == "E0007"
+    assert r.json()["error"]["meta"]["error"] == "sink 'snk' cannot be updated"
+
+
 # ---------------------------------------------------------------- a fake topology
 
 

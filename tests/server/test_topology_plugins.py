@@ -185,7 +185,7 @@ def test_every_state_statement_form(topo, storage):
     assert error_of(topo, "UPDATE STATE n SET value = 1;") == "state 'n' was not found"
     run(topo, "CREATE STATE c TYPE my_counter;")
     assert error_of(topo, "UPDATE STATE c SET x = 1;") == "state 'c' cannot be updated"
-    assert "UPDATE SOURCE" in error_of(topo, "UPDATE SOURCE c SET x = 1;")
+    assert error_of(topo, "UPDATE SOURCE c SET x = 1;") == "source 'c' was not found"
     topo.stop()
     assert old.terminated and topo.states.names() == []  # stopping the topology terminates its states
 
