@@ -7,9 +7,10 @@ evaluates that aggregate the reference way (``CompiledAggregate.evaluate`` over 
 also raises the reference's error. Rows are identified by their relation position (``pos``); a group's
 rows are added in position order, so insertion-ordered dicts iterate in the reference's row order.
 
-- ``count``: the number of non-NULL values.
+- ``count``: the number of non-NULL values; ``count(*)`` just the number of rows (``CountAllState``).
 - ``sum``: exact int total; with a float present the reference's left-to-right float sum is recomputed
-  over the group's values (float addition is not invertible).
+  over the group's values (float addition is not invertible) — over the values as they are when all of
+  them are floats (``sum`` of floats and ``sum`` of their ``float()`` are the same additions).
 - ``avg``: as ``sum``; an all-int group whose absolute values add up to at most 2**53 needs no recompute
   (every partial float sum is then exact).
 - ``max`` / ``min``: a sorted list of ``(value, pos)``; among equal values the later row wins, as in the
@@ -26,6 +27,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from typing import Any, Callable
 
+from ...ast import Wildcard
 from ...functions.builtin_aggregate import SPECS
 from ...values import check_int
 
@@ -58,6 +60,28 @@ class CountState:
 
     def result(self) -> Any:
         return len(self.rows)
+
+
+class CountAllState:
+    """``count(*)``: every row counts (its argument is never NULL and never raises)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    @staticmethod
+    def accepts(v: Any) -> bool:
+        return True
+
+    def add(self, pos: int, v: Any) -> None:
+        self.n += 1
+
+    def remove(self, pos: int) -> None:
+        self.n -= 1
+
+    def result(self) -> Any:
+        return self.n
 
 
 class SumState:
@@ -94,6 +118,8 @@ class SumState:
             self.abs_total -= abs(v)
 
     def _float_sum(self) -> float:
+        if self.floats == len(self.values):
+            return sum(self.values.values())
         return sum(float(v) for v in self.values.values())
 
     def result(self) -> Any:
@@ -233,4 +259,8 @@ def state_factory(agg: Any) -> Callable[[], Any] | None:
     name = _BUILTIN_IMPLS.get(agg.spec.impl)
     if name is None or name != agg.spec.name:
         return None
+    if name == "count":
+        arg = agg.call.args[0]
+        if type(arg) is Wildcard and arg.stream is None:
+            return CountAllState
     return STATES.get(name)

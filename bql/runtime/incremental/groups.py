@@ -17,10 +17,12 @@ next step evaluates those groups again (the emitter still holds the last success
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from operator import attrgetter
+from typing import Any, Callable
 
-from ...ast import Wildcard
+from ...ast import KeyStep, Select, Wildcard
 from ...eval import Env, Scope, compile_expr
+from ...values import multiset_key
 from ..grouping import Grouping
 from .aggregates import state_factory
 from .emitter import row_key
@@ -72,7 +74,8 @@ def _true(env: Env) -> bool:
 class IncrementalGrouping:
     """The compiled side: key, aggregate arguments, HAVING and select list (from ``Grouping``)."""
 
-    def __init__(self, grouping: Grouping, aliases: tuple[str, ...], registry: Any, keyed: bool):
+    def __init__(self, grouping: Grouping, aliases: tuple[str, ...], registry: Any, keyed: bool,
+                 select: Select | None = None):
         self.grouping = grouping
         self.keyed = keyed
         scope = Scope(aliases, registry=registry)
@@ -84,6 +87,15 @@ class IncrementalGrouping:
                 continue
             arg = agg.call.args[0]
             self.args.append(_true if type(arg) is Wildcard and arg.stream is None else compile_expr(arg, scope))
+        # (aggregate index, argument) of the aggregates kept as states
+        self.stateful = [(j, fn) for j, fn in enumerate(self.args) if fn is not None]
+        key_fns = grouping.key_fns
+        if len(key_fns) == 1:
+            (only,) = key_fns
+            self.row_key: Callable[[Env], Any] = lambda env: (multiset_key(only(env)),)
+        else:
+            self.row_key = grouping.row_key
+        self.output = _plain_output(select, grouping) if select is not None else None
 
     def describe(self) -> str:
         inc = [a.spec.name for a, f in zip(self.grouping.aggregates, self.factories) if f is not None]
@@ -105,19 +117,18 @@ class IncrementalGrouping:
         pos = row.pos
         group.members[pos] = row
         env = row.env
-        for j, fn in enumerate(self.args):
-            state = group.states[j]
-            if state is None:
-                continue
+        states, irregular = group.states, group.irregular
+        for j, fn in self.stateful:
+            state = states[j]
             try:
                 value = fn(env)
             except Exception:
-                group.irregular[j].add(pos)
+                irregular[j].add(pos)
                 continue
             if state.accepts(value):
                 state.add(pos, value)
             else:
-                group.irregular[j].add(pos)
+                irregular[j].add(pos)
         table.touched[key] = None
 
     def remove_row(self, table: GroupTable, row: Row) -> None:
@@ -125,13 +136,13 @@ class IncrementalGrouping:
         group = table.groups[key]
         pos = row.pos
         del group.members[pos]
-        for state, irregular in zip(group.states, group.irregular):
-            if state is None:
-                continue
-            if pos in irregular:
-                irregular.discard(pos)
+        states, irregular = group.states, group.irregular
+        for j, _ in self.stateful:
+            odd = irregular[j]
+            if pos in odd:
+                odd.discard(pos)
             else:
-                state.remove(pos)
+                states[j].remove(pos)
         if group.members:
             table.touched[key] = None
             return
@@ -151,7 +162,8 @@ class IncrementalGrouping:
         groups = table.groups
         if table.touched:
             touched = [groups[k] for k in table.touched]
-            touched.sort(key=_first_pos)
+            if len(touched) > 1:
+                touched.sort(key=_first_pos)
             for group in touched:
                 results.append((group, self._output(group)))
         empty_new = None
@@ -197,8 +209,9 @@ class IncrementalGrouping:
                 values.append(agg.evaluate(envs))
             else:
                 values.append(state.result())
-        first = next(iter(group.members.values()))
-        return self._item(first.pos, Env(first.env.tuples, values, None))
+        for first in group.members.values():
+            return self._item(first.pos, Env(first.env.tuples, values, None))
+        raise AssertionError("a group without rows is evaluated")
 
     def _empty_output(self) -> GroupItem | None:
         values = [agg.evaluate([]) for agg in self.grouping.aggregates]
@@ -208,12 +221,33 @@ class IncrementalGrouping:
         having = self.grouping.having
         if having is not None and having(genv) is not True:
             return None
-        return GroupItem(pos, self.grouping.select_list.evaluate(genv), self.keyed)
+        output = self.output
+        if output is None:
+            return GroupItem(pos, self.grouping.select_list.evaluate(genv), self.keyed)
+        values = genv.aggregates
+        data = {label: values[j] if fn is None else fn(genv) for label, j, fn in output}
+        return GroupItem(pos, data, self.keyed)
+
+
+def _plain_output(select: Select, grouping: Grouping) -> list[tuple[str, int, Any]] | None:
+    """The select list as ``(label, aggregate index, fn)`` items when every item sets one top-level key
+    (no wildcard, no ``AS *``, no path label): a bare aggregate call reads its value (``fn`` None), any
+    other item is its compiled expression. None when the select list needs ``SelectList.evaluate``."""
+    select_list = grouping.select_list
+    if select_list.wild or len(select_list.explicit) != len(select.projections):
+        return None
+    calls = [agg.call for agg in grouping.aggregates]
+    out = []
+    for proj, (steps, fn) in zip(select.projections, select_list.explicit):
+        if len(steps) != 1 or type(steps[0]) is not KeyStep:
+            return None
+        index = calls.index(proj.expr) if proj.expr in calls else -1
+        out.append((steps[0].key, index, None if index >= 0 else fn))
+    return out
 
 
 def _first_pos(group: Group) -> int:
     return next(iter(group.members))
 
 
-def _item_pos(item: GroupItem) -> int:
-    return item.pos
+_item_pos = attrgetter("pos")

@@ -50,7 +50,8 @@ class IncrementalSelectProcessor(SelectProcessor):
             slot.window = OrderedWindow(item.window)
         self.join = JoinPlan(select.where, self.where, self.slots, registry)
         self.delta = DeltaEmitter(self.emitter.kind) if self.emitter.kind != "rstream" else None
-        self.groups = (IncrementalGrouping(self.grouping, self.aliases, registry, self.delta is not None)
+        self.groups = (IncrementalGrouping(self.grouping, self.aliases, registry, self.delta is not None,
+                                           select)
                        if self.grouping is not None else None)
         self.index = self.join.new_index()
         self.relation = Relation(track=self.delta is not None and self.grouping is None)
@@ -113,9 +114,9 @@ class IncrementalSelectProcessor(SelectProcessor):
         limit = self.limit
         if limit is not None:
             rows = rows[:max(0, limit - self.emitted)]
-        ts, seq, scalars = tup.ts, tup.seq, _SCALARS
-        result.outputs.extend([Tuple({k: v if type(v) in scalars else _copy(v) for k, v in data.items()},
-                                     ts, seq, "") for data in rows])
+        ts, seq, flat = tup.ts, tup.seq, _SCALARS.issuperset
+        result.outputs.extend([Tuple(data.copy() if flat(map(type, data.values())) else _copy(data), ts, seq, "")
+                               for data in rows])
         self.emitted += len(rows)
         if limit is not None and self.emitted >= limit:
             self.done = True
@@ -197,8 +198,8 @@ class IncrementalSelectProcessor(SelectProcessor):
     def _group(self) -> list[dict[str, Any]]:
         relation = self.relation
         pending = relation.take_pending()
-        row_key = self.grouping.row_key
         groups, table = self.groups, self.table
+        row_key = groups.row_key
         for i, row in enumerate(pending):
             try:
                 row.gkey = row_key(row.env)
