@@ -12,6 +12,7 @@ from .ast import (
 from .transform_base import fail, ident, present, span_of
 from .transform_interval import shorthand_interval, time_zone_name
 from .transform_expr import int_value
+from .transform_join import flatten_joins
 
 WINDOW_FUNCTIONS = frozenset({"tumble", "hop", "session"})
 _DISTINCT = object()  # what the ``distinct`` rule returns: a marker, not a string like the emitter
@@ -48,8 +49,8 @@ class SelectRules:
             items.pop(0)
         tail = items.pop()
         projections = tuple(c for c in items if isinstance(c, Projection))
-        from_items = tuple(c for c in items if not isinstance(c, Projection))
-        return Select(emitter, projections, from_items, tail.where, tail.group_by, tail.having,
+        from_items, where = flatten_joins([c for c in items if not isinstance(c, Projection)], tail.where)
+        return Select(emitter, projections, from_items, where, tail.group_by, tail.having,
                       tail.limit, tail.emit, distinct, tail.order_by, tail.offset, span=span_of(meta))
 
     def emitter(self, meta, tok):

@@ -1,9 +1,10 @@
 """The lark Transformer that turns a BQL parse tree into AST nodes (``bql/ast``), a span on each.
 
 Rules are grouped by grammar section in mixins: expressions (``transform_expr``), SELECT
-(``transform_select``), subqueries and CTEs (``transform_cte``), MATCH_RECOGNIZE (``transform_match``); the DDL and control statements are
-here. Beyond building nodes it only makes the static checks SensorBee's parser makes (literal
-ranges, type names, statically invalid JSON paths) and raises ``StaticSyntaxError`` for them.
+(``transform_select``), JOIN chains (``transform_join``), subqueries and CTEs (``transform_cte``),
+MATCH_RECOGNIZE (``transform_match``); the DDL and control statements are here. Beyond building
+nodes it only makes the static checks SensorBee's parser makes (literal ranges, type names,
+statically invalid JSON paths) and raises ``StaticSyntaxError`` for them.
 """
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ from .ast import (
 from .transform_base import StaticSyntaxError, ident, span_of
 from .transform_cte import CteRules
 from .transform_expr import ExpressionRules
+from .transform_join import JoinRules
 from .transform_match import MatchRules
 from .transform_select import SelectRules
 
 __all__ = ["BQLTransformer", "StaticSyntaxError"]
 
 
-class BQLTransformer(MatchRules, SelectRules, CteRules, ExpressionRules, Transformer):
+class BQLTransformer(MatchRules, SelectRules, JoinRules, CteRules, ExpressionRules, Transformer):
     """Parse tree → AST. ``text`` is the parsed source (some rules look at the raw characters)."""
 
     def __init__(self, text: str):
@@ -104,7 +106,7 @@ class BQLTransformer(MatchRules, SelectRules, CteRules, ExpressionRules, Transfo
 
 def _own_rules(cls):
     """Copy the mixins' rule methods into ``cls`` (lark's v_args wraps only a class's own methods)."""
-    for mixin in (MatchRules, SelectRules, CteRules, ExpressionRules):
+    for mixin in (MatchRules, SelectRules, JoinRules, CteRules, ExpressionRules):
         for name, value in vars(mixin).items():
             if not name.startswith("_") and callable(value) and name not in vars(cls):
                 setattr(cls, name, value)

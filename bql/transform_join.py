@@ -1,0 +1,155 @@
+"""Parse tree → AST for ``JOIN`` in FROM: a join chain is rewritten into what SensorBee already runs.
+
+SensorBee's only join is the cross product of the windows listed in FROM, filtered by WHERE. The
+SQL spelling is sugar for it (docs/sql-breadth.md, "JOIN ... ON"):
+
+    SELECT ... FROM a [RANGE ...] [AS x] [INNER] JOIN b [RANGE ...] [AS y] ON c1 [JOIN ... ON c2] WHERE w
+
+is the Select of ``FROM a ..., b ..., ... WHERE (c1) AND (c2) AND (w)`` — the ON conditions in the
+order written, then the WHERE clause, joined by BQL's left-to-right ``AND``. ``USING (k1, k2)`` is
+``ON first:k1 = right:k1 AND first:k2 = right:k2``, ``first`` being the chain's first relation (the
+one an inner join's merged column equals). ``CROSS JOIN b`` is ``, b``.
+
+Refused here, with the position of the offending word: LEFT / RIGHT / FULL [OUTER] JOIN, a JOIN
+without ON or USING, CROSS JOIN with a condition, and an ON condition naming a relation that is not
+joined at that point (SQL's scope: the chain's relations up to and including the JOIN's own).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from lark import Token
+
+from .ast import (
+    BinaryOp,
+    Expr,
+    FieldRef,
+    FromItem,
+    KeyStep,
+    MatchRecognize,
+    StreamRef,
+    SubqueryRef,
+    TimestampRef,
+    UdsfCall,
+    Wildcard,
+    WindowFunction,
+)
+from .errors import Span
+from .transform_base import StaticSyntaxError, fail, span_of
+
+_JOIN_WORD = re.compile(r"join", re.IGNORECASE)
+
+OUTER_JOIN_REASON = (
+    "{kind} JOIN is not supported: sbpy joins the windows' relations with an inner join only; "
+    "write [INNER] JOIN ... ON, or keep the unmatched rows with a separate SELECT"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class JoinChain:
+    """A FROM entry ``a JOIN b ON c1 JOIN c ...`` while it is built: its relations in order and the
+    conditions its joins add (in the order written). Not an AST node: ``flatten_joins`` dissolves it
+    into the Select's FROM items and WHERE clause."""
+
+    items: tuple[FromItem, ...]
+    conditions: tuple[Expr, ...]
+
+
+class JoinRules:
+    """Transformer rules for the join forms of a FROM entry (mixed into ``BQLTransformer``)."""
+
+    def join_type(self, meta, *toks):
+        return (" ".join(str(t).upper() for t in toks), toks[0])
+
+    def join_on(self, meta, expr):
+        return ("on", expr, meta)
+
+    def join_using(self, meta, *names):
+        return ("using", names, meta)
+
+    def join(self, meta, left, kind, right, condition):
+        chain = left if isinstance(left, JoinChain) else JoinChain((left,), ())
+        word, word_tok = kind if kind is not None else ("INNER", None)
+        base = word.split()[0]
+        if base in ("LEFT", "RIGHT", "FULL"):
+            raise fail(OUTER_JOIN_REASON.format(kind=word), word_tok)
+        items = (*chain.items, right)
+        if base == "CROSS":
+            if condition is not None:
+                raise fail(f"CROSS JOIN takes no {condition[0].upper()} condition", condition[2])
+            return JoinChain(items, chain.conditions)
+        if condition is None:
+            at = self._join_word(chain.items[-1], right) or span_of(word_tok or right)
+            raise StaticSyntaxError("JOIN needs a condition: ON <condition> or USING (<field>, ...) "
+                                    "(CROSS JOIN for the cross product)", at)
+        form, value, cond_meta = condition
+        names = [_item_name(i) for i in items]
+        if form == "using":
+            return JoinChain(items, (*chain.conditions, _using(value, names[0], names[-1], cond_meta)))
+        _check_scope(value, names)
+        return JoinChain(items, (*chain.conditions, value))
+
+    def _join_word(self, left: FromItem, right: FromItem) -> Span | None:
+        """The span of the JOIN keyword between two FROM items (for the caret of an error)."""
+        if left.span is None or right.span is None:
+            return None
+        found = _JOIN_WORD.search(self.text, left.span.end, right.span.start)
+        return Span(found.start(), found.end(), 0, 0) if found else None
+
+
+def flatten_joins(entries: list, where: Expr | None) -> tuple[tuple[FromItem, ...], Expr | None]:
+    """The FROM items and WHERE clause of a Select whose FROM entries may be join chains."""
+    items: list[FromItem] = []
+    conditions: list[Expr] = []
+    for entry in entries:
+        if isinstance(entry, JoinChain):
+            items.extend(entry.items)
+            conditions.extend(entry.conditions)
+        else:
+            items.append(entry)
+    if where is not None:
+        conditions.append(where)
+    combined = None
+    for cond in conditions:
+        combined = cond if combined is None else BinaryOp("and", combined, cond, span=combined.span)
+    return tuple(items), combined
+
+
+def _item_name(item: FromItem) -> str:
+    """The name an ON condition refers to a FROM item by (the analyzer's rule: alias, else name)."""
+    if isinstance(item, (StreamRef, UdsfCall)):
+        return item.alias or item.name
+    if isinstance(item, WindowFunction):
+        return item.alias or item.stream
+    if isinstance(item, MatchRecognize):
+        return item.alias or item.input.alias or item.input.name
+    if isinstance(item, SubqueryRef):
+        return item.alias
+    raise TypeError(f"unexpected FROM item {item!r}")
+
+
+def _check_scope(cond: Expr, names: list[str]) -> None:
+    """Every stream prefix in an ON condition must name a relation joined so far."""
+    for node in cond.walk():
+        if isinstance(node, (FieldRef, TimestampRef, Wildcard)) and node.stream is not None:
+            if node.stream not in names:
+                known = ", ".join(f"'{n}'" for n in names)
+                raise fail(f"ON refers to '{node.stream}', which is not joined here (joined: {known})", node)
+
+
+def _using(names: tuple[Token, ...], first: str, right: str, meta) -> Expr:
+    """``USING (k, ...)`` as ``first:k = right:k AND ...``."""
+    span = span_of(meta)
+    seen: set[str] = set()
+    cond = None
+    for tok in names:
+        key = str(tok)
+        if key in seen:
+            raise fail(f"USING names '{key}' twice", tok)
+        seen.add(key)
+        at = span_of(tok)
+        eq = BinaryOp("=", FieldRef((KeyStep(key, span=at),), first, span=at),
+                      FieldRef((KeyStep(key, span=at),), right, span=at), span=at)
+        cond = eq if cond is None else BinaryOp("and", cond, eq, span=span)
+    return cond
