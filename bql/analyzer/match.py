@@ -1,11 +1,12 @@
 """MATCH_RECOGNIZE static rules (SQL:2016 as Trino/Oracle enforce them; seeds 000-002).
 
 Run after ``prepare`` (``A.price`` already rewritten to ``PatternFieldRef``). Checked per clause:
-ORDER BY ascending; quantifier bounds; SUBSET and DEFINE name known variables; AFTER MATCH SKIP
+the first ORDER BY key ascending (the time attribute; later keys may be DESC); SETTINGS; quantifier bounds; SUBSET and DEFINE name known variables; AFTER MATCH SKIP
 names a known variable and cannot skip back to the first row of every match; CLASSIFIER and
 variable-qualified columns name known variables; navigation (PREV/NEXT/FIRST/LAST) reads a column,
 holds no aggregate, and nests only as PREV/NEXT around FIRST/LAST; an aggregate or navigation
-argument uses one variable; FINAL and MATCH_NUMBER stay out of DEFINE; ``{- -}`` excludes rows so
+argument uses one variable; FINAL, MATCH_NUMBER, MATCH_ROWTIME and MATCH_PROCTIME stay out of
+DEFINE; ``A.*`` names a variable and is the argument of count; ``{- -}`` excludes rows so
 it conflicts with ALL ROWS PER MATCH WITH UNMATCHED ROWS. Possibly unbounded state is a warning.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..ast import (
     PatternVar,
     RunningFinal,
     Statement,
+    Wildcard,
 )
 from .aggregates import check_nested
 from .context import Context, fail, match_items, selects_of, walk
@@ -45,9 +47,10 @@ def check_match_recognize(stmt: Statement, ctx: Context) -> None:
 def _check_one(mr: MatchRecognize, ctx: Context) -> None:
     primary = pattern_variables(mr)
     variables = _check_subsets(mr, primary)
-    for key in mr.order_by:
-        if key.descending:
-            raise fail("MATCH_RECOGNIZE ORDER BY must be ascending (DESC is not supported)", key)
+    if mr.order_by and mr.order_by[0].descending:
+        raise fail("the first MATCH_RECOGNIZE ORDER BY key is the time attribute and must be ascending "
+                   "(DESC is allowed on the later keys)", mr.order_by[0])
+    _check_settings(mr)
     _check_quantifiers(mr)
     _check_defines(mr, primary)
     _check_skip(mr, variables)
@@ -65,6 +68,13 @@ def _check_one(mr: MatchRecognize, ctx: Context) -> None:
         _check_expr(d.condition, variables, ctx, in_define=True)
     check_nested([m.expr for m in mr.measures] + [d.condition for d in mr.defines], ctx)
     _warn_unbounded(mr, ctx)
+
+
+def _check_settings(mr: MatchRecognize) -> None:
+    """SETTINGS names and values (the reorder buffer's, ``runtime/match/time_order.py``)."""
+    from ..runtime.match.time_order import TimeOrder
+
+    TimeOrder.from_settings(mr.settings)
 
 
 def _check_subsets(mr: MatchRecognize, primary: set[str]) -> set[str]:
@@ -150,8 +160,20 @@ def _has_column(expr: Node) -> bool:
 
 
 def _check_expr(expr: Expr, variables: set[str], ctx: Context, in_define: bool) -> None:
+    counted = {id(a) for n in walk(expr) if isinstance(n, FunctionCall) and n.name.lower() == "count"
+               for a in n.args if isinstance(a, Wildcard)}
     for n in walk(expr):
-        if isinstance(n, FieldRef):
+        if isinstance(n, Wildcard) and n.stream is not None:
+            if n.stream.upper() not in variables:
+                raise fail(f"'{n.stream.upper()}.*': '{n.stream.upper()}' is not a pattern variable of PATTERN or SUBSET", n)
+            if id(n) not in counted:
+                raise fail(f"'{n.stream.upper()}.*' can only be the argument of count", n)
+        elif isinstance(n, FunctionCall) and n.name.lower() in ("match_rowtime", "match_proctime"):
+            if in_define:
+                raise fail(f"{n.name.upper()}() can only be used in MEASURES, not in DEFINE", n)
+            if n.args:
+                raise fail(f"{n.name.upper()}() takes no arguments", n)
+        elif isinstance(n, FieldRef):
             first = n.path[0] if n.path else None
             if (
                 n.stream is None

@@ -73,6 +73,8 @@ def partition_exprs(spec: StageSpec) -> tuple | None:
     item = stmt.from_items[0]
     if not isinstance(item, MatchRecognize) or not item.partition_by:
         return None
+    if any(s.name.replace("_", "") == "watermark" and str(s.value).lower() == "global" for s in item.settings):
+        return None  # the global watermark: every partition reads the others' time (one sequential group)
     return tuple(item.partition_by)
 
 

@@ -1,5 +1,6 @@
 """MATCH_RECOGNIZE expressions: pattern field references, navigation, CLASSIFIER, MATCH_NUMBER,
-RUNNING/FINAL and aggregates over pattern variables.
+MATCH_ROWTIME / MATCH_PROCTIME, RUNNING/FINAL and aggregates over pattern variables (``count(A.*)``
+counts the rows mapped to ``A``).
 
 Ordinary sub-expressions are compiled by the evaluator (``compile_expr``); the MATCH_RECOGNIZE-only
 nodes are plugged in through ``Scope.extensions``. At run time the ``Env`` carries a ``View`` (the
@@ -14,10 +15,12 @@ navigation and aggregate arguments).
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 from typing import Any, Callable
 
 from ...ast import (
     Classifier,
+    Expr,
     FieldRef,
     FunctionCall,
     KeyStep,
@@ -27,7 +30,9 @@ from ...ast import (
     PatternFieldRef,
     RunningFinal,
     TimestampRef,
+    Wildcard,
 )
+from ...ast.base import node
 from ...eval import Env, Scope, compile_aggregate, compile_expr
 from ...eval.paths import compile_path
 from ...values import MISSING
@@ -56,6 +61,18 @@ class _BlockedRow:
 
 
 _NO_ROW, _BLOCKED = _NoRow(), _BlockedRow()
+
+
+@node
+class MatchTime(Expr):
+    """``MATCH_ROWTIME()`` (``kind`` ``row``: the first ORDER BY key — the time attribute — of the last
+    row of the match) or ``MATCH_PROCTIME()`` (``proc``: the processing time, a UTC timestamp that
+    never goes back within a query). Made by ``MRContext.normalise`` from the calls; MEASURES only."""
+
+    kind: str
+
+
+MATCH_TIME_CALLS = {"match_rowtime": "row", "match_proctime": "proc"}
 
 
 class Blocked(Exception):
@@ -199,6 +216,7 @@ class MRContext:
     def __init__(self, registry: Any, sets: dict[str, frozenset], input_alias: str):
         self.sets = sets
         self.input_alias = input_alias
+        self.last_proctime: _dt.datetime | None = None
         self.aggregates: list[tuple[Any, str | None]] = []
         self._pending: list[FunctionCall] = []
         self.scope = Scope((MR,), registry, self._slot, True, {
@@ -207,6 +225,7 @@ class MRContext:
             MatchNumber: self._c_mno,
             RunningFinal: self._c_running_final,
             Navigation: self._c_navigation,
+            MatchTime: self._c_match_time,
         })
         self.registry = self.scope.registry
 
@@ -227,6 +246,13 @@ class MRContext:
                 return dataclasses.replace(n, var=n.var.upper())
             if isinstance(n, Classifier) and n.var is not None and n.var.upper() != n.var:
                 return dataclasses.replace(n, var=n.var.upper())
+            if isinstance(n, Wildcard) and n.stream is not None:  # A.* (count(A.*)); t.* of the input
+                if n.stream.upper() in sets:
+                    return n if n.stream == n.stream.upper() else dataclasses.replace(n, stream=n.stream.upper())
+                if n.stream.lower() == alias.lower():
+                    return dataclasses.replace(n, stream=None)
+            if isinstance(n, FunctionCall) and not n.args and n.name.lower() in MATCH_TIME_CALLS:
+                return MatchTime(MATCH_TIME_CALLS[n.name.lower()], span=n.span)
             return n
 
         from ...analyzer.rewrite import transform
@@ -299,7 +325,12 @@ class MRContext:
             call = self._pending.pop(0)
             slot = len(self.aggregates)
             self.aggregates.append((None, None))
-            self.aggregates[slot] = (compile_aggregate(call, self.scope), _single_var(call))
+            var = _single_var(call)
+            if any(type(a) is Wildcard and a.stream is not None for a in call.args):
+                # count(A.*): count(*) over the rows mapped to A
+                call = dataclasses.replace(call, args=tuple(
+                    Wildcard(None, span=a.span) if type(a) is Wildcard else a for a in call.args))
+            self.aggregates[slot] = (compile_aggregate(call, self.scope), var)
 
     # ------------------------------------------------------------ node compilers
 
@@ -320,6 +351,24 @@ class MRContext:
 
     def _c_mno(self, node: MatchNumber, scope: Scope, child: Callable) -> Callable:
         return lambda env: _view(env).mno
+
+    def _c_match_time(self, node: MatchTime, scope: Scope, child: Callable) -> Callable:
+        if node.kind == "row":
+            def rowtime(env: Env) -> Any:
+                v = env.tuples[MR]
+                view = v if type(v) is View else v.view
+                last = view.last if view.last >= view.start else view.start  # an empty match: its row
+                return view.part.key0(last)
+            return rowtime
+
+        def proctime(env: Env) -> Any:
+            now = _dt.datetime.now(_dt.timezone.utc)
+            last = self.last_proctime
+            if last is not None and now < last:
+                now = last  # the wall clock stepped back: processing time does not
+            self.last_proctime = now
+            return now
+        return proctime
 
     def _c_running_final(self, node: RunningFinal, scope: Scope, child: Callable) -> Callable:
         inner = child(node.operand)

@@ -15,6 +15,7 @@ from ...ast import (
     PatternFieldRef,
     RunningFinal,
     TimestampRef,
+    Wildcard,
 )
 
 
@@ -26,6 +27,8 @@ def referenced_vars(expr: Any) -> set:
             out.add(n.var)
         elif isinstance(n, Classifier) and n.var is not None:
             out.add(n.var)
+        elif isinstance(n, Wildcard) and n.stream is not None:  # A.* (after MRContext.normalise)
+            out.add(n.stream)
     return out
 
 

@@ -21,23 +21,25 @@ from ...values import multiset_key
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList, default_label
 from .engine import build_engine
-from .exprs import Blocked, MRContext
+from .exprs import Blocked, MatchTime, MRContext
 from .fastpath import OneRowMeasures, field_key
 from .levels import define_level, max_offsets
 from .matcher import MatchSpec
 from .output import OutputBuilder
-from .partition import Rows
+from .partition import AHEAD, Desc, Rows
 from .program import compile_pattern, program_variables
+from .time_order import DEFAULT_DELAY, StreamClock, TimeOrder
 
-DEFAULT_REORDER_BOUND = 10
+DEFAULT_REORDER_BOUND = DEFAULT_DELAY
+_CLOCK = "\x00clock"  # the global watermark's clock in a snapshot (partition keys are tuples)
 
 
 class _Partition:
     __slots__ = ("values", "rows", "matcher", "pending")
 
-    def __init__(self, values: tuple, engine: Any, bound: float):
+    def __init__(self, values: tuple, engine: Any, order: TimeOrder, clock: StreamClock | None):
         self.values = values
-        self.rows = Rows(bound)
+        self.rows = Rows(order.delay, order.ahead, order.row_limit, clock)
         self.matcher = engine(self.rows)
         self.pending: deque = deque()
 
@@ -71,7 +73,13 @@ class MatchRecognizeProcessor:
         self.in_alias = in_alias
         if reorder_bound is None:
             reorder_bound = getattr(context, "match_reorder_bound", None)
-        self.bound = DEFAULT_REORDER_BOUND if reorder_bound is None else reorder_bound
+        self.time_order = TimeOrder.from_settings(mr.settings, reorder_bound)
+        self.bound = self.time_order.delay
+        self.clock = StreamClock() if self.time_order.scope == "global" else None
+        if mr.order_by and mr.order_by[0].descending:
+            raise BQLAnalysisError("the first MATCH_RECOGNIZE ORDER BY key is the time attribute and must be "
+                                   "ascending (DESC is allowed on the later keys)", mr.order_by[0].span)
+        self.desc = tuple(k.descending for k in mr.order_by) if any(k.descending for k in mr.order_by) else None
 
         program = compile_pattern(mr.pattern)
         variables = program_variables(program)
@@ -91,6 +99,9 @@ class MatchRecognizeProcessor:
             var = d.name.upper()
             expr = by_var[var] = ctx.normalise(d.condition)
             define_exprs.append(expr)
+            if any(isinstance(n, MatchTime) for n in expr.walk()):
+                raise BQLAnalysisError("MATCH_ROWTIME() and MATCH_PROCTIME() can only be used in MEASURES",
+                                       d.span)
             lv = define_level(expr, var, registry)
             level = max(level, lv)
             conds[var] = (ctx.compile(expr), lv, ctx.compile_row_local(expr, var) if lv == 1 else None)
@@ -125,7 +136,7 @@ class MatchRecognizeProcessor:
         okeys = [field_key(_plain(k.expr, in_alias), in_alias) for k in mr.order_by]
         self.fast_keys = None
         if (self.automaton is not None and len(keys) <= 1 and None not in keys and len(okeys) == 1
-                and okeys[0] is not None and type(self.bound) in (int, float)):
+                and okeys[0] is not None and type(self.bound) in (int, float) and self.time_order.is_default):
             self.fast_keys = (keys[0] if keys else None, okeys[0])
         self.by_str: dict[str, _Partition] = {}  # partitions by their one str PARTITION BY value
 
@@ -184,22 +195,43 @@ class MatchRecognizeProcessor:
         try:
             pvalues = tuple(f(env) for f in self.part_fns)
             key = tuple(f(env) for f in self.order_fns)
+            if self.desc is not None:
+                key = tuple(Desc(v) if d else v for v, d in zip(key, self.desc))
         except BQLError as err:
             result.dropped.append(Dropped(tup, f"MATCH_RECOGNIZE: {err}"))
             return result
         pk = tuple(multiset_key(v) for v in pvalues)
         part = self.parts.get(pk)
         if part is None:
-            part = self.parts[pk] = _Partition(pvalues, self.engine, self.bound)
+            part = self.parts[pk] = _Partition(pvalues, self.engine, self.time_order, self.clock)
             if len(pvalues) == 1 and type(pvalues[0]) is str:
                 self.by_str[pvalues[0]] = part
-        if not part.rows.offer(tup, key):
+        clock = self.clock
+        before = clock.max0 if clock is not None else None
+        refused = part.rows.offer(tup, key)
+        if refused == AHEAD:
+            result.dropped.append(Dropped(
+                tup, "MATCH_RECOGNIZE: row is further ahead of the stream's time than "
+                     f"time_order_recover_ahead ({self.time_order.ahead}) allows and was dropped", "input"))
+            return result
+        if refused is not None:
             result.dropped.append(Dropped(
                 tup, f"MATCH_RECOGNIZE: row arrived later than the ORDER BY reorder bound ({self.bound}) "
                      "allows and was dropped", "input"))
             return result
         self._run(part, tup, result)
+        if clock is not None and clock.max0 != before:
+            self._release_everywhere(part, tup, result)
         return result
+
+    def _release_everywhere(self, moved: _Partition, tup: Tuple, result: StepResult) -> None:
+        """The global watermark moved (``moved``'s row raised the clock): every other partition
+        releases its held rows up to it and matches them, in the order the partitions were first
+        seen."""
+        wm = moved.rows._watermark()
+        for part in self.parts.values():
+            if part is not moved and part.rows.held and part.rows.release(wm):
+                self._run(part, tup, result)
 
     def finish(self, input_name: str) -> StepResult:
         result = StepResult()
@@ -214,15 +246,21 @@ class MatchRecognizeProcessor:
         return StepResult()
 
     def snapshot(self) -> bytes:
-        state = {pk: (p.values, p.rows.to_state(), p.matcher.to_state(), list(p.pending))
-                 for pk, p in self.parts.items()}
+        state: dict = {pk: (p.values, p.rows.to_state(), p.matcher.to_state(), list(p.pending))
+                       for pk, p in self.parts.items()}
+        if self.clock is not None:
+            state[_CLOCK] = self.clock.max0
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     def restore(self, data: bytes) -> None:
         self.parts = {}
         self.by_str = {}
-        for pk, (values, rows, matcher, pending) in pickle.loads(data).items():
-            part = _Partition(values, self.engine, self.bound)
+        state = pickle.loads(data)
+        clock_max = state.pop(_CLOCK, None)
+        if self.clock is not None:
+            self.clock.max0 = clock_max
+        for pk, (values, rows, matcher, pending) in state.items():
+            part = _Partition(values, self.engine, self.time_order, self.clock)
             part.rows.from_state(rows)
             part.matcher.from_state(matcher)
             part.pending = deque(pending)
