@@ -17,30 +17,44 @@ next step evaluates those groups again (the emitter still holds the last success
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, Callable
+from typing import Any
 
 from ...ast import KeyStep, Select, Wildcard
 from ...eval import Env, Scope, compile_expr
 from ...values import multiset_key
 from ..grouping import Grouping
+from ..kernel import _copy
 from .aggregates import state_factory
 from .emitter import row_key
-from .relation import Row
+from .relation import Row, is_flat
 
 
 class GroupItem:
     """One output row of a group (the emitter's item)."""
 
-    __slots__ = ("pos", "data", "ekey", "nan")
+    __slots__ = ("pos", "data", "ekey", "nan", "flat")
 
     def __init__(self, pos: int, data: dict[str, Any], keyed: bool):
         self.pos = pos
         self.data = data
+        self.flat = is_flat(data)  # RSTREAM re-emits it every step: copying it is a dict.copy
         if keyed:
             self.ekey, self.nan = row_key(data)
         else:
             self.ekey, self.nan = None, False
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        """Unpickle (a snapshot of an older version has no ``flat``)."""
+        for name, value in state[1].items():
+            setattr(self, name, value)
+        if "flat" not in state[1]:
+            self.flat = is_flat(self.data)
+
+    def copy(self) -> dict[str, Any]:
+        """The row an output tuple carries (``relation.emitted_copy``)."""
+        return self.data.copy() if self.flat else _copy(self.data)
 
 
 class Group:

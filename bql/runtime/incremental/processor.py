@@ -18,24 +18,21 @@ kernel only for statements ``eligibility.ineligible_reason`` accepts.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import pickle
 from typing import Any
 
 from ...ast import Select
 from ...eval import Env
-from ..kernel import SelectProcessor, _copy, _message, truth
+from ..kernel import SelectProcessor, _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..windows import Entry
 from .emitter import DeltaEmitter, row_key
 from .groups import GroupTable, IncrementalGrouping
 from .join import JoinPlan
 from .ordered_window import OrderedWindow
-from .relation import Relation
+from .relation import Relation, emitted_copy
 
 SNAPSHOT_KIND = "incremental-select/1"
-# emitted rows are ``kernel._copy``-ed (maps and arrays deep-copied); these types need no call
-_SCALARS = frozenset((int, float, str, bool, type(None), bytes, _dt.datetime))
 
 
 
@@ -114,15 +111,15 @@ class IncrementalSelectProcessor(SelectProcessor):
         limit = self.limit
         if limit is not None:
             rows = rows[:max(0, limit - self.emitted)]
-        ts, seq, flat = tup.ts, tup.seq, _SCALARS.issuperset
-        result.outputs.extend([Tuple(data.copy() if flat(map(type, data.values())) else _copy(data), ts, seq, "")
-                               for data in rows])
+        ts, seq = tup.ts, tup.seq
+        result.outputs.extend([Tuple(data, ts, seq, "") for data in rows])
         self.emitted += len(rows)
         if limit is not None and self.emitted >= limit:
             self.done = True
 
     def _advance(self, tup: Tuple, targets: list[int]) -> list[dict[str, Any]]:
-        """Update windows and relation for ``tup``; the rows to emit (raises when the step fails)."""
+        """Update windows and relation for ``tup``; the rows to emit, each the output's own copy
+        (raises when the step fails)."""
         if self.single:
             return self._advance_single(tup)
         slots, join, index, relation = self.slots, self.join, self.index, self.relation
@@ -191,9 +188,9 @@ class IncrementalSelectProcessor(SelectProcessor):
             if keyed:
                 row.ekey, row.nan = row_key(data)
         if self.delta is None:
-            return [row.data for row in relation.rows.values()]
+            return [emitted_copy(row.data) for row in relation.rows.values()]
         removed, added = relation.take_changes()
-        return [item.data for item in self.delta.apply(removed, added)]
+        return [emitted_copy(item.data) for item in self.delta.apply(removed, added)]
 
     def _group(self) -> list[dict[str, Any]]:
         relation = self.relation
@@ -209,8 +206,8 @@ class IncrementalSelectProcessor(SelectProcessor):
             groups.add_row(table, row)
         removed, added = groups.evaluate(table)
         if self.delta is None:
-            return [item.data for item in groups.current(table)]
-        return [item.data for item in self.delta.apply(removed, added)]
+            return [item.copy() for item in groups.current(table)]
+        return [item.copy() for item in self.delta.apply(removed, added)]
 
     # ------------------------------------------------------------ snapshot / restore
 

@@ -12,9 +12,25 @@ relation's order is the order of ``pos`` — the order ``SelectProcessor.rows`` 
 """
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any
 
 from ...eval import Env
+from ..kernel import _copy
+
+# value types an emitted row shares with the cached row (``kernel._copy`` copies only maps and arrays)
+_SCALARS = frozenset((int, float, str, bool, type(None), bytes, _dt.datetime))
+_all_scalar = _SCALARS.issuperset
+
+
+def is_flat(data: dict[str, Any]) -> bool:
+    """Whether ``data`` holds no map or array (a shallow copy is then the emitted row's own copy)."""
+    return _all_scalar(map(type, data.values()))
+
+
+def emitted_copy(data: dict[str, Any]) -> dict[str, Any]:
+    """The row an output tuple carries: ``kernel._copy(data)``, by ``dict.copy`` when ``data`` is flat."""
+    return data.copy() if _all_scalar(map(type, data.values())) else _copy(data)
 
 
 class Row:
