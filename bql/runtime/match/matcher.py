@@ -117,6 +117,28 @@ class Matcher:
         """The first row position the matcher may still read (before PREV look-back)."""
         return self.attempts[0].start if self.attempts else self.pos
 
+    def expire(self, watermark: Any) -> list:
+        """WITHIN: end the attempts that started more than the WITHIN span before ``watermark`` (every
+        row still to come has a key at or above it, so the next row would end them anyway: their row
+        threads go now and a decided head is emitted without waiting for a row of this partition).
+        Threads waiting on ``$`` stay (the end of input may still complete them). The resolved events."""
+        within = self.spec.within
+        prog = self.prog
+        changed = False
+        for att in self.live:
+            if att.threads and self._span_to(att.start, watermark) > within:
+                kept = [t for t in att.threads if prog[t[0]][0] == END]
+                if len(kept) != len(att.threads):
+                    att.threads = kept
+                    changed = True
+        if not changed:
+            return []
+        self.live = [a for a in self.live if a.threads]
+        events: list = []
+        self._resolve(events)
+        events.extend(self.advance())
+        return events
+
     # ------------------------------------------------------------ the VM
 
     def _closure(self, pc: int, hist: Any, pos: int, out: list, vis: dict, att: Attempt) -> bool:
@@ -241,7 +263,11 @@ class Matcher:
         self.visited = {}
 
     def _span(self, s: int, p: int) -> float:
-        a, b = self.rows.key0(s), self.rows.key0(p)
+        return self._span_to(s, self.rows.key0(p))
+
+    def _span_to(self, s: int, b: Any) -> float:
+        """Seconds (key units) from row ``s``'s first ORDER BY key to ``b`` (0 when not comparable)."""
+        a = self.rows.key0(s)
         try:
             d = b - a
         except TypeError:

@@ -131,6 +131,9 @@ class MatchRecognizeProcessor:
         self.star_only = (select.where is None and only is not None and isinstance(only.expr, Wildcard)
                           and only.expr.stream is None and only.alias is None)
         self.parts: dict[Any, _Partition] = {}
+        # WITHIN: attempts older than the span end when the watermark passes it (False: only when a
+        # later row of their partition arrives — the reference the tests compare against)
+        self.expire_by_time = mr.within is not None
         # the in-order shortcut of ``process``: one ORDER BY field, at most one PARTITION BY field
         keys = [field_key(_plain(e, in_alias), in_alias) for e in mr.partition_by]
         okeys = [field_key(_plain(k.expr, in_alias), in_alias) for k in mr.order_by]
@@ -230,7 +233,9 @@ class MatchRecognizeProcessor:
         seen."""
         wm = moved.rows._watermark()
         for part in self.parts.values():
-            if part is not moved and part.rows.held and part.rows.release(wm):
+            if part is moved:
+                continue
+            if (part.rows.held and part.rows.release(wm)) or (self.expire_by_time and part.matcher.live):
                 self._run(part, tup, result)
 
     def finish(self, input_name: str) -> StepResult:
@@ -273,6 +278,10 @@ class MatchRecognizeProcessor:
     def _run(self, part: _Partition, tup: Tuple | None, result: StepResult) -> None:
         events = part.matcher.advance()
         rows = part.rows
+        if self.expire_by_time and not rows.ended:
+            wm = rows._watermark()
+            if wm is not None:
+                events = events + part.matcher.expire(wm)
         pending = part.pending
         if events:
             pending.extend(events)
