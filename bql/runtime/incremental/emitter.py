@@ -17,6 +17,7 @@ touches only the keys of the items that changed. An item has ``pos`` (its place 
 from __future__ import annotations
 
 from bisect import bisect_left
+from operator import attrgetter
 from typing import Any
 
 from ...values import multiset_key
@@ -97,8 +98,7 @@ class KeyClass:
         del self.items[i]
 
 
-def _pos(item: Any) -> int:
-    return item.pos
+_pos = attrgetter("pos")
 
 
 class DeltaEmitter:
@@ -116,8 +116,8 @@ class DeltaEmitter:
     def apply(self, removed: list[Any], added: list[Any]) -> list[Any]:
         """Replace the previous relation by ``previous - removed + added``; the items to emit, in order."""
         istream = self.kind == "istream"
-        if len(added) == 1 and len(removed) <= 1 and not self.nans.pos:
-            fast = self._one_change(istream, removed[0] if removed else None, added[0])
+        if not self.nans.pos and len(added) + len(removed) <= 8:
+            fast = self._distinct_changes(istream, removed, added)
             if fast is not None:
                 return fast
         out: list[Any] = []
@@ -163,23 +163,40 @@ class DeltaEmitter:
             out.sort(key=_pos)
         return out
 
-    def _one_change(self, istream: bool, gone: Any, new: Any) -> list[Any] | None:
-        """``apply`` for one added and at most one removed item of different keys (the common step)."""
-        if new.nan or (gone is not None and (gone.nan or gone.ekey == new.ekey)):
+    def _distinct_changes(self, istream: bool, removed: list[Any], added: list[Any]) -> list[Any] | None:
+        """``apply`` when no item holds NaN and no two changed items share a key (the common step).
+
+        Each changed key then has one change: a removed item makes DSTREAM emit the last item of its
+        class (``c - p`` is 1), an added one makes ISTREAM emit the last item of its class after the
+        insertion. None when the condition does not hold (nothing has been changed then).
+        """
+        keys = set()
+        for item in removed:
+            if item.nan:
+                return None
+            keys.add(item.ekey)
+        for item in added:
+            if item.nan:
+                return None
+            keys.add(item.ekey)
+        if len(keys) != len(removed) + len(added):
             return None
         classes = self.classes
         out: list[Any] = []
-        if gone is not None:
+        for gone in removed:
             cls = classes[gone.ekey]
             if not istream:
                 out.append(cls.items[-1])
             cls.remove(gone)
             if not cls.pos:
                 del classes[gone.ekey]
-        cls = classes.get(new.ekey)
-        if cls is None:
-            cls = classes[new.ekey] = KeyClass()
-        cls.insert(new)
-        if istream:
-            out.append(cls.items[-1])
+        for new in added:
+            cls = classes.get(new.ekey)
+            if cls is None:
+                cls = classes[new.ekey] = KeyClass()
+            cls.insert(new)
+            if istream:
+                out.append(cls.items[-1])
+        if len(out) > 1:
+            out.sort(key=_pos)
         return out

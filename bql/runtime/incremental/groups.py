@@ -21,13 +21,14 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from ...ast import KeyStep, Select, Wildcard
+from ...ast import Select, Wildcard
 from ...eval import Env, Scope, compile_expr
 from ...values import multiset_key
 from ..grouping import Grouping
 from ..kernel import _copy
 from .aggregates import state_factory
 from .emitter import row_key
+from .plain_select import plain_group_items
 from .relation import Row, is_flat
 
 
@@ -109,7 +110,9 @@ class IncrementalGrouping:
             self.row_key: Callable[[Env], Any] = lambda env: (multiset_key(only(env)),)
         else:
             self.row_key = grouping.row_key
-        self.output = _plain_output(select, grouping) if select is not None else None
+        self.output = (plain_group_items(grouping.select_list, select.projections,
+                                         [agg.call for agg in grouping.aggregates])
+                       if select is not None else None)
 
     def describe(self) -> str:
         inc = [a.spec.name for a, f in zip(self.grouping.aggregates, self.factories) if f is not None]
@@ -241,23 +244,6 @@ class IncrementalGrouping:
         values = genv.aggregates
         data = {label: values[j] if fn is None else fn(genv) for label, j, fn in output}
         return GroupItem(pos, data, self.keyed)
-
-
-def _plain_output(select: Select, grouping: Grouping) -> list[tuple[str, int, Any]] | None:
-    """The select list as ``(label, aggregate index, fn)`` items when every item sets one top-level key
-    (no wildcard, no ``AS *``, no path label): a bare aggregate call reads its value (``fn`` None), any
-    other item is its compiled expression. None when the select list needs ``SelectList.evaluate``."""
-    select_list = grouping.select_list
-    if select_list.wild or len(select_list.explicit) != len(select.projections):
-        return None
-    calls = [agg.call for agg in grouping.aggregates]
-    out = []
-    for proj, (steps, fn) in zip(select.projections, select_list.explicit):
-        if len(steps) != 1 or type(steps[0]) is not KeyStep:
-            return None
-        index = calls.index(proj.expr) if proj.expr in calls else -1
-        out.append((steps[0].key, index, None if index >= 0 else fn))
-    return out
 
 
 def _first_pos(group: Group) -> int:

@@ -123,23 +123,42 @@ class JoinPlan:
             return
         env = Env({self.aliases[slot]: entry.tuple})
         irregular = False
-        try:
-            for fn in self.unary[slot]:
-                value = fn(env)
-                if value is not None and type(value) is not bool:
-                    irregular = True
-        except Exception:
-            irregular = True
-        keys = []
-        for e, fn in self.sides[slot]:
+        unary = self.unary[slot]
+        if unary:
+            try:
+                for fn in unary:
+                    value = fn(env)
+                    if value is not None and type(value) is not bool:
+                        irregular = True
+            except Exception:
+                irregular = True
+        sides = self.sides[slot]
+        if len(sides) == 1:  # one equality reads this FROM item (the common join)
+            ((e, fn),) = sides
             try:
                 key = join_key(fn(env))
             except Exception:
                 irregular, key = True, NO_MATCH
-            keys.append(key)
+            keys: Any = (key,)
             if key is not NO_MATCH:
-                index.buckets[(e, slot)].setdefault(key, {})[entry.eid] = entry
-        index.facts[entry.eid] = EntryFacts(tuple(keys), irregular)
+                bucket = index.buckets[(e, slot)]
+                same = bucket.get(key)
+                if same is None:
+                    bucket[key] = {entry.eid: entry}
+                else:
+                    same[entry.eid] = entry
+        else:
+            keys = []
+            for e, fn in sides:
+                try:
+                    key = join_key(fn(env))
+                except Exception:
+                    irregular, key = True, NO_MATCH
+                keys.append(key)
+                if key is not NO_MATCH:
+                    index.buckets[(e, slot)].setdefault(key, {})[entry.eid] = entry
+            keys = tuple(keys)
+        index.facts[entry.eid] = EntryFacts(keys, irregular)
         if irregular:
             index.irregular[slot] += 1
 

@@ -30,6 +30,7 @@ from .emitter import DeltaEmitter, row_key
 from .groups import GroupTable, IncrementalGrouping
 from .join import JoinPlan
 from .ordered_window import OrderedWindow
+from .plain_select import plain_evaluator
 from .relation import Relation, emitted_copy
 
 SNAPSHOT_KIND = "incremental-select/1"
@@ -56,6 +57,8 @@ class IncrementalSelectProcessor(SelectProcessor):
         self.timed = any(s.window.span is not None for s in self.slots)
         self.has_udsf = any(s.udsf is not None for s in self.slots)
         self.single = len(self.slots) == 1
+        self.project_row = (plain_evaluator(self.select_list, select.projections)
+                            if self.select_list is not None else None)
         self.delegate = self.fast  # run as the reference kernel (fast path, or restored from its snapshot)
         self.targets: dict[str, list[int]] = {}
         for slot in self.slots:
@@ -134,7 +137,7 @@ class IncrementalSelectProcessor(SelectProcessor):
             if hashed:
                 join.add(index, k, entry)
             if popped:
-                left.extend((k, e) for e in popped)
+                left += [(k, e) for e in popped]
         if self.timed:
             for slot in slots:
                 if slot.window.span is not None:
@@ -177,7 +180,7 @@ class IncrementalSelectProcessor(SelectProcessor):
     def _project(self) -> list[dict[str, Any]]:
         relation = self.relation
         pending = relation.take_pending()
-        evaluate = self.select_list.evaluate
+        evaluate = self.project_row
         keyed = self.delta is not None
         for i, row in enumerate(pending):
             try:

@@ -1,0 +1,63 @@
+"""Select lists that build their row as a plain dict, without ``SelectList.evaluate``'s general steps.
+
+``SelectList.evaluate`` (``runtime/projection.py``) first merges the wildcard-level items (``*``,
+``s:*``, ``x AS *``), then sets each explicit item at its label path (``AS x.y[3]`` creates maps and
+arrays on the way). Most statements have neither: every item sets one top-level key. Then the row is
+``{label: fn(env) for label, fn in items}`` — the same keys in the same order (a repeated label keeps
+its first place and takes its last value, as repeated assignment does), the same values, and the same
+first error, since the items are evaluated in select-list order either way.
+
+``plain_items`` recognises that shape; for a grouping select list ``plain_group_items`` also marks the
+items that are just one of the group's aggregate calls, whose value the kernel already holds.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...ast import KeyStep, Projection
+from ..projection import SelectList
+
+Compiled = Callable[[Any], Any]
+
+
+def plain_items(select_list: SelectList, projections: Sequence[Projection]) -> list[tuple[str, Compiled]] | None:
+    """``[(label, fn)]`` when every item sets one top-level key (no wildcard level, no label path)."""
+    if select_list.wild or len(select_list.explicit) != len(projections):
+        return None
+    out = []
+    for steps, fn in select_list.explicit:
+        if len(steps) != 1 or type(steps[0]) is not KeyStep:
+            return None
+        out.append((steps[0].key, fn))
+    return out
+
+
+def plain_group_items(select_list: SelectList, projections: Sequence[Projection],
+                      calls: Sequence[Any]) -> list[tuple[str, int, Compiled | None]] | None:
+    """``[(label, aggregate index, fn)]``: an item that is exactly the aggregate call ``calls[i]`` has
+    index ``i`` and no ``fn`` (its value is ``Env.aggregates[i]``); other items have index -1."""
+    items = plain_items(select_list, projections)
+    if items is None:
+        return None
+    calls = list(calls)
+    out: list[tuple[str, int, Compiled | None]] = []
+    for proj, (label, fn) in zip(projections, items):
+        index = calls.index(proj.expr) if proj.expr in calls else -1
+        out.append((label, index, None if index >= 0 else fn))
+    return out
+
+
+def plain_evaluator(select_list: SelectList, projections: Sequence[Projection]) -> Callable[[Any], dict[str, Any]]:
+    """``select_list.evaluate`` or an equal function over ``plain_items``."""
+    items = plain_items(select_list, projections)
+    if items is None:
+        return select_list.evaluate
+    if len(items) == 1:
+        ((label, fn),) = items
+        return lambda env: {label: fn(env)}
+    if len(items) == 2:
+        (l1, f1), (l2, f2) = items
+        if l1 != l2:
+            return lambda env: {l1: f1(env), l2: f2(env)}
+    return lambda env: {label: fn(env) for label, fn in items}
