@@ -27,6 +27,7 @@ from .relation_clauses import check_like_patterns, check_relation_clauses
 from .subqueries import check_subqueries
 from .rewrite import prepare, rewrite_pattern_refs
 from .timeplus import check_window_functions
+from .timeplus_clauses import check_timeplus_clauses
 from .windows import check_from_needs_window, check_ranges
 
 RULES = (
@@ -42,6 +43,7 @@ RULES = (
     check_is_missing,
     check_arity,
     check_window_functions,
+    check_timeplus_clauses,
     check_prefixes,
     check_match_only_forms,
     check_aggregates,

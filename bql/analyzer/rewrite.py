@@ -24,6 +24,7 @@ from ..ast import (
     Statement,
     SubqueryRef,
 )
+from .timeplus_clauses import prepare_timeplus
 
 
 def transform(node: Node, fn: Callable[[Node], Node]) -> Node:
@@ -110,9 +111,9 @@ def prepare(stmt: Statement) -> Statement:
         inner = prepare(stmt.select)
         return stmt if inner is stmt.select else dataclasses.replace(stmt, select=inner)
     if isinstance(stmt, Select):
-        return rewrite_pattern_refs(stmt)
+        return prepare_timeplus(rewrite_pattern_refs(stmt))
     if isinstance(stmt, SelectUnion):
-        selects = tuple(rewrite_pattern_refs(s) for s in stmt.selects)
+        selects = tuple(prepare_timeplus(rewrite_pattern_refs(s)) for s in stmt.selects)
         if all(a is b for a, b in zip(selects, stmt.selects)):
             return stmt
         return dataclasses.replace(stmt, selects=selects)

@@ -14,9 +14,10 @@ _DEFAULT: Registry[FunctionSpec] | None = None
 
 def builtin_specs() -> list[FunctionSpec]:
     """Every built-in function and aggregate."""
-    from . import builtin_aggregate, builtin_numeric, builtin_other, builtin_string
+    from . import builtin_aggregate, builtin_numeric, builtin_other, builtin_string, builtin_timeplus
 
-    return [*builtin_numeric.SPECS, *builtin_string.SPECS, *builtin_other.SPECS, *builtin_aggregate.SPECS]
+    return [*builtin_numeric.SPECS, *builtin_string.SPECS, *builtin_other.SPECS, *builtin_aggregate.SPECS,
+            *builtin_timeplus.SPECS]
 
 
 def builtin_registry(copy: bool = False) -> Registry[FunctionSpec]:

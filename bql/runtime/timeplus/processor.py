@@ -18,7 +18,8 @@ The grouping, HAVING and select-list logic is the BQL kernel's (``grouping.Group
 ``window_start`` / ``window_end`` are plain fields of each stored (tagged) tuple. Every output tuple
 carries the timestamp and seq of the tuple whose arrival caused it (end of input: the last tuple; a
 PERIODIC tick: the tick time). ``LIMIT n`` stops after the n-th row, even mid-emission, and sets
-``StepResult.done``.
+``StepResult.done``; ``OFFSET m`` first skips m rows (the LIMIT counts the rows after them).
+``lag`` and ``emit_version`` (Proton's stateful functions) are ``streaming_calls.StreamingCalls``.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from .assign import FixedWindows
 from .emission import AFTER_WATERMARK, ON_UPDATE, PERIODIC, EmitPolicy
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .sessions import SessionTracker
+from .streaming_calls import StreamingCalls, uses_streaming_calls
 from .timecol import EPOCH, bound_value, datetime_micros, micros_datetime, to_micros
 from .watermark import Watermark
 
@@ -82,6 +84,9 @@ class WindowProcessor:
             self.kind, stream, alias = None, item.name, item.alias or item.name
         else:
             raise UnsupportedFeatureError("EMIT cannot be used with a RANGE window; use tumble(), hop() or session()")
+        self.calls = StreamingCalls(select, registry, alias) if uses_streaming_calls(select) else None
+        if self.calls is not None:  # lag sites rewritten, a registry of the query's own
+            select, registry = self.calls.select, self.calls.registry
         self.select = select
         self.alias = alias
         self.inputs: tuple[str, ...] = (stream,)
@@ -100,6 +105,7 @@ class WindowProcessor:
         self.watermark = Watermark(self.policy.delay, self.fixed.closed_end if self.fixed else None)
         self.session_keys = [compile_expr(g, scope) for g in select.group_by if not _is_window_column(g)]
         self.limit = select.limit
+        self.offset = select.offset or 0
         self._now: _dt.datetime | None = None
         self._reset()
 
@@ -111,6 +117,7 @@ class WindowProcessor:
         self.global_pid: int | None = None
         self.next_pid = 0
         self.emitted = 0
+        self.skipped = 0  # rows skipped by OFFSET so far
         self.done = False
         self.finished = False
         self.last: tuple[_dt.datetime, int] | None = None  # (ts, seq) of the latest tuple
@@ -154,6 +161,8 @@ class WindowProcessor:
             else:
                 self._aggregate_step(tup, result)
         except Exception as err:  # per-tuple isolation: fallible work happens before state changes
+            if self.calls is not None:
+                self.calls.discard()
             result.dropped.append(Dropped(tup, _message(err), "other"))
         result.done = self.done
         return result
@@ -217,7 +226,15 @@ class WindowProcessor:
             candidates = [tag(tup, placement.start, placement.end)]
         else:
             candidates = [tup]
-        rows = [self.select_list.evaluate(self._env(c)) for c in candidates if self._passes(c)]
+        rows = []
+        for c in candidates:
+            if self._passes(c):
+                env = self._env(c)
+                if self.calls is not None:
+                    self.calls.prepare(env)
+                rows.append(self.select_list.evaluate(env))
+        if self.calls is not None:
+            self.calls.commit()
         if self.sessions is not None and rows:
             pid = placement.pid
             if pid is None:
@@ -316,6 +333,12 @@ class WindowProcessor:
     # ------------------------------------------------------------ output
 
     def _emit(self, requests: list, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
+        """One emission: the rows of ``requests`` (pane, keys), in order, up to LIMIT."""
+        self._emit_groups(requests, cause, result)
+        if self.calls is not None:
+            self.calls.emission_done()
+
+    def _emit_groups(self, requests: list, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
         for pane, keys in requests:
             if self.done:
                 return
@@ -329,6 +352,8 @@ class WindowProcessor:
                 except Exception as err:  # one failing group does not stop the others
                     result.dropped.append(Dropped(Tuple({}, cause[0], cause[1]), _message(err), "output"))
                     continue
+                if out and self.calls is not None:
+                    self.calls.produced()
                 for data in out:
                     self._output(data, cause[0], cause[1], result)
                     if self.done:
@@ -336,6 +361,12 @@ class WindowProcessor:
 
     def _output(self, data: dict[str, Any], ts: _dt.datetime, seq: int, result: StepResult) -> None:
         if self.done:
+            return
+        if self.skipped < self.offset:
+            self.skipped += 1
+            return
+        if self.limit is not None and self.emitted >= self.limit:  # LIMIT 0: stop at the first row
+            self.done = True
             return
         result.outputs.append(Tuple(_copy(data), ts, seq, ""))
         self.emitted += 1
@@ -352,6 +383,8 @@ class WindowProcessor:
             "global_pid": self.global_pid,
             "next_pid": self.next_pid,
             "emitted": self.emitted,
+            "skipped": self.skipped,
+            "calls": self.calls.state() if self.calls is not None else None,
             "done": self.done,
             "finished": self.finished,
             "last": self.last,
@@ -374,6 +407,9 @@ class WindowProcessor:
         self.global_pid = state["global_pid"]
         self.next_pid = state["next_pid"]
         self.emitted = state["emitted"]
+        self.skipped = state.get("skipped", 0)  # snapshots from before OFFSET have none
+        if self.calls is not None and state.get("calls") is not None:
+            self.calls.load(state["calls"])
         self.done = state["done"]
         self.finished = state["finished"]
         self.last = state["last"]

@@ -1,0 +1,151 @@
+"""Timeplus query forms that read differently from SensorBee's (docs/timeplus.md).
+
+A *Timeplus query* is a SELECT that runs in the Timeplus window operator: it has an EMIT clause, or a
+``tumble`` / ``hop`` / ``session`` FROM item, or reads a bare stream without a RANGE window (the rule of
+``runtime.build_processor``). Only there:
+
+- ``prepare_timeplus`` (a rewrite before analysis): ``count()`` means ``count(*)``, and in HAVING an
+  unprefixed field that names a select-list alias (``AS c``, a single key) stands for that item's
+  expression, as in Proton/ClickHouse where an alias wins over an input column of the same name.
+  SensorBee queries keep SensorBee's reading (``count()`` is an arity error, ``c`` in HAVING is the
+  input field ``c``).
+- ``check_timeplus_clauses``: ``OFFSET`` needs a Timeplus query without ORDER BY; ``lag(x[, n[, d]])``
+  stands only in the select list of a non-aggregating Timeplus query, outside other ``lag`` calls,
+  with ``n`` an integer literal from 1 to ``MAX_LAG``; ``emit_version()`` stands only in the select list
+  or HAVING of an aggregating Timeplus query, outside aggregate calls.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..ast import (
+    FieldRef, FunctionCall, KeyStep, Literal, Select, Statement, StreamRef, Wildcard, WindowFunction,
+)
+from .aggregates import is_aggregating
+from ..transform_base import rewrite as transform
+from .context import Context, fail, select_exprs, selects_of, walk
+
+MAX_LAG = 1_048_575  # rows a lag call may look back (SensorBee's largest RANGE n TUPLES)
+
+
+def is_timeplus_select(select: Select) -> bool:
+    """Whether ``select`` runs in the Timeplus window operator (EMIT, a window function, a bare stream)."""
+    if select.emit is not None:
+        return True
+    for item in select.from_items:
+        if isinstance(item, WindowFunction):
+            return True
+        if isinstance(item, StreamRef) and item.window is None:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- rewrite (prepare)
+
+
+def _count_star(node):
+    if isinstance(node, FunctionCall) and node.name == "count" and not node.args and not node.order_by:
+        return dataclasses.replace(node, args=(Wildcard(None, span=node.span),))
+    return node
+
+
+def _aliases(select: Select) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for p in select.projections:
+        label = p.alias
+        if label is None or label.star or len(label.steps) != 1 or not isinstance(label.steps[0], KeyStep):
+            continue
+        out.setdefault(label.steps[0].key, p.expr)
+    return out
+
+
+def _alias_key(node) -> str | None:
+    if (isinstance(node, FieldRef) and node.stream is None and len(node.path) == 1
+            and isinstance(node.path[0], KeyStep) and not node.path[0].bracket):
+        return node.path[0].key
+    return None
+
+
+def _substitute_aliases(expr, aliases: dict[str, object]):
+    """``expr`` with every alias reference replaced by its item's expression. ``transform`` rebuilds
+    bottom-up, so a substituted expression is not searched again: ``max(v) AS v ... HAVING v > 1``
+    reads ``max(v) > 1``."""
+    def swap(node):
+        key = _alias_key(node)
+        return aliases[key] if key is not None and key in aliases else node
+
+    return transform(expr, swap)
+
+
+def prepare_timeplus(select: Select) -> Select:
+    """``select`` with the Timeplus readings of ``count()`` and HAVING aliases applied (others unchanged)."""
+    if not is_timeplus_select(select):
+        return select
+    changes = {}
+    projections = tuple(transform(p, _count_star) for p in select.projections)
+    if projections != select.projections:
+        changes["projections"] = projections
+    having = select.having
+    if having is not None:
+        having = _substitute_aliases(transform(having, _count_star), _aliases(select))
+        if having != select.having:
+            changes["having"] = having
+    return dataclasses.replace(select, **changes) if changes else select
+
+
+# ---------------------------------------------------------------- checks
+
+
+def _calls(expr, name: str, stop_at_aggregates: Context | None = None):
+    stop = None
+    if stop_at_aggregates is not None:
+        def stop(n):
+            return isinstance(n, FunctionCall) and stop_at_aggregates.is_aggregate(n)
+    for node in walk(expr, stop):
+        if isinstance(node, FunctionCall) and node.name == name:
+            yield node
+
+
+def _check_lag(select: Select, timeplus: bool, ctx: Context) -> None:
+    for clause, expr in select_exprs(select):
+        for call in _calls(expr, "lag"):
+            if not timeplus or clause != "select":
+                raise fail("lag() can only be used in the select list of a Timeplus query "
+                           "(tumble/hop/session, a bare stream or EMIT)", call)
+            if is_aggregating(select, ctx):
+                raise fail("lag() cannot be used in an aggregating query; it looks back over emitted rows "
+                           "of a streaming tail", call)
+            if len(call.args) > 1:
+                n = call.args[1]
+                if not (isinstance(n, Literal) and type(n.value) is int and 1 <= n.value <= MAX_LAG):
+                    raise fail(f"the offset of lag() must be an integer literal from 1 to {MAX_LAG}", n)
+            for arg in call.args:
+                for inner in _calls(arg, "lag"):
+                    raise fail("lag() cannot be nested in another lag()", inner)
+
+
+def _check_emit_version(select: Select, timeplus: bool, ctx: Context) -> None:
+    aggregating = timeplus and is_aggregating(select, ctx)
+    for clause, expr in select_exprs(select):
+        for call in _calls(expr, "emit_version"):
+            if not aggregating or clause not in ("select", "having"):
+                raise fail("emit_version() can only be used in the select list or HAVING of an "
+                           "aggregating Timeplus query", call)
+        for agg in walk(expr):
+            if isinstance(agg, FunctionCall) and ctx.is_aggregate(agg):
+                for arg in agg.args:
+                    for call in _calls(arg, "emit_version"):
+                        raise fail("emit_version() cannot be an aggregate's argument", call)
+
+
+def check_timeplus_clauses(stmt: Statement, ctx: Context) -> None:
+    for select in selects_of(stmt):
+        timeplus = is_timeplus_select(select)
+        if select.offset is not None:
+            if not timeplus:
+                raise fail("OFFSET can only be used in a Timeplus query (tumble/hop/session, a bare stream "
+                           "or EMIT)", select)
+            if select.order_by:
+                raise fail("OFFSET cannot be combined with ORDER BY", select.order_by[0])
+        _check_lag(select, timeplus, ctx)
+        _check_emit_version(select, timeplus, ctx)
