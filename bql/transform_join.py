@@ -10,9 +10,15 @@ order written, then the WHERE clause, joined by BQL's left-to-right ``AND``. ``U
 ``ON first:k1 = right:k1 AND first:k2 = right:k2``, ``first`` being the chain's first relation (the
 one an inner join's merged column equals). ``CROSS JOIN b`` is ``, b``.
 
-Refused here, with the position of the offending word: LEFT / RIGHT / FULL [OUTER] JOIN, a JOIN
-without ON or USING, CROSS JOIN with a condition, and an ON condition naming a relation that is not
-joined at that point (SQL's scope: the chain's relations up to and including the JOIN's own).
+``a LEFT [OUTER] JOIN b ON c`` cannot be a WHERE conjunct (a row of ``a`` without a match is kept,
+NULL-padded): the Select gets FROM ``a, b`` and ``left_join_on = c``, and the LEFT JOIN kernel
+(``runtime/left_join.py``) computes it. ``a RIGHT JOIN b ON c`` is ``b LEFT JOIN a ON c``. A LEFT JOIN
+joins exactly two relations, each a stream, UDSF or subquery with a RANGE window.
+
+Refused here, with the position of the offending word: FULL [OUTER] JOIN, a JOIN without ON or USING,
+CROSS JOIN with a condition, an ON condition naming a relation that is not joined at that point
+(SQL's scope: the chain's relations up to and including the JOIN's own), a LEFT JOIN in a chain of
+more than two relations or next to other FROM entries, and a LEFT JOIN of a relation without RANGE.
 """
 from __future__ import annotations
 
@@ -40,10 +46,12 @@ from .transform_base import StaticSyntaxError, fail, span_of
 
 _JOIN_WORD = re.compile(r"join", re.IGNORECASE)
 
-OUTER_JOIN_REASON = (
-    "{kind} JOIN is not supported: sbpy joins the windows' relations with an inner join only; "
-    "write [INNER] JOIN ... ON, or keep the unmatched rows with a separate SELECT"
+FULL_JOIN_REASON = (
+    "{kind} JOIN is not supported: sbpy has inner, LEFT and RIGHT joins of windows; "
+    "write a LEFT JOIN and a RIGHT JOIN as two SELECTs (UNION ALL)"
 )
+LEFT_JOIN_PAIR = ("a {kind} JOIN joins exactly two relations; join more in a CREATE STREAM or a "
+                  "subquery that reads the {kind} JOIN's output")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +62,7 @@ class JoinChain:
 
     items: tuple[FromItem, ...]
     conditions: tuple[Expr, ...]
+    left_on: Expr | None = None  # a LEFT JOIN's ON condition (the chain is then its two relations)
 
 
 class JoinRules:
@@ -72,8 +81,13 @@ class JoinRules:
         chain = left if isinstance(left, JoinChain) else JoinChain((left,), ())
         word, word_tok = kind if kind is not None else ("INNER", None)
         base = word.split()[0]
-        if base in ("LEFT", "RIGHT", "FULL"):
-            raise fail(OUTER_JOIN_REASON.format(kind=word), word_tok)
+        if base == "FULL":
+            raise fail(FULL_JOIN_REASON.format(kind=word), word_tok)
+        if chain.left_on is not None:
+            at = self._join_word(chain.items[-1], right) or span_of(word_tok or right)
+            raise StaticSyntaxError(LEFT_JOIN_PAIR.format(kind="LEFT"), at)
+        if base in ("LEFT", "RIGHT") and len(chain.items) > 1:
+            raise fail(LEFT_JOIN_PAIR.format(kind=base), word_tok)
         items = (*chain.items, right)
         if base == "CROSS":
             if condition is not None:
@@ -86,9 +100,16 @@ class JoinRules:
         form, value, cond_meta = condition
         names = [_item_name(i) for i in items]
         if form == "using":
-            return JoinChain(items, (*chain.conditions, _using(value, names[0], names[-1], cond_meta)))
-        _check_scope(value, names)
-        return JoinChain(items, (*chain.conditions, value))
+            cond = _using(value, names[0], names[-1], cond_meta)
+        else:
+            _check_scope(value, names)
+            cond = value
+        if base in ("LEFT", "RIGHT"):
+            for item in items:
+                _check_outer_side(item, base)
+            pair = items if base == "LEFT" else (items[1], items[0])
+            return JoinChain(pair, (), cond)
+        return JoinChain(items, (*chain.conditions, cond))
 
     def _join_word(self, left: FromItem, right: FromItem) -> Span | None:
         """The span of the JOIN keyword between two FROM items (for the caret of an error)."""
@@ -98,10 +119,19 @@ class JoinRules:
         return Span(found.start(), found.end(), 0, 0) if found else None
 
 
-def flatten_joins(entries: list, where: Expr | None) -> tuple[tuple[FromItem, ...], Expr | None]:
-    """The FROM items and WHERE clause of a Select whose FROM entries may be join chains."""
+def flatten_joins(entries: list, where: Expr | None) -> tuple[tuple[FromItem, ...], Expr | None, Expr | None]:
+    """The FROM items, WHERE clause and LEFT JOIN condition of a Select whose FROM entries may be join
+    chains."""
     items: list[FromItem] = []
     conditions: list[Expr] = []
+    outer = [e for e in entries if isinstance(e, JoinChain) and e.left_on is not None]
+    if outer and len(entries) > 1:
+        other = next(e for e in entries if e is not outer[0])
+        at = other.items[0] if isinstance(other, JoinChain) else other
+        raise fail("a LEFT JOIN cannot be combined with other relations in FROM; join them in a "
+                   "SELECT that reads the LEFT JOIN's output", at)
+    if outer:
+        return outer[0].items, where, outer[0].left_on
     for entry in entries:
         if isinstance(entry, JoinChain):
             items.extend(entry.items)
@@ -113,7 +143,16 @@ def flatten_joins(entries: list, where: Expr | None) -> tuple[tuple[FromItem, ..
     combined = None
     for cond in conditions:
         combined = cond if combined is None else BinaryOp("and", combined, cond, span=combined.span)
-    return tuple(items), combined
+    return tuple(items), combined, None
+
+
+def _check_outer_side(item: FromItem, kind: str) -> None:
+    """A LEFT/RIGHT JOIN's relations are windows the SELECT kernel reads."""
+    if isinstance(item, (WindowFunction, MatchRecognize)):
+        raise fail(f"a {kind} JOIN cannot read a {type(item).__name__} (yet); read its output stream "
+                   "with a RANGE window", item)
+    if isinstance(item, (StreamRef, UdsfCall, SubqueryRef)) and item.window is None:
+        raise fail(f"'{_item_name(item)}' needs a RANGE window in a {kind} JOIN", item)
 
 
 def _item_name(item: FromItem) -> str:

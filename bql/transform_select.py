@@ -49,9 +49,10 @@ class SelectRules:
             items.pop(0)
         tail = items.pop()
         projections = tuple(c for c in items if isinstance(c, Projection))
-        from_items, where = flatten_joins([c for c in items if not isinstance(c, Projection)], tail.where)
+        from_items, where, left_on = flatten_joins([c for c in items if not isinstance(c, Projection)],
+                                                   tail.where)
         return Select(emitter, projections, from_items, where, tail.group_by, tail.having,
-                      tail.limit, tail.emit, distinct, tail.order_by, tail.offset, span=span_of(meta))
+                      tail.limit, tail.emit, distinct, tail.order_by, tail.offset, left_on, span=span_of(meta))
 
     def emitter(self, meta, tok):
         return str(tok).lower()

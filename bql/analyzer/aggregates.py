@@ -105,6 +105,8 @@ def _check_group_by(select: Select, ctx: Context) -> None:
 
 
 def _check_where(select: Select, ctx: Context) -> None:
+    for call in aggregates_in(select.left_join_on, ctx):
+        raise fail(f"aggregate function '{call.name}' cannot be used in ON", call)
     for call in aggregates_in(select.where, ctx):
         raise fail(f"aggregate function '{call.name}' cannot be used in WHERE", call)
 

@@ -153,6 +153,8 @@ def walk_exprs(exprs: Any, stop: Callable[[Node], bool] | None = None) -> Iterat
 def select_exprs(select: Select) -> list[tuple[str, Expr]]:
     """The expressions of a SELECT outside its FROM items, labelled by clause."""
     out: list[tuple[str, Expr]] = [("select", p.expr) for p in select.projections]
+    if select.left_join_on is not None:
+        out.append(("on", select.left_join_on))
     if select.where is not None:
         out.append(("where", select.where))
     out.extend(("group by", g) for g in select.group_by)

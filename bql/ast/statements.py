@@ -163,6 +163,10 @@ class Select(Statement):
     distinct: bool = False
     order_by: tuple[SortKey, ...] = ()
     offset: int | None = None  # LIMIT n OFFSET m (Timeplus queries): the first m result rows are skipped
+    # ``a LEFT JOIN b ON c``: from_items are exactly (a, b) and this is c; each step's relation is SQL's
+    # LEFT JOIN of the two windows (a row of a without a match gets one row with b NULL-padded), then
+    # WHERE filters it (docs/sql-breadth.md). An inner JOIN ... ON has no field: it is WHERE's conjunct.
+    left_join_on: Expr | None = None
 
 
 @node

@@ -111,7 +111,11 @@ def _Select(s) -> str:
     if s.distinct:
         out.append("DISTINCT")
     out.append(", ".join(_Projection(p) for p in s.projections))
-    out.append("FROM " + ", ".join(unparse(f) for f in s.from_items))
+    if s.left_join_on is not None:
+        left, right = s.from_items
+        out.append(f"FROM {unparse(left)} LEFT JOIN {unparse(right)} ON {expr(s.left_join_on)}")
+    else:
+        out.append("FROM " + ", ".join(unparse(f) for f in s.from_items))
     if s.where is not None:
         out.append(f"WHERE {expr(s.where)}")
     if s.group_by:

@@ -21,7 +21,7 @@ from ..ast import (
 from ..conversions import converter
 from ..errors import BQLAnalysisError, BQLError, BQLEvaluationError, UnsupportedFeatureError
 from ..values import MISSING, type_name, values_equal
-from .env import Env, Scope
+from .env import NULL_PADDED, Env, Scope
 from .operators import BINARY, UNARY, and_, lazy_and, lazy_or, or_
 from .paths import compile_path, path_text
 from .predicates import between, in_constants, in_list, like
@@ -92,8 +92,11 @@ class _Compiler:
         message = f"field '{text}' is missing"
 
         def field(env: Env) -> Any:
-            v = getter(env.tuples[alias].data)
+            t = env.tuples[alias]
+            v = getter(t.data)
             if v is MISSING:
+                if t is NULL_PADDED:  # a LEFT JOIN's side without a match: its fields are NULL
+                    return None
                 raise BQLEvaluationError(message)
             return v
 
@@ -169,9 +172,9 @@ class _Compiler:
             raise BQLAnalysisError("IS [NOT] MISSING can only be applied to a field", e.span)
         alias = self._alias(operand.stream, operand, f"field '{path_text(operand.path)}'")
         getter = compile_path(operand.path)
-        if e.negated:
-            return lambda env: getter(env.tuples[alias].data) is not MISSING
-        return lambda env: getter(env.tuples[alias].data) is MISSING
+        if e.negated:  # NULL_PADDED's fields are NULL, not missing
+            return lambda env: (t := env.tuples[alias]) is NULL_PADDED or getter(t.data) is not MISSING
+        return lambda env: (t := env.tuples[alias]) is not NULL_PADDED and getter(t.data) is MISSING
 
     def _Cast(self, e: Cast) -> Compiled:
         f = self.compile(e.operand)

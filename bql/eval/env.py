@@ -27,6 +27,11 @@ class Env:
         return f"Env(tuples={self.tuples!r}, aggregates={self.aggregates!r})"
 
 
+NULL_PADDED = Tuple({}, None, 0, "")
+"""The row a LEFT JOIN puts on the side that has no match (``runtime/left_join.py``): every field of
+it reads NULL (not missing), ``x:*`` is an empty map, ``x:ts()`` is NULL. Compared by identity."""
+
+
 class Scope:
     """What a compiled expression may refer to.
 

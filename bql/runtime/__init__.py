@@ -3,6 +3,8 @@
 - a FROM item that is a ``MatchRecognize`` → ``match.MatchRecognizeProcessor``;
 - a Timeplus window function in FROM, a bare stream without RANGE, or an EMIT clause →
   ``timeplus.WindowProcessor``;
+- ``a LEFT JOIN b ON c`` → ``left_join.LeftJoinProcessor`` (the reference kernel with SQL's LEFT JOIN
+  as each step's relation);
 - otherwise the BQL kernel: ``incremental.IncrementalSelectProcessor`` when the statement qualifies
   (``incremental.ineligible_reason``) and the reference kernel is not forced
   (``ProcessorContext.kernel="reference"`` or ``SBPY_KERNEL=reference``), else ``kernel.SelectProcessor``;
@@ -51,6 +53,10 @@ def build_processor(stmt: Select | SelectUnion, context: ProcessorContext | None
         from .timeplus import WindowProcessor
 
         return WindowProcessor(stmt, context)
+    if stmt.left_join_on is not None:
+        from .left_join import LeftJoinProcessor
+
+        return LeftJoinProcessor(stmt, context)
     from .kernel import SelectProcessor
 
     if use_incremental(context):

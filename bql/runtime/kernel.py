@@ -195,15 +195,20 @@ class SelectProcessor:
             self.rows = [r for r in self.rows if removed.isdisjoint(r.ids)]
         fresh = self._new_rows(new, now)
         self.rows.extend(fresh)
+        return self._outputs(self.rows, now)
+
+    def _outputs(self, rows: list[Row], now: _dt.datetime) -> list[dict[str, Any]]:
+        """The step's output rows from its relation: grouped and aggregated, or each row's projection
+        (group keys and projections are computed once per row and cached on it)."""
         if self.grouping is not None:
             keyed = []
-            for row in self.rows:
+            for row in rows:
                 if not row.has_key:
                     row.key, row.has_key = self.grouping.row_key(row.env), True
                 keyed.append((row.env, row.key))
             return self.grouping.evaluate(keyed, now)
         out = []
-        for row in self.rows:
+        for row in rows:
             if row.out is None:
                 row.out = self.select_list.evaluate(row.env)
             out.append(row.out)

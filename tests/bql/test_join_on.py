@@ -92,16 +92,26 @@ def test_join_reads_ctes_and_subqueries():
     assert out.outputs == plain.outputs and out.outputs
 
 
+FULL = ("FULL OUTER JOIN is not supported: sbpy has inner, LEFT and RIGHT joins of windows; "
+        "write a LEFT JOIN and a RIGHT JOIN as two SELECTs (UNION ALL)")
+PAIR = ("a LEFT JOIN joins exactly two relations; join more in a CREATE STREAM or a subquery that reads "
+        "the LEFT JOIN's output")
 ERRORS = [  # statement, line:column of the caret, reason
-    ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] LEFT JOIN b [RANGE 1 TUPLES] ON a:k = b:k", "1:42",
-     "LEFT JOIN is not supported: sbpy joins the windows' relations with an inner join only; "
-     "write [INNER] JOIN ... ON, or keep the unmatched rows with a separate SELECT"),
-    ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES]\n  full outer join b [RANGE 1 TUPLES] ON a:k = b:k", "2:3",
-     "FULL OUTER JOIN is not supported: sbpy joins the windows' relations with an inner join only; "
-     "write [INNER] JOIN ... ON, or keep the unmatched rows with a separate SELECT"),
-    ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] RIGHT JOIN b [RANGE 1 TUPLES] USING (k)", "1:42",
-     "RIGHT JOIN is not supported: sbpy joins the windows' relations with an inner join only; "
-     "write [INNER] JOIN ... ON, or keep the unmatched rows with a separate SELECT"),
+    ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES]\n  full outer join b [RANGE 1 TUPLES] ON a:k = b:k", "2:3", FULL),
+    ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] LEFT JOIN b [RANGE 1 TUPLES] ON a:k = b:k\n"
+     "  JOIN c [RANGE 1 TUPLES] ON c:k = b:k", "2:3", PAIR),
+    ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] JOIN b [RANGE 1 TUPLES] ON a:k = b:k\n"
+     "  RIGHT OUTER JOIN c [RANGE 1 TUPLES] ON c:k = b:k", "2:3", PAIR.replace("LEFT", "RIGHT")),
+    ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] LEFT JOIN b [RANGE 1 TUPLES] ON a:k = b:k, c [RANGE 1 TUPLES]",
+     "1:85", "a LEFT JOIN cannot be combined with other relations in FROM; join them in a SELECT that reads "
+     "the LEFT JOIN's output"),
+    ("SELECT RSTREAM * FROM c [RANGE 1 TUPLES], a [RANGE 2 TUPLES] LEFT JOIN b [RANGE 1 TUPLES] USING (k)",
+     "1:23", "a LEFT JOIN cannot be combined with other relations in FROM; join them in a SELECT that reads "
+     "the LEFT JOIN's output"),
+    ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] LEFT JOIN b ON a:k = b:k", "1:52",
+     "'b' needs a RANGE window in a LEFT JOIN"),
+    ("SELECT a:x FROM tumble(a, 5 SECONDS) LEFT JOIN b [RANGE 1 TUPLES] ON a:k = b:k", "1:17",
+     "a LEFT JOIN cannot read a WindowFunction (yet); read its output stream with a RANGE window"),
     ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] JOIN b [RANGE 1 TUPLES] WHERE a:k = b:k", "1:42",
      "JOIN needs a condition: ON <condition> or USING (<field>, ...) (CROSS JOIN for the cross product)"),
     ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES]\nINNER JOIN b [RANGE 1 TUPLES]", "2:7",

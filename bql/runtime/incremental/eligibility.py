@@ -10,6 +10,7 @@ for deterministic expressions. A statement stays on the reference ``SelectProces
 - has a ``RANGE n TUPLES`` window with ``n < 1`` (a new entry would leave its window in its own step);
 - reads a FROM item the BQL kernel does not read (the reference raises the error);
 - has DISTINCT or ORDER BY (the reference shapes each step's whole relation, ``relation_shape.py``).
+- is a LEFT JOIN (``left_join.py`` computes it; ``build_processor`` never asks).
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def ineligible_reason(select: Select, registry: Any = None) -> str | None:
             return "a window of fewer than one tuple"
     if select.distinct or select.order_by:
         return "DISTINCT / ORDER BY shape each step's whole relation"
+    if select.left_join_on is not None:
+        return "a LEFT JOIN runs in its own kernel (runtime/left_join.py)"
     exprs = [p.expr for p in select.projections] + list(select.group_by)
     exprs += [e for e in (select.where, select.having) if e is not None]
     for e in exprs:
