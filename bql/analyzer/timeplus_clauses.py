@@ -49,9 +49,9 @@ def _count_star(node):
     return node
 
 
-def _aliases(select: Select) -> dict[str, object]:
+def _aliases(projections) -> dict[str, object]:
     out: dict[str, object] = {}
-    for p in select.projections:
+    for p in projections:
         label = p.alias
         if label is None or label.star or len(label.steps) != 1 or not isinstance(label.steps[0], KeyStep):
             continue
@@ -87,7 +87,7 @@ def prepare_timeplus(select: Select) -> Select:
         changes["projections"] = projections
     having = select.having
     if having is not None:
-        having = _substitute_aliases(transform(having, _count_star), _aliases(select))
+        having = _substitute_aliases(transform(having, _count_star), _aliases(projections))
         if having != select.having:
             changes["having"] = having
     return dataclasses.replace(select, **changes) if changes else select

@@ -62,6 +62,13 @@ def test_having_on_an_alias_is_having_on_its_expression(template, bound, evs):
     assert alias == written
 
 
+def test_having_alias_of_count_without_argument():
+    rows = [{"ts": T0 + i} for i in (0, 1, 6, 11, 12, 13)]
+    out = run_query("SELECT RSTREAM window_start, count() AS c FROM tumble(src, ts, 5s) GROUP BY window_start "
+                    "HAVING c > 1", {"src": rows})
+    assert out == [{"window_start": T0, "c": 2}, {"window_start": T0 + 10, "c": 3}]
+
+
 def test_an_alias_wins_over_an_input_field_of_the_same_name_in_having():
     rows = [{"ts": T0 + i, "v": v} for i, v in enumerate([5, 1, 1])]
     # v in HAVING is max(v) (= 5), not an input field: the window passes

@@ -1,0 +1,84 @@
+"""Timeplus query syntax through the REST API (docs/timeplus.md): interval shorthands, the time-zone
+argument, count(), HAVING on an alias, LIMIT ... OFFSET, latest / earliest / any / max_k, lag and
+emit_version in streams written to a file sink, and their syntax and analysis errors with positions.
+Topologies run on the Spark-free local runner; each sink file must hold exactly what the in-process
+runtime gives for the same query and input."""
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from local_runner import start_local
+from sbpy.bql.runtime.testing import run_query_detailed
+from sbpy.server.nodes.source_node import wait_until
+from sbpy.server.topology import Topology
+
+T0 = 1580673600
+ROWS = [{"ts": T0 + (i * 7) % 50 + i // 3, "k": "ab"[i % 2], "v": (i * 5) % 11 - 3} for i in range(60)]
+
+
+@pytest.fixture
+def local(server_factory, tmp_path):
+    srv = server_factory({"storage": {"file_roots": [str(tmp_path)]}},
+                         topology_factory=lambda name, ctx: Topology(name, ctx, query_starter=start_local))
+    with srv.client() as c:
+        assert c.post("/topologies", json={"name": "t"}).status_code == 200
+        yield c
+
+
+def post(c: httpx.Client, script: str) -> httpx.Response:
+    return c.post("/topologies/t/queries", json={"queries": script})
+
+
+QUERIES = [
+    'SELECT RSTREAM window_start, k, count() AS c, latest(v) AS l, earliest(v) AS e, any(v) AS a, '
+    'max_k(v, 2) AS top, emit_version() AS ev FROM tumble(s, ts, 5s, "UTC") GROUP BY window_start, k '
+    "HAVING c > 1 LIMIT 6 OFFSET 2 EMIT AFTER WATERMARK WITH DELAY 2s",
+    "SELECT RSTREAM window_end, count() AS c FROM hop(s, ts, 10s, 1m) GROUP BY window_end",
+    'SELECT RSTREAM v, lag(v) AS p1, lag(v, 3, -100) AS p3 FROM s WHERE k = "a" EMIT ON UPDATE',
+    "SELECT RSTREAM k, count() AS c, emit_version() AS ev FROM s GROUP BY k LIMIT 10 OFFSET 5 EMIT ON UPDATE",
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_stream_through_the_server_equals_the_runtime(local, tmp_path, query):
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    expected = run_query_detailed(query, {"s": ROWS})
+    assert expected.outputs
+    r = post(local, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";
+                        CREATE STREAM x AS {query};
+                        CREATE SINK k TYPE file WITH path = "{tmp_path}/out.jsonl";
+                        INSERT INTO k FROM x;
+                        RESUME SOURCE s;""")
+    assert r.status_code == 200, r.text
+
+    def received() -> int:
+        return local.get("/topologies/t/sinks/k").json()["sink"]["status"]["input_stats"]["num_received_total"]
+
+    assert wait_until(lambda: received() >= len(expected.outputs), 60), received()
+    assert post(local, "DROP SINK k;").status_code == 200  # closes the file
+    got = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert got == expected.outputs
+
+
+def test_syntax_error_of_an_interval_unit_points_at_it(local):
+    r = post(local, "SELECT RSTREAM count() AS c FROM tumble(s, ts, 5M) GROUP BY window_start;")
+    err = r.json()["error"]
+    assert r.status_code == 400 and err["code"] == "E0006"
+    lines = err["meta"]["parse_errors"]
+    assert lines[0] == "statement has a syntax error near line 1, symbol 49:"
+    assert lines[2] == " " * 48 + "^"
+
+
+def test_unknown_time_zone_and_misplaced_lag_are_refused(local, tmp_path):
+    (tmp_path / "in.jsonl").write_text("")
+    assert post(local, f'CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";').status_code == 200
+    zone = post(local, 'CREATE STREAM x AS SELECT RSTREAM count() AS c FROM tumble(s, ts, 5s, "Nowhere/City") '
+                       "GROUP BY window_start;").json()["error"]
+    assert zone["code"] == "E0006" and "unknown time zone 'Nowhere/City' in 'tumble'" in "\n".join(
+        zone["meta"]["parse_errors"])
+    lag = post(local, "CREATE STREAM y AS SELECT RSTREAM v FROM s WHERE lag(v) > 0 EMIT ON UPDATE;").json()["error"]
+    assert lag["code"] == "E0007" and "lag() can only be used in the select list" in lag["meta"]["error"]
+    offset = post(local, "CREATE STREAM z AS SELECT ISTREAM v FROM s [RANGE 1 TUPLES] LIMIT 1 OFFSET 1;").json()
+    assert "OFFSET can only be used in a Timeplus query" in offset["error"]["meta"]["error"]
