@@ -180,6 +180,12 @@ class JoinPlan:
 
     def combos(self, index: JoinIndex, new: dict[int, Entry]) -> list[Combo]:
         """The combinations containing a new entry that pass WHERE (raises like the reference)."""
+        if len(new) == 1 and self.hashed and len(self.slots) == 2:  # the common join step
+            ((k, entry),) = new.items()
+            # ``_irregular_involved``: no other entry of FROM item k takes part in the step
+            if index.facts[entry.eid].irregular or index.irregular[1 - k]:
+                return self._product(new)
+            return self._pair(index, k, entry)
         if len(self.slots) == 1:
             (entry,) = new.values()
             env = Env({self.aliases[0]: entry.tuple})
@@ -188,8 +194,6 @@ class JoinPlan:
             return []
         if not self.hashed or self._irregular_involved(index, new):
             return self._product(new)
-        if len(new) == 1 and len(self.slots) == 2:
-            return self._pair(index, new)
         out: list[Combo] = []
         order = list(new)
         n = len(self.slots)
@@ -200,9 +204,8 @@ class JoinPlan:
             self._walk(0, k, chosen, skip, index, out)
         return out
 
-    def _pair(self, index: JoinIndex, new: dict[int, Entry]) -> list[Combo]:
+    def _pair(self, index: JoinIndex, k: int, entry: Entry) -> list[Combo]:
         """``_walk`` for two FROM items and one new entry (the common join step)."""
-        ((k, entry),) = new.items()
         s = 1 - k
         e, _, pos = self.links[k][s]
         key = index.facts[entry.eid].keys[pos]
@@ -213,7 +216,7 @@ class JoinPlan:
         where, decided = self.where, self.key_decides
         out: list[Combo] = []
         mine = entry.tuple
-        for other in list(bucket.values()):
+        for other in bucket.values():
             if k == 0:
                 env = Env({a0: mine, a1: other.tuple})
                 ids = (entry.eid, other.eid)
