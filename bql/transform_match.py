@@ -1,16 +1,37 @@
 """Parse tree → AST for MATCH_RECOGNIZE: the clause, its row pattern algebra, and the rewrite of
-navigation calls (PREV/NEXT/FIRST/LAST, CLASSIFIER, MATCH_NUMBER) inside its expressions.
+navigation calls (PREV/NEXT/FIRST/LAST, CLASSIFIER, MATCH_NUMBER) inside its expressions; Flink's
+``WITHIN INTERVAL 'n' unit``, the SETTINGS clause and ``A.*`` (docs/match-recognize.md).
 """
 from __future__ import annotations
 
-from .ast import (
-    AfterMatchSkip, Classifier, FieldRef, FunctionCall, Interval, KeyStep, Literal, MatchNumber,
-    MatchRecognize, MatchSetting, Measure, Navigation, PatternAlt, PatternAnchor, PatternConcat,
-    PatternEmpty, PatternExclusion, PatternPermute, PatternQuantified, PatternVar, StreamRef,
-    SubsetDef, VariableDef, Wildcard,
-)
 from lark import Token
 
+from .ast import (
+    AfterMatchSkip,
+    Classifier,
+    FieldRef,
+    FunctionCall,
+    Interval,
+    KeyStep,
+    Literal,
+    MatchNumber,
+    MatchRecognize,
+    MatchSetting,
+    Measure,
+    Navigation,
+    PatternAlt,
+    PatternAnchor,
+    PatternConcat,
+    PatternEmpty,
+    PatternExclusion,
+    PatternPermute,
+    PatternQuantified,
+    PatternVar,
+    StreamRef,
+    SubsetDef,
+    VariableDef,
+    Wildcard,
+)
 from .transform_base import fail, ident, rewrite, span_of
 from .transform_expr import int_value
 

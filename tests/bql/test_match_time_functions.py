@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from match_time_util import T0, feed_steps, outputs, processor
-
 from sbpy.bql.ast.unparse import unparse
 from sbpy.bql.errors import BQLAnalysisError
 from sbpy.bql.parser import parse_one

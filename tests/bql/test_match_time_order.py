@@ -3,7 +3,6 @@ row limit, partition or global watermark), WITHIN ending attempts when the water
 snapshots with the global clock — golden cases step by step."""
 import pytest
 from match_time_util import dropped, feed_steps, outputs, processor
-
 from sbpy.bql.ast.unparse import unparse
 from sbpy.bql.errors import BQLAnalysisError
 from sbpy.bql.parser import parse_one
@@ -32,7 +31,7 @@ def test_a_desc_key_orders_rows_of_equal_time(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_ties_of_every_key_keep_their_arrival_order(engine):
     rows = [{"t": 1, "w": 0, "v": 1}, {"t": 1, "w": 0, "v": 2}, {"t": 1, "w": 0, "v": 3}]
-    p = processor(f"ORDER BY t, w DESC MEASURES count(*) AS n PATTERN (A B C) "
+    p = processor("ORDER BY t, w DESC MEASURES count(*) AS n PATTERN (A B C) "
                   "DEFINE A AS v = 1, B AS v = 2, C AS v = 3", engine=engine)
     assert outputs(feed_steps(p, rows)) == [{"n": 3}]
 
@@ -100,8 +99,9 @@ def test_a_row_too_far_ahead_is_dropped_and_does_not_move_time(engine):
     body = f"ORDER BY t {ONE} SETTINGS time_order_recover_delay = 1, time_order_recover_ahead = 5"
     rows = [{"t": 1, "v": 1}, {"t": 100, "v": 9}, {"t": 2, "v": 2}, {"t": 3, "v": 3}, {"t": 4, "v": 0}]
     steps = feed_steps(processor(body, engine=engine), rows)
-    assert dropped(steps) == [({"t": 100, "v": 9}, "MATCH_RECOGNIZE: row is further ahead of the stream's time "
-                               "than time_order_recover_ahead (5) allows and was dropped", "input")]
+    ahead = ("MATCH_RECOGNIZE: row is further ahead of the stream's time than time_order_recover_ahead (5) "
+             "allows and was dropped")
+    assert dropped(steps) == [({"t": 100, "v": 9}, ahead, "input")]
     assert per_step(steps) == [[], [], [], [], [{"s": 1, "e": 3}], []]
 
 

@@ -1,11 +1,14 @@
 """``MatchRecognizeProcessor``: SELECT ... FROM stream MATCH_RECOGNIZE (...) as a per-tuple processor.
 
 Each arriving tuple goes to its partition (PARTITION BY values), through the ORDER BY reorder buffer
-(``Rows``) into the matcher; the matches it resolves are rendered (``OutputBuilder``), then the outer
-SELECT list and WHERE are applied. Only RSTREAM: the rows a tuple produces are emitted when it arrives.
-A match whose measures need a later row (NEXT) waits in the partition's queue until that row arrives
-or the input ends. ``finish`` ends every partition (held rows released, ``$`` decided, open matches
-finalised as at the end of a table).
+(``Rows``, configured by the clause's SETTINGS: ``time_order.py``) into the matcher; the matches it
+resolves are rendered (``OutputBuilder``), then the outer SELECT list and WHERE are applied. Only
+RSTREAM: the rows a tuple produces are emitted when it arrives. With the global watermark, a tuple that
+moves the stream's time also releases (and matches) the held rows of the other partitions; with WITHIN,
+attempts older than the span end once the watermark passes it. A match whose measures need a later row
+(NEXT) waits in the partition's queue until that row arrives or the input ends. ``finish`` ends every
+partition (held rows released, ``$`` decided, open matches finalised as at the end of a table).
+docs/match-recognize.md states the time rules.
 """
 from __future__ import annotations
 
