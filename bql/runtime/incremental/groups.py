@@ -53,9 +53,10 @@ class GroupItem:
         if "flat" not in state[1]:
             self.flat = is_flat(self.data)
 
-    def copy(self) -> dict[str, Any]:
-        """The row an output tuple carries (``relation.emitted_copy``)."""
-        return self.data.copy() if self.flat else _copy(self.data)
+
+def emitted_copies(items: list[GroupItem]) -> list[dict[str, Any]]:
+    """The rows output tuples carry for ``items`` (``relation.emitted_copy``, flatness known)."""
+    return [item.data.copy() if item.flat else _copy(item.data) for item in items]
 
 
 class Group:
@@ -104,6 +105,7 @@ class IncrementalGrouping:
             self.args.append(_true if type(arg) is Wildcard and arg.stream is None else compile_expr(arg, scope))
         # (aggregate index, argument) of the aggregates kept as states
         self.stateful = [(j, fn) for j, fn in enumerate(self.args) if fn is not None]
+        self.all_stateful = len(self.stateful) == len(self.args)
         key_fns = grouping.key_fns
         if len(key_fns) == 1:
             (only,) = key_fns
@@ -217,15 +219,18 @@ class IncrementalGrouping:
         return items
 
     def _output(self, group: Group) -> GroupItem | None:
-        values = []
-        envs = None
-        for agg, state, irregular in zip(self.grouping.aggregates, group.states, group.irregular):
-            if state is None or irregular:
-                if envs is None:
-                    envs = [r.env for r in group.members.values()]
-                values.append(agg.evaluate(envs))
-            else:
-                values.append(state.result())
+        if self.all_stateful and not any(group.irregular):
+            values = [state.result() for state in group.states]
+        else:
+            values = []
+            envs = None
+            for agg, state, irregular in zip(self.grouping.aggregates, group.states, group.irregular):
+                if state is None or irregular:
+                    if envs is None:
+                        envs = [r.env for r in group.members.values()]
+                    values.append(agg.evaluate(envs))
+                else:
+                    values.append(state.result())
         for first in group.members.values():
             return self._item(first.pos, Env(first.env.tuples, values, None))
         raise AssertionError("a group without rows is evaluated")

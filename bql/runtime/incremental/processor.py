@@ -27,7 +27,7 @@ from ..kernel import SelectProcessor, _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..windows import Entry
 from .emitter import DeltaEmitter, row_key
-from .groups import GroupTable, IncrementalGrouping
+from .groups import GroupTable, IncrementalGrouping, emitted_copies
 from .join import JoinPlan
 from .ordered_window import OrderedWindow
 from .plain_select import plain_evaluator
@@ -209,8 +209,8 @@ class IncrementalSelectProcessor(SelectProcessor):
             groups.add_row(table, row)
         removed, added = groups.evaluate(table)
         if self.delta is None:
-            return [item.copy() for item in groups.current(table)]
-        return [item.copy() for item in self.delta.apply(removed, added)]
+            return emitted_copies(groups.current(table))
+        return emitted_copies(self.delta.apply(removed, added))
 
     # ------------------------------------------------------------ snapshot / restore
 
