@@ -141,11 +141,14 @@ def _implementation(proc: Any) -> str:
     """How the kernel computes a stage (which SELECT kernel, which MATCH_RECOGNIZE engine)."""
     from sbpy.bql.runtime.incremental.processor import IncrementalSelectProcessor
     from sbpy.bql.runtime.kernel import SelectProcessor
+    from sbpy.bql.runtime.left_join import LeftJoinProcessor
     from sbpy.bql.runtime.match.processor import MatchRecognizeProcessor
     from sbpy.bql.runtime.union import UnionProcessor
 
     if isinstance(proc, IncrementalSelectProcessor):
         return proc.kernel_description()
+    if isinstance(proc, LeftJoinProcessor):
+        return "LEFT JOIN kernel (the reference SELECT kernel with SQL's LEFT JOIN as each step's relation)"
     if isinstance(proc, SelectProcessor):
         return "reference SELECT kernel" + (" (fast path)" if proc.fast else "")
     if isinstance(proc, MatchRecognizeProcessor):

@@ -236,3 +236,18 @@ def test_kernel_analyzer_and_unparse():
     with pytest.raises(BQLAnalysisError) as info:
         parse_select("SELECT RSTREAM l:v FROM l [RANGE 2 TUPLES] LEFT JOIN r [RANGE 1 TUPLES] ON k = r:k")
     assert info.value.message == "'k' needs a stream prefix (such as 'l:') when FROM has several streams"
+
+
+def test_plan_names_the_kernel_and_a_subquery_can_be_joined():
+    from sbpy.bql.plan.planner import describe_stage
+
+    text = "SELECT RSTREAM l:v FROM l [RANGE 2 TUPLES] LEFT JOIN r [RANGE 1 TUPLES] ON l:k = r:k"
+    stage = describe_stage("q", text, ["l", "r"])
+    assert stage.kernel == "select" and not stage.stateless
+    assert stage.implementation.startswith("LEFT JOIN kernel")
+    query = ("SELECT RSTREAM l:v AS lv, t:v AS tv FROM l [RANGE 2 TUPLES] LEFT JOIN "
+             "(SELECT ISTREAM k, v * 10 AS v FROM r [RANGE 1 TUPLES]) [RANGE 1 TUPLES] AS t ON l:k = t:k")
+    result = run_query_detailed(query, {"l": [{"k": 1, "v": 1}, {"k": 2, "v": 2}], "r": [{"k": 2, "v": 3}]},
+                                ["l", "r", "l"])
+    assert result.outputs == [{"lv": 1, "tv": None}, {"lv": 1, "tv": None}, {"lv": 1, "tv": None},
+                              {"lv": 2, "tv": 30}]
