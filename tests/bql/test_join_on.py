@@ -175,3 +175,35 @@ def test_join_words_stay_names_elsewhere():
     assert [i.name for i in stmt.from_items] == ["left", "inner"]
     plain = parse_one("SELECT RSTREAM join, on, using, cross, left, full FROM s [RANGE 1 TUPLES]")
     assert len(plain.projections) == 6
+
+
+def _interval_pairs(events: list[tuple[str, dict]], bound: int) -> list[dict]:
+    """Flink's inner interval join ``a.k = b.k AND b.ts BETWEEN a.ts - bound AND a.ts`` over input in
+    time order: each pair once, when its later element arrives, partners in arrival order."""
+    seen: dict[str, list[dict]] = {"a": [], "b": []}
+    out = []
+    for side, row in events:
+        for other in seen["b" if side == "a" else "a"]:
+            a, b = (row, other) if side == "a" else (other, row)
+            if a["k"] == b["k"] and a["ts"] - bound <= b["ts"] <= a["ts"]:
+                out.append({"aid": a["id"], "bid": b["id"]})
+        seen[side].append(row)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 1), st.integers(0, 2)), max_size=16),
+       st.integers(1, 3))
+def test_interval_join_recipe_equals_flinks_interval_join_on_ordered_input(steps, bound):
+    """docs/sql-breadth.md: with time windows of the bound, ``b:ts() <= a:ts()`` in ON, ISTREAM and both
+    sides' ids in the select list, each pair is emitted once, when its later tuple arrives."""
+    events, ts = [], 0
+    for i, (side, k, gap) in enumerate(steps):
+        ts += gap  # non-decreasing timestamps (equal ones too)
+        events.append((side, {"id": i, "k": k, "ts": ts}))
+    inputs = {"a": [r for s, r in events if s == "a"], "b": [r for s, r in events if s == "b"]}
+    query = (f"SELECT ISTREAM a:id AS aid, b:id AS bid FROM a [RANGE {bound} SECONDS] JOIN b [RANGE {bound} SECONDS] "
+             "ON a:k = b:k AND b:ts() <= a:ts()")
+    result = run_query_detailed(query, inputs, [s for s, _ in events], timestamp_field="ts")
+    assert not result.dropped
+    assert result.outputs == _interval_pairs(events, bound)
