@@ -34,6 +34,7 @@ from .ast import (
     FromItem,
     KeyStep,
     MatchRecognize,
+    Node,
     StreamRef,
     SubqueryRef,
     TimestampRef,
@@ -119,9 +120,10 @@ class JoinRules:
         return Span(found.start(), found.end(), 0, 0) if found else None
 
 
-def flatten_joins(entries: list, where: Expr | None) -> tuple[tuple[FromItem, ...], Expr | None, Expr | None]:
+def flatten_joins(entries: list, where: Expr | None,
+                  emit: Node | None = None) -> tuple[tuple[FromItem, ...], Expr | None, Expr | None]:
     """The FROM items, WHERE clause and LEFT JOIN condition of a Select whose FROM entries may be join
-    chains."""
+    chains (``emit``: the Select's EMIT clause, which a LEFT JOIN cannot have)."""
     items: list[FromItem] = []
     conditions: list[Expr] = []
     outer = [e for e in entries if isinstance(e, JoinChain) and e.left_on is not None]
@@ -130,6 +132,9 @@ def flatten_joins(entries: list, where: Expr | None) -> tuple[tuple[FromItem, ..
         at = other.items[0] if isinstance(other, JoinChain) else other
         raise fail("a LEFT JOIN cannot be combined with other relations in FROM; join them in a "
                    "SELECT that reads the LEFT JOIN's output", at)
+    if outer and emit is not None:
+        raise fail("a LEFT JOIN runs on RANGE windows with an emitter; EMIT belongs to Timeplus window "
+                   "queries", emit)
     if outer:
         return outer[0].items, where, outer[0].left_on
     for entry in entries:

@@ -110,6 +110,8 @@ ERRORS = [  # statement, line:column of the caret, reason
      "the LEFT JOIN's output"),
     ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] LEFT JOIN b ON a:k = b:k", "1:52",
      "'b' needs a RANGE window in a LEFT JOIN"),
+    ("SELECT a:x FROM a [RANGE 1 TUPLES] LEFT JOIN b [RANGE 1 TUPLES] ON a:k = b:k EMIT ON UPDATE", "1:78",
+     "a LEFT JOIN runs on RANGE windows with an emitter; EMIT belongs to Timeplus window queries"),
     ("SELECT a:x FROM tumble(a, 5 SECONDS) LEFT JOIN b [RANGE 1 TUPLES] ON a:k = b:k", "1:17",
      "a LEFT JOIN cannot read a WindowFunction (yet); read its output stream with a RANGE window"),
     ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] JOIN b [RANGE 1 TUPLES] WHERE a:k = b:k", "1:42",
