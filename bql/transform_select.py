@@ -180,18 +180,47 @@ class SelectRules:
     def repeat(self, meta, *toks):
         return bool(toks)
 
-    def emit_after_watermark(self, meta, delay=None):
-        return ("emit", EmitClause("after_watermark", delay, span=span_of(meta)))
+    def emit_stream(self, meta, *toks):
+        return None  # EMIT STREAM ...: Timeplus' optional word, no meaning of its own
 
-    def emit_after_window_close(self, meta, delay=None):
-        return ("emit", EmitClause("after_watermark", delay, spelled_window_close=True,
-                                   span=span_of(meta)))
+    def proctime(self, meta, *toks):
+        return bool(toks)
 
-    def emit_on_update(self, meta, delay=None):
-        return ("emit", EmitClause("on_update", delay, span=span_of(meta)))
+    def emit_timeout(self, meta, interval):
+        return ("timeout", interval, False)
 
-    def emit_periodic(self, meta, period, repeat):
-        return ("emit", EmitClause("periodic", period=period, repeat=repeat, span=span_of(meta)))
+    def emit_last(self, meta, interval, proctime):
+        return ("last", interval, proctime)
+
+    def emit_after_watermark(self, meta, *rest):
+        return ("emit", _emit_clause(meta, "after_watermark", rest))
+
+    def emit_after_window_close(self, meta, *rest):
+        return ("emit", _emit_clause(meta, "after_watermark", rest, spelled_window_close=True))
+
+    def emit_on_update(self, meta, *rest):
+        return ("emit", _emit_clause(meta, "on_update", rest))
+
+    def emit_periodic(self, meta, _stream, period, repeat, *extras):
+        return ("emit", _emit_clause(meta, "periodic", extras, period=period, repeat=repeat))
+
+    def emit_extras_only(self, meta, *rest):
+        return ("emit", _emit_clause(meta, "after_watermark", rest, implicit=True))
+
+
+def _emit_clause(meta, kind: str, rest, **kw) -> EmitClause:
+    """An EmitClause from the children after EMIT: an optional delay, then ``AND TIMEOUT`` / ``AND LAST``."""
+    delay = next((r for r in rest if isinstance(r, Interval)), None)
+    extras = {}
+    for r in rest:
+        if isinstance(r, tuple):
+            if r[0] in extras:
+                raise fail(f"EMIT has {r[0].upper()} twice", r[1])
+            extras[r[0]] = r
+    last = extras.get("last")
+    timeout = extras.get("timeout")
+    return EmitClause(kind, delay, timeout=timeout[1] if timeout else None, last=last[1] if last else None,
+                      last_proctime=bool(last and last[2]), span=span_of(meta), **kw)
 
 
 def _number(tok: Token) -> int | float:

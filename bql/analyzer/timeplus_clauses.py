@@ -9,7 +9,11 @@ A *Timeplus query* is a SELECT that runs in the Timeplus window operator: it has
   expression, as in Proton/ClickHouse where an alias wins over an input column of the same name.
   SensorBee queries keep SensorBee's reading (``count()`` is an arity error, ``c`` in HAVING is the
   input field ``c``).
-- ``check_timeplus_clauses``: ``OFFSET`` needs a Timeplus query without ORDER BY; ``lag(x[, n[, d]])``
+- ``prepare_timeplus`` also resolves an EMIT written without a policy (``EMIT LAST 1h``, ``EMIT TIMEOUT
+  5s``): ``AFTER WATERMARK`` over a window function, Proton's ``PERIODIC 2s`` over a bare stream.
+- ``check_timeplus_clauses``: ``AND TIMEOUT`` needs an aggregation over tumble/hop/session; ``AND LAST``
+  on a global aggregation needs the PERIODIC policy (elsewhere it is accepted and changes nothing:
+  sbpy keeps no history to backfill); ``OFFSET`` needs a Timeplus query without ORDER BY; ``lag(x[, n[, d]])``
   stands only in the select list of a non-aggregating Timeplus query, outside other ``lag`` calls,
   with ``n`` an integer literal from 1 to ``MAX_LAG``; ``emit_version()`` stands only in the select list
   or HAVING of an aggregating Timeplus query, outside aggregate calls.
@@ -19,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..ast import (
-    FieldRef, FunctionCall, KeyStep, Literal, Select, Statement, StreamRef, Wildcard, WindowFunction,
+    FieldRef, FunctionCall, Interval, KeyStep, Literal, Select, Statement, StreamRef, Wildcard, WindowFunction,
 )
 from .aggregates import is_aggregating
 from ..transform_base import rewrite as transform
@@ -77,11 +81,31 @@ def _substitute_aliases(expr, aliases: dict[str, object]):
     return transform(expr, swap)
 
 
+GLOBAL_PERIOD = Interval(2, "seconds", "2s")  # Proton's default emission of a global aggregation
+
+
+def _windowed(select: Select) -> bool:
+    return any(isinstance(item, WindowFunction) for item in select.from_items)
+
+
+def _resolve_emit(select: Select):
+    emit = select.emit
+    if emit is None or not emit.implicit or emit.kind != "after_watermark":
+        return emit
+    if _windowed(select):
+        return emit
+    return dataclasses.replace(emit, kind="periodic", period=GLOBAL_PERIOD)
+
+
 def prepare_timeplus(select: Select) -> Select:
-    """``select`` with the Timeplus readings of ``count()`` and HAVING aliases applied (others unchanged)."""
+    """``select`` with the Timeplus readings of ``count()``, HAVING aliases and a policy-less EMIT applied
+    (others unchanged)."""
     if not is_timeplus_select(select):
         return select
     changes = {}
+    emit = _resolve_emit(select)
+    if emit is not select.emit:
+        changes["emit"] = emit
     projections = tuple(transform(p, _count_star) for p in select.projections)
     if projections != select.projections:
         changes["projections"] = projections
@@ -138,9 +162,21 @@ def _check_emit_version(select: Select, timeplus: bool, ctx: Context) -> None:
                         raise fail("emit_version() cannot be an aggregate's argument", call)
 
 
+def _check_emit_extras(select: Select, ctx: Context) -> None:
+    emit = select.emit
+    if emit is None:
+        return
+    aggregating = is_aggregating(select, ctx)
+    if emit.timeout is not None and not (_windowed(select) and aggregating):
+        raise fail("EMIT ... TIMEOUT needs an aggregation over tumble, hop or session", emit.timeout)
+    if emit.last is not None and aggregating and not _windowed(select) and emit.kind != "periodic":
+        raise fail("EMIT LAST on a global aggregation needs EMIT PERIODIC (its default)", emit.last)
+
+
 def check_timeplus_clauses(stmt: Statement, ctx: Context) -> None:
     for select in selects_of(stmt):
         timeplus = is_timeplus_select(select)
+        _check_emit_extras(select, ctx)
         if select.offset is not None:
             if not timeplus:
                 raise fail("OFFSET can only be used in a Timeplus query (tumble/hop/session, a bare stream "

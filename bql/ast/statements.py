@@ -133,13 +133,19 @@ class Projection(Node):
 @node
 class EmitClause(Node):
     """Timeplus EMIT: ``kind`` is ``after_watermark`` (also AFTER WINDOW CLOSE), ``on_update`` or
-    ``periodic``. ``delay`` for the first two, ``period`` and ``repeat`` for periodic."""
+    ``periodic``. ``delay`` for the first two, ``period`` and ``repeat`` for periodic. ``AND TIMEOUT t``
+    (``timeout``) and ``AND LAST x [ON PROCTIME]`` (``last``, ``last_proctime``); ``implicit``: written
+    without a policy (``EMIT LAST 1h``), which the analyzer's prepare step resolves (docs/timeplus.md)."""
 
     kind: str
     delay: Interval | None = None
     period: Interval | None = None
     repeat: bool = False
     spelled_window_close: bool = False
+    timeout: Interval | None = None
+    last: Interval | None = None
+    last_proctime: bool = False
+    implicit: bool = False
 
 
 @node

@@ -188,15 +188,23 @@ def _Interval(i) -> str:
 
 
 def _EmitClause(e) -> str:
+    extras = []
+    if e.timeout is not None:
+        extras.append(f"TIMEOUT {_Interval(e.timeout)}")
+    if e.last is not None:
+        extras.append(f"LAST {_Interval(e.last)}" + (" ON PROCTIME" if e.last_proctime else ""))
+    if e.implicit:
+        return "EMIT " + " AND ".join(extras)
     if e.kind == "periodic":
-        return f"EMIT PERIODIC {_Interval(e.period)}" + (" REPEAT" if e.repeat else "")
-    if e.kind == "on_update":
+        out = f"EMIT PERIODIC {_Interval(e.period)}" + (" REPEAT" if e.repeat else "")
+    elif e.kind == "on_update":
         out = "EMIT ON UPDATE"
     elif e.spelled_window_close:
         out = "EMIT AFTER WINDOW CLOSE"
     else:
         out = "EMIT AFTER WATERMARK"
-    return out + (f" WITH DELAY {_Interval(e.delay)}" if e.delay is not None else "")
+    out += f" WITH DELAY {_Interval(e.delay)}" if e.delay is not None else ""
+    return "".join([out, *(f" AND {x}" for x in extras)])
 
 
 # ---------------------------------------------------------------------------- MATCH_RECOGNIZE

@@ -89,6 +89,12 @@ class Pane:
             self._groups = groups
         return self._groups
 
+    def replace_rows(self, rows: list[Tuple], key_fn: KeyFn) -> None:
+        """Keep only ``rows`` (EMIT LAST's expiry); the groups are rebuilt, the dirty marks kept."""
+        self.rows = rows
+        self._groups = None
+        self.groups(key_fn)
+
     def key_of(self, row: Tuple, key_fn: KeyFn) -> Any:
         """The group key of a stored row under the current bounds."""
         self.groups(key_fn)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import heapq
+import math
 import pickle
 from typing import Any
 
@@ -39,6 +40,7 @@ from .assign import FixedWindows
 from .emission import AFTER_WATERMARK, ON_UPDATE, PERIODIC, EmitPolicy
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .sessions import SessionTracker
+from .emit_extras import IdleTimeout, LastRange
 from .streaming_calls import StreamingCalls, uses_streaming_calls
 from .timecol import EPOCH, bound_value, datetime_micros, micros_datetime, to_micros
 from .watermark import Watermark
@@ -104,6 +106,8 @@ class WindowProcessor:
         self.sessions = SessionTracker.of(item) if self.kind == "session" else None
         self.watermark = Watermark(self.policy.delay, self.fixed.closed_end if self.fixed else None)
         self.session_keys = [compile_expr(g, scope) for g in select.group_by if not _is_window_column(g)]
+        self.timeout = IdleTimeout.of(select.emit) if self.grouping is not None and self.kind else None
+        self.last_range = LastRange.of(select.emit) if self.grouping is not None and self.kind is None else None
         self.limit = select.limit
         self.offset = select.offset or 0
         self._now: _dt.datetime | None = None
@@ -155,6 +159,8 @@ class WindowProcessor:
             return result
         self._now = _dt.datetime.now(_dt.timezone.utc)
         self.last = (tup.ts, tup.seq)
+        if self.timeout is not None:
+            self.timeout.arrived(datetime_micros(self._now))
         try:
             if self.grouping is None:
                 self._tag_step(tup, result)
@@ -175,6 +181,7 @@ class WindowProcessor:
         self.finished = True
         if self.grouping is not None and self.last is not None:
             self._now = _dt.datetime.now(_dt.timezone.utc)
+            self._expire_last_range()
             panes = list(self.panes.values()) + self.pending
             self._emit(self.policy.at_finish(panes, self._key), self.last, result)
             self.panes, self.by_bounds, self.pending, self.ends = {}, {}, [], []
@@ -186,15 +193,19 @@ class WindowProcessor:
         if self.grouping is None or self.done or self.finished:
             result.done = self.done
             return result
-        if not self.policy.due(datetime_micros(now)):
-            return result
+        now_us = datetime_micros(now)
         self._now = now
-        panes = list(self.panes.values()) + self.pending
-        requests = self.policy.periodic_requests(panes, self._key)
-        self._emit(requests, (now, self.last[1] if self.last else 0), result)
-        for pane in panes:
-            pane.clear_dirty()
-        self.pending = []
+        cause = (now, self.last[1] if self.last else 0)
+        if self.timeout is not None and self.timeout.expired(now_us):
+            self._close_all(cause, result)
+        if self.policy.due(now_us):
+            self._expire_last_range()
+            panes = list(self.panes.values()) + self.pending
+            requests = self.policy.periodic_requests(panes, self._key)
+            self._emit(requests, cause, result)
+            for pane in panes:
+                pane.clear_dirty()
+            self.pending = []
         result.done = self.done
         return result
 
@@ -202,18 +213,27 @@ class WindowProcessor:
         """When ``tick`` next emits: the next period boundary (``EPOCH``, i.e. at once, before the
         first tick) while a tick would emit something; None for other policies, non-aggregating
         queries, a finished query, or when nothing changed since the last emission (no REPEAT)."""
-        if self.grouping is None or self.done or self.finished or self.policy.kind != PERIODIC:
+        if self.grouping is None or self.done or self.finished:
             return None
-        if not self.policy.has_output(list(self.panes.values()) + self.pending):
-            return None
-        due = self.policy.next_due
-        return EPOCH if due is None else micros_datetime(due)
+        candidates = []
+        if self.policy.kind == PERIODIC:
+            sliding = self.last_range is not None and self.last_range.proctime and self.last_range.times
+            if sliding or self.policy.has_output(list(self.panes.values()) + self.pending):
+                due = self.policy.next_due
+                candidates.append(EPOCH if due is None else micros_datetime(due))
+        if self.timeout is not None and self.panes and self.timeout.deadline() is not None:
+            candidates.append(micros_datetime(self.timeout.deadline()))
+        return min(candidates) if candidates else None
 
     def tick_period(self) -> _dt.timedelta | None:
-        """``EMIT PERIODIC n`` of an aggregating query: ``n``; else None (no wall-clock ticks)."""
-        if self.grouping is None or self.policy.kind != PERIODIC:
+        """The wall-clock period of an aggregating query: ``EMIT PERIODIC n`` → n, ``AND TIMEOUT t`` → t
+        (both: their gcd); None when it needs no ticks."""
+        if self.grouping is None:
             return None
-        return _dt.timedelta(microseconds=self.policy.period)
+        periods = [self.policy.period] if self.policy.kind == PERIODIC else []
+        if self.timeout is not None:
+            periods.append(self.timeout.span)
+        return _dt.timedelta(microseconds=math.gcd(*periods)) if periods else None
 
     # ------------------------------------------------------------ non-aggregating queries
 
@@ -248,12 +268,22 @@ class WindowProcessor:
     def _aggregate_step(self, tup: Tuple, result: StepResult) -> None:
         changed: list[tuple[Pane, Any]] = []
         if self.kind is None:
+            t = None
+            if self.last_range is not None:
+                t = datetime_micros(self._now) if self.last_range.proctime else self._time(tup)
+                if self.last_range.is_late(t):
+                    result.dropped.append(Dropped(
+                        tup, f"late tuple: its time {bound_value(t)} is not after the start "
+                             f"{bound_value(self.last_range.late_bound())} of the EMIT LAST range", "input"))
+                    return
             if self._passes(tup):
                 key = self._key(tup)
                 if self.global_pid is None:
                     self.global_pid = self._new_pane(None, None).pid
                 pane = self.panes[self.global_pid]
                 pane.add(tup, key)
+                if self.last_range is not None:
+                    self.last_range.added(t)
                 changed.append((pane, key))
         else:
             t = self._time(tup)
@@ -309,6 +339,18 @@ class WindowProcessor:
         if self.policy.kind == ON_UPDATE:  # the group's key under the session's new bounds (O(rows))
             key = pane.key_of(row, self._key)
         return [(pane, key)]
+
+    def _close_all(self, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
+        """EMIT ... AND TIMEOUT: close every open window; the watermark moves to the largest end."""
+        ends = [p.end for p in self.panes.values() if p.end is not None]
+        if not ends:
+            return
+        self.watermark.observe(max(ends) + self.policy.delay)
+        self._close(cause, result)
+
+    def _expire_last_range(self) -> None:
+        if self.last_range is not None and self.global_pid is not None:
+            self.last_range.expire(self.panes[self.global_pid], datetime_micros(self._now), self._key)
 
     def _close(self, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
         bound = self.watermark.close_bound
@@ -385,6 +427,8 @@ class WindowProcessor:
             "emitted": self.emitted,
             "skipped": self.skipped,
             "calls": self.calls.state() if self.calls is not None else None,
+            "timeout": self.timeout.last_arrival if self.timeout is not None else None,
+            "last_range": self.last_range.state() if self.last_range is not None else None,
             "done": self.done,
             "finished": self.finished,
             "last": self.last,
@@ -410,6 +454,10 @@ class WindowProcessor:
         self.skipped = state.get("skipped", 0)  # snapshots from before OFFSET have none
         if self.calls is not None and state.get("calls") is not None:
             self.calls.load(state["calls"])
+        if self.timeout is not None:
+            self.timeout.last_arrival = state.get("timeout")
+        if self.last_range is not None and state.get("last_range") is not None:
+            self.last_range.load(state["last_range"])
         self.done = state["done"]
         self.finished = state["finished"]
         self.last = state["last"]
