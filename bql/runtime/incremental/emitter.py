@@ -116,10 +116,19 @@ class DeltaEmitter:
     def apply(self, removed: list[Any], added: list[Any]) -> list[Any]:
         """Replace the previous relation by ``previous - removed + added``; the items to emit, in order."""
         istream = self.kind == "istream"
-        if not self.nans.pos and len(added) + len(removed) <= 8:
-            fast = self._distinct_changes(istream, removed, added)
+        if not self.nans.pos:
+            if len(added) == 1 and len(removed) <= 1:
+                fast = self._one_change(istream, removed[0] if removed else None, added[0])
+            elif len(added) + len(removed) <= 8:
+                fast = self._distinct_changes(istream, removed, added)
+            else:
+                fast = None
             if fast is not None:
                 return fast
+        return self._apply_general(istream, removed, added)
+
+    def _apply_general(self, istream: bool, removed: list[Any], added: list[Any]) -> list[Any]:
+        """``apply`` for any change: per changed key, ``c - p`` from the key's class."""
         out: list[Any] = []
         if not istream:
             out.extend(self.nans.items)
@@ -199,4 +208,25 @@ class DeltaEmitter:
                 out.append(cls.items[-1])
         if len(out) > 1:
             out.sort(key=_pos)
+        return out
+
+    def _one_change(self, istream: bool, gone: Any, new: Any) -> list[Any] | None:
+        """``_distinct_changes`` for one added and at most one removed item (the common step)."""
+        if new.nan or (gone is not None and (gone.nan or gone.ekey == new.ekey)):
+            return None
+        classes = self.classes
+        out: list[Any] = []
+        if gone is not None:
+            cls = classes[gone.ekey]
+            if not istream:
+                out.append(cls.items[-1])
+            cls.remove(gone)
+            if not cls.pos:
+                del classes[gone.ekey]
+        cls = classes.get(new.ekey)
+        if cls is None:
+            cls = classes[new.ekey] = KeyClass()
+        cls.insert(new)
+        if istream:
+            out.append(cls.items[-1])
         return out
