@@ -176,10 +176,10 @@ def _item_name(item: FromItem) -> str:
 def _check_scope(cond: Expr, names: list[str]) -> None:
     """Every stream prefix in an ON condition must name a relation joined so far."""
     for node in cond.walk():
-        if isinstance(node, (FieldRef, TimestampRef, Wildcard)) and node.stream is not None:
-            if node.stream not in names:
-                known = ", ".join(f"'{n}'" for n in names)
-                raise fail(f"ON refers to '{node.stream}', which is not joined here (joined: {known})", node)
+        prefixed = isinstance(node, (FieldRef, TimestampRef, Wildcard)) and node.stream is not None
+        if prefixed and node.stream not in names:
+            known = ", ".join(f"'{n}'" for n in names)
+            raise fail(f"ON refers to '{node.stream}', which is not joined here (joined: {known})", node)
 
 
 def _using(names: tuple[Token, ...], first: str, right: str, meta) -> Expr:

@@ -96,18 +96,18 @@ FULL = ("FULL OUTER JOIN is not supported: sbpy has inner, LEFT and RIGHT joins 
         "write a LEFT JOIN and a RIGHT JOIN as two SELECTs (UNION ALL)")
 PAIR = ("a LEFT JOIN joins exactly two relations; join more in a CREATE STREAM or a subquery that reads "
         "the LEFT JOIN's output")
+MIXED = ("a LEFT JOIN cannot be combined with other relations in FROM; join them in a SELECT that reads "
+         "the LEFT JOIN's output")
 ERRORS = [  # statement, line:column of the caret, reason
     ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES]\n  full outer join b [RANGE 1 TUPLES] ON a:k = b:k", "2:3", FULL),
-    ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] LEFT JOIN b [RANGE 1 TUPLES] ON a:k = b:k\n"
-     "  JOIN c [RANGE 1 TUPLES] ON c:k = b:k", "2:3", PAIR),
-    ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] JOIN b [RANGE 1 TUPLES] ON a:k = b:k\n"
-     "  RIGHT OUTER JOIN c [RANGE 1 TUPLES] ON c:k = b:k", "2:3", PAIR.replace("LEFT", "RIGHT")),
+    (("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] LEFT JOIN b [RANGE 1 TUPLES] ON a:k = b:k\n"
+      "  JOIN c [RANGE 1 TUPLES] ON c:k = b:k"), "2:3", PAIR),
+    (("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] JOIN b [RANGE 1 TUPLES] ON a:k = b:k\n"
+      "  RIGHT OUTER JOIN c [RANGE 1 TUPLES] ON c:k = b:k"), "2:3", PAIR.replace("LEFT", "RIGHT")),
     ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] LEFT JOIN b [RANGE 1 TUPLES] ON a:k = b:k, c [RANGE 1 TUPLES]",
-     "1:85", "a LEFT JOIN cannot be combined with other relations in FROM; join them in a SELECT that reads "
-     "the LEFT JOIN's output"),
+     "1:85", MIXED),
     ("SELECT RSTREAM * FROM c [RANGE 1 TUPLES], a [RANGE 2 TUPLES] LEFT JOIN b [RANGE 1 TUPLES] USING (k)",
-     "1:23", "a LEFT JOIN cannot be combined with other relations in FROM; join them in a SELECT that reads "
-     "the LEFT JOIN's output"),
+     "1:23", MIXED),
     ("SELECT RSTREAM * FROM a [RANGE 2 TUPLES] LEFT JOIN b ON a:k = b:k", "1:52",
      "'b' needs a RANGE window in a LEFT JOIN"),
     ("SELECT a:x FROM a [RANGE 1 TUPLES] LEFT JOIN b [RANGE 1 TUPLES] ON a:k = b:k EMIT ON UPDATE", "1:78",

@@ -69,8 +69,8 @@ def test_join_streams_through_the_server_equal_the_kernel(local, tmp_path):
 
 @pytest.mark.parametrize(("statement", "caret", "reason"), [
     ("SELECT RSTREAM * FROM s [RANGE 1 TUPLES] AS a\n  FULL JOIN s [RANGE 1 TUPLES] AS b ON a:id = b:id;", 3,
-     "FULL JOIN is not supported: sbpy has inner, LEFT and RIGHT joins of windows; "
-     "write a LEFT JOIN and a RIGHT JOIN as two SELECTs (UNION ALL)"),
+     ("FULL JOIN is not supported: sbpy has inner, LEFT and RIGHT joins of windows; "
+      "write a LEFT JOIN and a RIGHT JOIN as two SELECTs (UNION ALL)")),
     ("SELECT RSTREAM * FROM s [RANGE 1 TUPLES] AS a\n  JOIN s [RANGE 1 TUPLES] AS b;", 3,
      "JOIN needs a condition: ON <condition> or USING (<field>, ...) (CROSS JOIN for the cross product)"),
     ("SELECT RSTREAM * FROM s [RANGE 1 TUPLES] AS a\n  JOIN s [RANGE 1 TUPLES] AS b ON x:id = b:id;", 35,
