@@ -189,3 +189,22 @@ def test_last_on_windows_and_tails_changes_nothing(evs):
         ("SELECT RSTREAM k, v FROM src WHERE v > 2 EMIT ON UPDATE", " AND LAST 5m"),
     ]:
         assert run_query(q + extra, {"src": rows}) == run_query(q, {"src": rows})
+
+
+# ---------------------------------------------------------------- the fused operator drives the timeout
+
+
+def test_the_operator_ticks_a_timeout_query_at_its_deadline():
+    from sbpy.bql.spark import journal_format as jf
+    from sbpy.bql.spark.operator import Pipeline, StageSpec, tick_interval_ms
+
+    q = "SELECT RSTREAM window_start, count(*) AS c FROM tumble(src, ts, 10s) GROUP BY window_start EMIT TIMEOUT 300ms"
+    assert tick_interval_ms([StageSpec("s", q, ("src",))]) == 300
+    assert tick_interval_ms([StageSpec("s", q.replace("300ms", "1h"), ("src",))]) == 1000
+    p = Pipeline([StageSpec("s", q, ("src",))])
+    assert p.next_tick() is None
+    p.run([(1, "src", 1000, jf.encode_data({"ts": T0 + 1}), False)])
+    due = p.next_tick()
+    assert due is not None and p.tick(due - US) == []
+    out = [jf.decode_data(r[5]) for r in p.tick(due) if r[0] == "out"]
+    assert out == [{"window_start": T0, "c": 1}] and p.next_tick() is None

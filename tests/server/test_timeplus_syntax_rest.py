@@ -1,6 +1,6 @@
 """Timeplus query syntax through the REST API (docs/timeplus.md): interval shorthands, the time-zone
-argument, count(), HAVING on an alias, LIMIT ... OFFSET, latest / earliest / any / max_k, lag and
-emit_version in streams written to a file sink, and their syntax and analysis errors with positions.
+argument, count(), HAVING on an alias, LIMIT ... OFFSET, latest / earliest / any / max_k, lag,
+emit_version, EMIT STREAM, AND TIMEOUT and LAST in streams written to a file sink, and their syntax and analysis errors with positions.
 Topologies run on the Spark-free local runner; each sink file must hold exactly what the in-process
 runtime gives for the same query and input."""
 from __future__ import annotations
@@ -38,6 +38,9 @@ QUERIES = [
     "SELECT RSTREAM window_end, count() AS c FROM hop(s, ts, 10s, 1m) GROUP BY window_end",
     'SELECT RSTREAM v, lag(v) AS p1, lag(v, 3, -100) AS p3 FROM s WHERE k = "a" EMIT ON UPDATE',
     "SELECT RSTREAM k, count() AS c, emit_version() AS ev FROM s GROUP BY k LIMIT 10 OFFSET 5 EMIT ON UPDATE",
+    "SELECT RSTREAM window_start, count() AS c FROM session(s, ts, 3s) GROUP BY window_start "
+    "EMIT STREAM AFTER WATERMARK AND TIMEOUT 1h",
+    "SELECT RSTREAM k, count() AS c, sum(v) AS total FROM s GROUP BY k EMIT LAST 20s",
 ]
 
 
