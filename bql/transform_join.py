@@ -64,6 +64,7 @@ class JoinChain:
     items: tuple[FromItem, ...]
     conditions: tuple[Expr, ...]
     left_on: Expr | None = None  # a LEFT JOIN's ON condition (the chain is then its two relations)
+    outer_word: str = "LEFT"  # how that join was written (LEFT or RIGHT), for errors
 
 
 class JoinRules:
@@ -85,8 +86,8 @@ class JoinRules:
         if base == "FULL":
             raise fail(FULL_JOIN_REASON.format(kind=word), word_tok)
         if chain.left_on is not None:
-            at = self._join_word(chain.items[-1], right) or span_of(word_tok or right)
-            raise StaticSyntaxError(LEFT_JOIN_PAIR.format(kind="LEFT"), at)
+            at = self._join_word(chain.items, right) or span_of(word_tok or right)
+            raise StaticSyntaxError(LEFT_JOIN_PAIR.format(kind=chain.outer_word), at)
         if base in ("LEFT", "RIGHT") and len(chain.items) > 1:
             raise fail(LEFT_JOIN_PAIR.format(kind=base), word_tok)
         items = (*chain.items, right)
@@ -95,7 +96,7 @@ class JoinRules:
                 raise fail(f"CROSS JOIN takes no {condition[0].upper()} condition", condition[2])
             return JoinChain(items, chain.conditions)
         if condition is None:
-            at = self._join_word(chain.items[-1], right) or span_of(word_tok or right)
+            at = self._join_word(chain.items, right) or span_of(word_tok or right)
             raise StaticSyntaxError("JOIN needs a condition: ON <condition> or USING (<field>, ...) "
                                     "(CROSS JOIN for the cross product)", at)
         form, value, cond_meta = condition
@@ -109,14 +110,14 @@ class JoinRules:
             for item in items:
                 _check_outer_side(item, base)
             pair = items if base == "LEFT" else (items[1], items[0])
-            return JoinChain(pair, (), cond)
+            return JoinChain(pair, (), cond, base)
         return JoinChain(items, (*chain.conditions, cond))
 
-    def _join_word(self, left: FromItem, right: FromItem) -> Span | None:
-        """The span of the JOIN keyword between two FROM items (for the caret of an error)."""
-        if left.span is None or right.span is None:
+    def _join_word(self, joined: tuple[FromItem, ...], right: FromItem) -> Span | None:
+        """The span of the JOIN keyword before ``right`` (for the caret of an error)."""
+        if right.span is None or any(i.span is None for i in joined):
             return None
-        found = _JOIN_WORD.search(self.text, left.span.end, right.span.start)
+        found = _JOIN_WORD.search(self.text, max(i.span.end for i in joined), right.span.start)
         return Span(found.start(), found.end(), 0, 0) if found else None
 
 
