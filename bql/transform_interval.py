@@ -6,8 +6,8 @@
   It becomes ``Interval(n × factor, "seconds" | "milliseconds", shorthand=text)``, so everything that
   reads intervals (windows, EMIT delays and periods, MATCH_RECOGNIZE WITHIN) sees the usual units.
 - The time zone of ``tumble(s, [time,] size, zone)`` / ``hop(s, [time,] slide, size, zone)`` is a
-  string literal, in BQL's double quotes (``"UTC"``; Timeplus writes ``'UTC'``). It must name a zone of the IANA
-  database (``zoneinfo``); session() takes none. Windows stay aligned to UTC epoch seconds
+  string literal, in BQL's double quotes (``"UTC"``; Timeplus writes ``'UTC'``). It must name a zone
+  of the IANA database (``zoneinfo``); session() takes none. Windows stay aligned to UTC epoch seconds
   (docs/timeplus.md says why), so the zone is checked and kept, not applied.
 """
 from __future__ import annotations
@@ -48,7 +48,8 @@ def time_zone_name(kind: str, arg: Any) -> str:
     if isinstance(arg, Literal) and isinstance(arg.value, str):
         name, span = arg.value, arg.span
     else:
-        raise fail(f"the last argument of '{kind}' must be an interval or a time zone string such as 'UTC'", arg)
+        raise fail(f"the last argument of '{kind}' must be an interval or a time zone string such as 'UTC'",
+                   arg)
     if kind not in ZONED_WINDOWS:
         raise StaticSyntaxError(f"'{kind}' takes no time zone argument", span)
     if not _known_zone(name):

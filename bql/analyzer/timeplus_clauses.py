@@ -23,10 +23,19 @@ from __future__ import annotations
 import dataclasses
 
 from ..ast import (
-    FieldRef, FunctionCall, Interval, KeyStep, Literal, Select, Statement, StreamRef, Wildcard, WindowFunction,
+    FieldRef,
+    FunctionCall,
+    Interval,
+    KeyStep,
+    Literal,
+    Select,
+    Statement,
+    StreamRef,
+    Wildcard,
+    WindowFunction,
 )
-from .aggregates import is_aggregating
 from ..transform_base import rewrite as transform
+from .aggregates import is_aggregating
 from .context import Context, fail, select_exprs, selects_of, walk
 
 MAX_LAG = 1_048_575  # rows a lag call may look back (SensorBee's largest RANGE n TUPLES)

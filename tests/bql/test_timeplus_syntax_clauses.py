@@ -9,7 +9,6 @@ import datetime as dt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from sbpy.bql.errors import BQLAnalysisError
 from sbpy.bql.runtime.testing import parse_select, run_query, run_query_detailed
 

@@ -11,7 +11,6 @@ from collections import defaultdict
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from sbpy.bql.ast.unparse import unparse
 from sbpy.bql.errors import BQLAnalysisError, BQLSyntaxError
 from sbpy.bql.parser import parse_one

@@ -9,7 +9,6 @@ from collections import defaultdict
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from sbpy.bql.errors import BQLAnalysisError
 from sbpy.bql.runtime import build_processor
 from sbpy.bql.runtime.processor import Tuple

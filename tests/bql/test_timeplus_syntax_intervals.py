@@ -8,7 +8,6 @@ import datetime as dt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from sbpy.bql.ast import Interval
 from sbpy.bql.ast.unparse import unparse
 from sbpy.bql.errors import BQLSyntaxError

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import heapq
-import math
 import pickle
 from typing import Any
 
@@ -37,12 +36,13 @@ from ..grouping import Grouping, compile_where, is_grouping
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList
 from .assign import FixedWindows
-from .emission import AFTER_WATERMARK, ON_UPDATE, PERIODIC, EmitPolicy
+from .emission import AFTER_WATERMARK, ON_UPDATE, EmitPolicy
+from .emit_extras import IdleTimeout, LastRange
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .sessions import SessionTracker
-from .emit_extras import IdleTimeout, LastRange
 from .streaming_calls import StreamingCalls, uses_streaming_calls
-from .timecol import EPOCH, bound_value, datetime_micros, micros_datetime, to_micros
+from .ticking import WallClock
+from .timecol import bound_value, datetime_micros, to_micros
 from .watermark import Watermark
 
 
@@ -69,7 +69,7 @@ def _truth(value: Any) -> bool:
     return truth(value, "WHERE")
 
 
-class WindowProcessor:
+class WindowProcessor(WallClock):
     """The compiled Timeplus window / EMIT query (the ``Processor`` protocol)."""
 
     def __init__(self, select: Select, context: ProcessorContext | None = None):
@@ -106,8 +106,9 @@ class WindowProcessor:
         self.sessions = SessionTracker.of(item) if self.kind == "session" else None
         self.watermark = Watermark(self.policy.delay, self.fixed.closed_end if self.fixed else None)
         self.session_keys = [compile_expr(g, scope) for g in select.group_by if not _is_window_column(g)]
-        self.timeout = IdleTimeout.of(select.emit) if self.grouping is not None and self.kind else None
-        self.last_range = LastRange.of(select.emit) if self.grouping is not None and self.kind is None else None
+        aggregating = self.grouping is not None
+        self.timeout = IdleTimeout.of(select.emit) if aggregating and self.kind else None
+        self.last_range = LastRange.of(select.emit) if aggregating and self.kind is None else None
         self.limit = select.limit
         self.offset = select.offset or 0
         self._now: _dt.datetime | None = None
@@ -187,53 +188,6 @@ class WindowProcessor:
             self.panes, self.by_bounds, self.pending, self.ends = {}, {}, [], []
         result.done = self.done
         return result
-
-    def tick(self, now: _dt.datetime) -> StepResult:
-        result = StepResult()
-        if self.grouping is None or self.done or self.finished:
-            result.done = self.done
-            return result
-        now_us = datetime_micros(now)
-        self._now = now
-        cause = (now, self.last[1] if self.last else 0)
-        if self.timeout is not None and self.timeout.expired(now_us):
-            self._close_all(cause, result)
-        if self.policy.due(now_us):
-            self._expire_last_range()
-            panes = list(self.panes.values()) + self.pending
-            requests = self.policy.periodic_requests(panes, self._key)
-            self._emit(requests, cause, result)
-            for pane in panes:
-                pane.clear_dirty()
-            self.pending = []
-        result.done = self.done
-        return result
-
-    def next_tick(self) -> _dt.datetime | None:
-        """When ``tick`` next emits: the next period boundary (``EPOCH``, i.e. at once, before the
-        first tick) while a tick would emit something; None for other policies, non-aggregating
-        queries, a finished query, or when nothing changed since the last emission (no REPEAT)."""
-        if self.grouping is None or self.done or self.finished:
-            return None
-        candidates = []
-        if self.policy.kind == PERIODIC:
-            sliding = self.last_range is not None and self.last_range.proctime and self.last_range.times
-            if sliding or self.policy.has_output(list(self.panes.values()) + self.pending):
-                due = self.policy.next_due
-                candidates.append(EPOCH if due is None else micros_datetime(due))
-        if self.timeout is not None and self.panes and self.timeout.deadline() is not None:
-            candidates.append(micros_datetime(self.timeout.deadline()))
-        return min(candidates) if candidates else None
-
-    def tick_period(self) -> _dt.timedelta | None:
-        """The wall-clock period of an aggregating query: ``EMIT PERIODIC n`` → n, ``AND TIMEOUT t`` → t
-        (both: their gcd); None when it needs no ticks."""
-        if self.grouping is None:
-            return None
-        periods = [self.policy.period] if self.policy.kind == PERIODIC else []
-        if self.timeout is not None:
-            periods.append(self.timeout.span)
-        return _dt.timedelta(microseconds=math.gcd(*periods)) if periods else None
 
     # ------------------------------------------------------------ non-aggregating queries
 
@@ -339,18 +293,6 @@ class WindowProcessor:
         if self.policy.kind == ON_UPDATE:  # the group's key under the session's new bounds (O(rows))
             key = pane.key_of(row, self._key)
         return [(pane, key)]
-
-    def _close_all(self, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
-        """EMIT ... AND TIMEOUT: close every open window; the watermark moves to the largest end."""
-        ends = [p.end for p in self.panes.values() if p.end is not None]
-        if not ends:
-            return
-        self.watermark.observe(max(ends) + self.policy.delay)
-        self._close(cause, result)
-
-    def _expire_last_range(self) -> None:
-        if self.last_range is not None and self.global_pid is not None:
-            self.last_range.expire(self.panes[self.global_pid], datetime_micros(self._now), self._key)
 
     def _close(self, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
         bound = self.watermark.close_bound

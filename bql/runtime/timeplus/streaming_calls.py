@@ -61,7 +61,6 @@ def uses_streaming_calls(select: Select) -> bool:
     def visit(node):
         if isinstance(node, FunctionCall) and node.name in ("lag", "emit_version"):
             found.append(node)
-        return None
 
     rewrite(tuple(p.expr for p in select.projections), visit)
     if select.having is not None:
