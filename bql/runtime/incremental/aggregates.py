@@ -18,6 +18,8 @@ rows are added in position order, so insertion-ordered dicts iterate in the refe
 - ``median``: a sorted list of ``(float(value), pos)`` — the reference's stable sort.
 - ``bool_and`` / ``bool_or``: counts of true and false values.
 
+``offer(pos, value)`` is ``accepts`` then ``add`` in one call (False: not accepted, nothing added).
+
 Aggregates with ORDER BY, ``array_agg``, ``string_agg``, ``json_object_agg`` and user-defined aggregates
 have no state here (``state_factory`` returns None): the kernel re-evaluates them over the group's rows
 when the group changes.
@@ -55,6 +57,11 @@ class CountState:
         if v is not None:
             self.rows.add(pos)
 
+    def offer(self, pos: int, v: Any) -> bool:
+        if v is not None:
+            self.rows.add(pos)
+        return True
+
     def remove(self, pos: int) -> None:
         self.rows.discard(pos)
 
@@ -76,6 +83,10 @@ class CountAllState:
 
     def add(self, pos: int, v: Any) -> None:
         self.n += 1
+
+    def offer(self, pos: int, v: Any) -> bool:
+        self.n += 1
+        return True
 
     def remove(self, pos: int) -> None:
         self.n -= 1
@@ -106,6 +117,19 @@ class SumState:
         else:
             self.int_total += v
             self.abs_total += abs(v)
+
+    def offer(self, pos: int, v: Any) -> bool:
+        t = type(v)
+        if t is float:
+            self.values[pos] = v
+            self.floats += 1
+        elif t is int:
+            self.values[pos] = v
+            self.int_total += v
+            self.abs_total += abs(v)
+        elif v is not None:
+            return False
+        return True
 
     def remove(self, pos: int) -> None:
         v = self.values.pop(pos, None)
@@ -164,6 +188,15 @@ class _OrderedState:
         v = self._value(v)
         self.values[pos] = v
         insort(self.sorted, (v, pos))
+
+    def offer(self, pos: int, v: Any) -> bool:
+        if v is None:
+            return True
+        t = type(v)
+        if (t is not int and t is not float) or v != v:
+            return False
+        self.add(pos, v)
+        return True
 
     def remove(self, pos: int) -> None:
         v = self.values.pop(pos, None)
@@ -225,6 +258,14 @@ class _BoolState:
         self.values[pos] = v
         if v:
             self.trues += 1
+
+    def offer(self, pos: int, v: Any) -> bool:
+        if v is None:
+            return True
+        if type(v) is not bool:
+            return False
+        self.add(pos, v)
+        return True
 
     def remove(self, pos: int) -> None:
         v = self.values.pop(pos, None)

@@ -25,9 +25,9 @@ from ...ast import Select, Wildcard
 from ...eval import Env, Scope, compile_expr
 from ...values import multiset_key
 from ..grouping import Grouping
-from ..kernel import _copy
-from .aggregates import state_factory
+from .aggregates import CountAllState, state_factory
 from .emitter import row_key
+from .field_access import MISSING, plain_field
 from .plain_select import plain_group_items
 from .relation import Row, is_flat
 
@@ -52,11 +52,6 @@ class GroupItem:
             setattr(self, name, value)
         if "flat" not in state[1]:
             self.flat = is_flat(self.data)
-
-
-def emitted_copies(items: list[GroupItem]) -> list[dict[str, Any]]:
-    """The rows output tuples carry for ``items`` (``relation.emitted_copy``, flatness known)."""
-    return [item.data.copy() if item.flat else _copy(item.data) for item in items]
 
 
 class Group:
@@ -103,17 +98,17 @@ class IncrementalGrouping:
                 continue
             arg = agg.call.args[0]
             self.args.append(_true if type(arg) is Wildcard and arg.stream is None else compile_expr(arg, scope))
-        # (aggregate index, argument) of the aggregates kept as states
-        self.stateful = [(j, fn) for j, fn in enumerate(self.args) if fn is not None]
-        self.all_stateful = len(self.stateful) == len(self.args)
-        key_fns = grouping.key_fns
-        if len(key_fns) == 1:
-            (only,) = key_fns
-            self.row_key: Callable[[Env], Any] = lambda env: (multiset_key(only(env)),)
-        else:
-            self.row_key = grouping.row_key
+        self.all_stateful = all(fn is not None for fn in self.args)
+        # count(*) states are counters updated inline; the other states are offered each row's value,
+        # (aggregate index, (alias, key) of a plain-field argument or None, compiled argument)
+        self.count_all = [j for j, f in enumerate(self.factories) if f is CountAllState]
+        self.stateful: list[tuple[int, tuple[str, str] | None, Any]] = [
+            (j, plain_field(agg.call.args[0], aliases), fn)
+            for j, (agg, fn) in enumerate(zip(grouping.aggregates, self.args))
+            if fn is not None and j not in self.count_all]
+        self.row_key = _row_key(grouping, select, aliases)
         self.output = (plain_group_items(grouping.select_list, select.projections,
-                                         [agg.call for agg in grouping.aggregates])
+                                         [agg.call for agg in grouping.aggregates], aliases)
                        if select is not None else None)
 
     def describe(self) -> str:
@@ -135,19 +130,27 @@ class IncrementalGrouping:
             group = table.groups[key] = Group(key, [f() if f is not None else None for f in self.factories])
         pos = row.pos
         group.members[pos] = row
-        env = row.env
-        states, irregular = group.states, group.irregular
-        for j, fn in self.stateful:
-            state = states[j]
-            try:
-                value = fn(env)
-            except Exception:
-                irregular[j].add(pos)
-                continue
-            if state.accepts(value):
-                state.add(pos, value)
-            else:
-                irregular[j].add(pos)
+        states = group.states
+        for j in self.count_all:
+            states[j].n += 1
+        if self.stateful:
+            env = row.env
+            tuples = env.tuples
+            for j, field, fn in self.stateful:
+                if field is not None:
+                    data = tuples[field[0]].data
+                    value = data.get(field[1], MISSING) if type(data) is dict else MISSING
+                    if value is MISSING:  # the argument raises: this aggregate re-evaluates the group
+                        group.irregular[j].add(pos)
+                        continue
+                else:
+                    try:
+                        value = fn(env)
+                    except Exception:
+                        group.irregular[j].add(pos)
+                        continue
+                if not states[j].offer(pos, value):
+                    group.irregular[j].add(pos)
         table.touched[key] = None
 
     def remove_row(self, table: GroupTable, row: Row) -> None:
@@ -156,9 +159,11 @@ class IncrementalGrouping:
         pos = row.pos
         del group.members[pos]
         states, irregular = group.states, group.irregular
-        for j, _ in self.stateful:
+        for j in self.count_all:
+            states[j].n -= 1
+        for j, _, _ in self.stateful:
             odd = irregular[j]
-            if pos in odd:
+            if odd and pos in odd:
                 odd.discard(pos)
             else:
                 states[j].remove(pos)
@@ -177,6 +182,19 @@ class IncrementalGrouping:
 
         Raises (committing nothing) when the reference would fail this step.
         """
+        if len(table.touched) == 1 and not self.grouping.global_group:  # the common step
+            (key,) = table.touched
+            group = table.groups[key]
+            item = self._output(group)
+            removed, added = table.gone, []
+            if group.item is not None:
+                removed.append(group.item)
+            group.item = item
+            if item is not None:
+                added.append(item)
+            table.gone = []
+            table.touched.clear()
+            return removed, added
         results: list[tuple[Group, GroupItem | None]] = []
         groups = table.groups
         if table.touched:
@@ -246,9 +264,45 @@ class IncrementalGrouping:
         output = self.output
         if output is None:
             return GroupItem(pos, self.grouping.select_list.evaluate(genv), self.keyed)
-        values = genv.aggregates
-        data = {label: values[j] if fn is None else fn(genv) for label, j, fn in output}
+        values, tuples = genv.aggregates, genv.tuples
+        data: dict[str, Any] = {}
+        for label, j, fn, field in output:
+            if j >= 0:
+                data[label] = values[j]
+            elif field is not None and field[0] in tuples:
+                value = tuples[field[0]].data
+                value = value.get(field[1], MISSING) if type(value) is dict else MISSING
+                data[label] = fn(genv) if value is MISSING else value  # fn raises the reference's error
+            else:
+                data[label] = fn(genv)
         return GroupItem(pos, data, self.keyed)
+
+
+def _row_key(grouping: Grouping, select: Select | None, aliases: tuple[str, ...]) -> Callable[[Env], Any]:
+    """``Grouping.row_key``; for one GROUP BY expression a function giving the same key, which reads a
+    plain field inline (``field_access``) and keys ints and strings without ``multiset_key``."""
+    key_fns = grouping.key_fns
+    if len(key_fns) != 1:
+        return grouping.row_key
+    (only,) = key_fns
+    field = plain_field(select.group_by[0], aliases) if select is not None else None
+    if field is None:
+        return lambda env: (multiset_key(only(env)),)
+    alias, name = field
+
+    def field_key(env: Env) -> Any:
+        data = env.tuples[alias].data
+        v = data.get(name, MISSING) if type(data) is dict else MISSING
+        t = type(v)
+        if t is int:
+            return (v,)
+        if t is str:
+            return (("s", v),)
+        if v is MISSING:
+            return (multiset_key(only(env)),)  # ``only`` raises the reference's error
+        return (multiset_key(v),)
+
+    return field_key
 
 
 def _first_pos(group: Group) -> int:

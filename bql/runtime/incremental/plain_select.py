@@ -17,8 +17,10 @@ from typing import Any
 
 from ...ast import KeyStep, Projection
 from ..projection import SelectList
+from .field_access import plain_field
 
 Compiled = Callable[[Any], Any]
+Field = tuple[str, str] | None  # (alias, key) of a plain field item
 
 
 def plain_items(select_list: SelectList, projections: Sequence[Projection]) -> list[tuple[str, Compiled]] | None:
@@ -33,18 +35,21 @@ def plain_items(select_list: SelectList, projections: Sequence[Projection]) -> l
     return out
 
 
-def plain_group_items(select_list: SelectList, projections: Sequence[Projection],
-                      calls: Sequence[Any]) -> list[tuple[str, int, Compiled | None]] | None:
-    """``[(label, aggregate index, fn)]``: an item that is exactly the aggregate call ``calls[i]`` has
-    index ``i`` and no ``fn`` (its value is ``Env.aggregates[i]``); other items have index -1."""
+def plain_group_items(select_list: SelectList, projections: Sequence[Projection], calls: Sequence[Any],
+                      aliases: tuple[str, ...]) -> list[tuple[str, int, Compiled | None, Field]] | None:
+    """``[(label, aggregate index, fn, field)]``: an item that is exactly the aggregate call ``calls[i]``
+    has index ``i`` and no ``fn`` (its value is ``Env.aggregates[i]``); other items have index -1 and,
+    when they read a plain field of the group's first row, its ``(alias, key)`` (``field_access``)."""
     items = plain_items(select_list, projections)
     if items is None:
         return None
     calls = list(calls)
-    out: list[tuple[str, int, Compiled | None]] = []
+    out: list[tuple[str, int, Compiled | None, Field]] = []
     for proj, (label, fn) in zip(projections, items):
-        index = calls.index(proj.expr) if proj.expr in calls else -1
-        out.append((label, index, None if index >= 0 else fn))
+        if proj.expr in calls:
+            out.append((label, calls.index(proj.expr), None, None))
+        else:
+            out.append((label, -1, fn, plain_field(proj.expr, aliases)))
     return out
 
 

@@ -19,15 +19,14 @@ kernel only for statements ``eligibility.ineligible_reason`` accepts.
 from __future__ import annotations
 
 import pickle
-from typing import Any
 
 from ...ast import Select
 from ...eval import Env
-from ..kernel import SelectProcessor, _message, truth
+from ..kernel import SelectProcessor, _copy, _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..windows import Entry
 from .emitter import DeltaEmitter, row_key
-from .groups import GroupTable, IncrementalGrouping, emitted_copies
+from .groups import GroupTable, IncrementalGrouping
 from .join import JoinPlan
 from .ordered_window import OrderedWindow
 from .plain_select import plain_evaluator
@@ -107,22 +106,21 @@ class IncrementalSelectProcessor(SelectProcessor):
             super()._step(tup, targets, result)
             return
         try:
-            rows = self._advance(tup, targets)
+            outputs = self._advance(tup, targets)
         except Exception as err:  # per-tuple isolation: only this step is lost
             result.dropped.append(Dropped(tup, _message(err), "other"))
             return
         limit = self.limit
         if limit is not None:
-            rows = rows[:max(0, limit - self.emitted)]
-        ts, seq = tup.ts, tup.seq
-        result.outputs.extend([Tuple(data, ts, seq, "") for data in rows])
-        self.emitted += len(rows)
+            outputs = outputs[:max(0, limit - self.emitted)]
+        result.outputs += outputs
+        self.emitted += len(outputs)
         if limit is not None and self.emitted >= limit:
             self.done = True
 
-    def _advance(self, tup: Tuple, targets: list[int]) -> list[dict[str, Any]]:
-        """Update windows and relation for ``tup``; the rows to emit, each the output's own copy
-        (raises when the step fails)."""
+    def _advance(self, tup: Tuple, targets: list[int]) -> list[Tuple]:
+        """Update windows and relation for ``tup``; the tuples to emit, each with its own copy of its
+        row, stamped with ``tup``'s time and sequence number (raises when the step fails)."""
         if self.single:
             return self._advance_single(tup)
         slots, join, index, relation = self.slots, self.join, self.index, self.relation
@@ -152,10 +150,10 @@ class IncrementalSelectProcessor(SelectProcessor):
         for ids, env in join.combos(index, new):
             relation.add(ids, env)
         if groups is None:
-            return self._project()
-        return self._group()
+            return self._project(tup)
+        return self._group(tup)
 
-    def _advance_single(self, tup: Tuple) -> list[dict[str, Any]]:
+    def _advance_single(self, tup: Tuple) -> list[Tuple]:
         """``_advance`` for one FROM item: one new entry, one candidate row."""
         window, relation, groups = self.slots[0].window, self.relation, self.groups
         entry = Entry(self.next_eid, tup)
@@ -174,10 +172,10 @@ class IncrementalSelectProcessor(SelectProcessor):
         if where is None or truth(where(env), "WHERE"):
             relation.add((entry.eid,), env)
         if groups is None:
-            return self._project()
-        return self._group()
+            return self._project(tup)
+        return self._group(tup)
 
-    def _project(self) -> list[dict[str, Any]]:
+    def _project(self, tup: Tuple) -> list[Tuple]:
         relation = self.relation
         pending = relation.take_pending()
         evaluate = self.project_row
@@ -190,12 +188,13 @@ class IncrementalSelectProcessor(SelectProcessor):
                 raise
             if keyed:
                 row.ekey, row.nan = row_key(data)
+        ts, seq = tup.ts, tup.seq
         if self.delta is None:
-            return [emitted_copy(row.data) for row in relation.rows.values()]
+            return [Tuple(emitted_copy(row.data), ts, seq, "") for row in relation.rows.values()]
         removed, added = relation.take_changes()
-        return [emitted_copy(item.data) for item in self.delta.apply(removed, added)]
+        return [Tuple(emitted_copy(item.data), ts, seq, "") for item in self.delta.apply(removed, added)]
 
-    def _group(self) -> list[dict[str, Any]]:
+    def _group(self, tup: Tuple) -> list[Tuple]:
         relation = self.relation
         pending = relation.take_pending()
         groups, table = self.groups, self.table
@@ -208,9 +207,9 @@ class IncrementalSelectProcessor(SelectProcessor):
                 raise
             groups.add_row(table, row)
         removed, added = groups.evaluate(table)
-        if self.delta is None:
-            return emitted_copies(groups.current(table))
-        return emitted_copies(self.delta.apply(removed, added))
+        items = groups.current(table) if self.delta is None else self.delta.apply(removed, added)
+        ts, seq = tup.ts, tup.seq  # a group's item knows whether its row is flat
+        return [Tuple(item.data.copy() if item.flat else _copy(item.data), ts, seq, "") for item in items]
 
     # ------------------------------------------------------------ snapshot / restore
 
