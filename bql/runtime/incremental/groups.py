@@ -121,6 +121,16 @@ class IncrementalGrouping:
             parts.append("per-group re-evaluated " + "/".join(dict.fromkeys(again)))
         return ", ".join(parts) or "groups without aggregates"
 
+    def adopt(self, table: GroupTable) -> None:
+        """Bring a restored table to this version's states: a snapshot taken before ``count(*)`` had
+        its own counter holds a ``CountState`` there (its rows are all the group's rows)."""
+        for group in table.groups.values():
+            for j in self.count_all:
+                old = group.states[j]
+                if type(old) is not CountAllState:
+                    group.states[j] = counter = CountAllState()
+                    counter.n = len(group.members)
+
     # ------------------------------------------------------------ membership
 
     def add_row(self, table: GroupTable, row: Row) -> None:

@@ -246,5 +246,7 @@ class IncrementalSelectProcessor(SelectProcessor):
         self.relation = state["relation"]
         self.delta = state["delta"]
         self.table = state["table"]
+        if self.groups is not None:
+            self.groups.adopt(self.table)
         self.emitted = state["emitted"]
         self.done = state["done"]
