@@ -58,7 +58,7 @@ def test_match_proctime_is_a_utc_timestamp_that_never_goes_back():
 def test_match_proctime_holds_when_the_wall_clock_steps_back():
     later = dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
     p = processor("ORDER BY t MEASURES MATCH_PROCTIME() AS pt PATTERN (A) DEFINE A AS v = 1")
-    p.spec.ctx.last_proctime = later  # as if an earlier output was stamped in 2030
+    p.spec.ctx.proc_clock.last = later  # as if an earlier output was stamped in 2030
     got = outputs(feed_steps(p, rows_of([1])))
     assert got == [{"pt": later}]
 

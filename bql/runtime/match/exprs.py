@@ -15,12 +15,10 @@ navigation and aggregate arguments).
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 from typing import Any, Callable
 
 from ...ast import (
     Classifier,
-    Expr,
     FieldRef,
     FunctionCall,
     KeyStep,
@@ -32,11 +30,11 @@ from ...ast import (
     TimestampRef,
     Wildcard,
 )
-from ...ast.base import node
 from ...eval import Env, Scope, compile_aggregate, compile_expr
 from ...eval.paths import compile_path
 from ...values import MISSING
 from .levels import referenced_vars
+from .match_time import MatchTime, ProcessingClock, match_time_node, rowtime
 
 MR = "\x00mr"
 ROW = "\x00row"
@@ -61,18 +59,6 @@ class _BlockedRow:
 
 
 _NO_ROW, _BLOCKED = _NoRow(), _BlockedRow()
-
-
-@node
-class MatchTime(Expr):
-    """``MATCH_ROWTIME()`` (``kind`` ``row``: the first ORDER BY key — the time attribute — of the last
-    row of the match) or ``MATCH_PROCTIME()`` (``proc``: the processing time, a UTC timestamp that
-    never goes back within a query). Made by ``MRContext.normalise`` from the calls; MEASURES only."""
-
-    kind: str
-
-
-MATCH_TIME_CALLS = {"match_rowtime": "row", "match_proctime": "proc"}
 
 
 class Blocked(Exception):
@@ -216,7 +202,7 @@ class MRContext:
     def __init__(self, registry: Any, sets: dict[str, frozenset], input_alias: str):
         self.sets = sets
         self.input_alias = input_alias
-        self.last_proctime: _dt.datetime | None = None
+        self.proc_clock = ProcessingClock()
         self.aggregates: list[tuple[Any, str | None]] = []
         self._pending: list[FunctionCall] = []
         self.scope = Scope((MR,), registry, self._slot, True, {
@@ -251,8 +237,8 @@ class MRContext:
                     return n if n.stream == n.stream.upper() else dataclasses.replace(n, stream=n.stream.upper())
                 if n.stream.lower() == alias.lower():
                     return dataclasses.replace(n, stream=None)
-            if isinstance(n, FunctionCall) and not n.args and n.name.lower() in MATCH_TIME_CALLS:
-                return MatchTime(MATCH_TIME_CALLS[n.name.lower()], span=n.span)
+            if isinstance(n, FunctionCall):
+                return match_time_node(n) or n
             return n
 
         from ...analyzer.rewrite import transform
@@ -354,21 +340,12 @@ class MRContext:
 
     def _c_match_time(self, node: MatchTime, scope: Scope, child: Callable) -> Callable:
         if node.kind == "row":
-            def rowtime(env: Env) -> Any:
+            def row(env: Env) -> Any:
                 v = env.tuples[MR]
-                view = v if type(v) is View else v.view
-                last = view.last if view.last >= view.start else view.start  # an empty match: its row
-                return view.part.key0(last)
-            return rowtime
-
-        def proctime(env: Env) -> Any:
-            now = _dt.datetime.now(_dt.timezone.utc)
-            last = self.last_proctime
-            if last is not None and now < last:
-                now = last  # the wall clock stepped back: processing time does not
-            self.last_proctime = now
-            return now
-        return proctime
+                return rowtime(v if type(v) is View else v.view)
+            return row
+        clock = self.proc_clock
+        return lambda env: clock.now()
 
     def _c_running_final(self, node: RunningFinal, scope: Scope, child: Callable) -> Callable:
         inner = child(node.operand)

@@ -24,9 +24,10 @@ from ...values import multiset_key
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList, default_label
 from .engine import build_engine
-from .exprs import Blocked, MatchTime, MRContext
+from .exprs import Blocked, MRContext
 from .fastpath import OneRowMeasures, field_key
 from .levels import define_level, max_offsets
+from .match_time import MatchTime
 from .matcher import MatchSpec
 from .output import OutputBuilder
 from .partition import AHEAD, Desc, Rows
