@@ -6,7 +6,7 @@ expression reads), ``matcher`` (priority-ordered Pike VM per partition: the refe
 ``engine`` (which engine a clause gets), ``dfa`` / ``runner`` / ``conditions`` / ``labels`` (the
 deterministic automaton engine: states, per-partition driver, DEFINE row masks, label replay),
 ``partition`` (reorder buffer and row store), ``time_order`` (the buffer's SETTINGS and the global
-watermark's clock), ``output`` / ``fastpath`` (ONE ROW / ALL ROWS assembly and
+watermark's clock), ``match_time`` (MATCH_ROWTIME / MATCH_PROCTIME), ``output`` / ``fastpath`` (ONE ROW / ALL ROWS assembly and
 its shortcuts), ``processor`` (the ``Processor`` implementation).
 """
 from .processor import DEFAULT_REORDER_BOUND, MatchRecognizeProcessor
