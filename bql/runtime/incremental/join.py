@@ -27,6 +27,7 @@ from typing import Any
 from ...eval import Env, Scope, compile_expr
 from ..kernel import Slot, truth
 from ..windows import Entry
+from .field_access import MISSING, plain_field
 from .join_keys import NO_MATCH, join_key, split_where
 
 Combo = tuple[tuple[int, ...], Env]  # (entry ids, the combination's Env)
@@ -66,6 +67,7 @@ class JoinPlan:
         n = len(slots)
         self.unary: list[list[Any]] = [[] for _ in range(n)]
         self.sides: list[list[tuple[int, Any]]] = [[] for _ in range(n)]  # per slot: (equality, fn)
+        self.side_key: list[str | None] = [None] * n  # the field a slot's only side reads, no unary part
         self.links: list[list[tuple[int, int, int] | None]] = []  # [k][s]: (equality, known slot, key pos)
         if where_ast is None or n < 2:
             return
@@ -97,6 +99,12 @@ class JoinPlan:
             self.links.append(row)
         self.bucket_ids = sorted(pos)
         self.hashed = True
+        for s in range(n):
+            exprs = [lhs if slot_of[la] == s else rhs for la, lhs, ra, rhs in parts.equalities
+                     if s in (slot_of[la], slot_of[ra])]
+            field = plain_field(exprs[0], self.aliases) if len(exprs) == 1 and not self.unary[s] else None
+            if field is not None and field[0] == self.aliases[s]:
+                self.side_key[s] = field[1]
         # WHERE is just ``X = Y`` of two FROM items: equal keys mean WHERE is true (``join_key``)
         self.key_decides = (n == 2 and len(parts.equalities) == 1 and not parts.single
                             and not parts.constants)
@@ -120,6 +128,30 @@ class JoinPlan:
 
     def add(self, index: JoinIndex, slot: int, entry: Entry) -> None:
         if not self.hashed:
+            return
+        name = self.side_key[slot]
+        if name is not None:  # one plain-field side, read inline (``field_access``)
+            ((e, _),) = self.sides[slot]
+            data = entry.tuple.data
+            value = data.get(name, MISSING) if type(data) is dict else MISSING
+            irregular = value is MISSING  # its closure raises
+            if irregular:
+                key = NO_MATCH
+            else:
+                try:
+                    key = join_key(value)
+                except Exception:
+                    irregular, key = True, NO_MATCH
+            if key is not NO_MATCH:
+                bucket = index.buckets[(e, slot)]
+                same = bucket.get(key)
+                if same is None:
+                    bucket[key] = {entry.eid: entry}
+                else:
+                    same[entry.eid] = entry
+            index.facts[entry.eid] = EntryFacts((key,), irregular)
+            if irregular:
+                index.irregular[slot] += 1
             return
         env = Env({self.aliases[slot]: entry.tuple})
         irregular = False

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...ast import KeyStep, Projection
 from ..projection import SelectList
-from .field_access import plain_field
+from .field_access import MISSING, plain_field
 
 Compiled = Callable[[Any], Any]
 Field = tuple[str, str] | None  # (alias, key) of a plain field item
@@ -53,16 +53,43 @@ def plain_group_items(select_list: SelectList, projections: Sequence[Projection]
     return out
 
 
-def plain_evaluator(select_list: SelectList, projections: Sequence[Projection]) -> Callable[[Any], dict[str, Any]]:
-    """``select_list.evaluate`` or an equal function over ``plain_items``."""
+def plain_evaluator(select_list: SelectList, projections: Sequence[Projection],
+                    aliases: tuple[str, ...]) -> Callable[[Any], dict[str, Any]]:
+    """``select_list.evaluate`` or an equal function over ``plain_items``; plain-field items are read
+    inline (``field_access``: a MISSING value calls the item's closure, which raises the error)."""
     items = plain_items(select_list, projections)
     if items is None:
         return select_list.evaluate
-    if len(items) == 1:
-        ((label, fn),) = items
-        return lambda env: {label: fn(env)}
-    if len(items) == 2:
+    fields = [plain_field(p.expr, aliases) for p in projections]
+    if len(items) == 2 and fields[0] is not None and fields[1] is not None:
         (l1, f1), (l2, f2) = items
-        if l1 != l2:
-            return lambda env: {l1: f1(env), l2: f2(env)}
-    return lambda env: {label: fn(env) for label, fn in items}
+        (a1, k1), (a2, k2) = fields
+
+        def two_fields(env: Any) -> dict[str, Any]:
+            tuples = env.tuples
+            d = tuples[a1].data
+            v1 = d.get(k1, MISSING) if type(d) is dict else MISSING
+            if v1 is MISSING:
+                v1 = f1(env)
+            d = tuples[a2].data
+            v2 = d.get(k2, MISSING) if type(d) is dict else MISSING
+            if v2 is MISSING:
+                v2 = f2(env)
+            return {l1: v1, l2: v2}  # a repeated label keeps its first place and its last value
+
+        return two_fields
+    steps = [(label, fn, field) for (label, fn), field in zip(items, fields)]
+
+    def plain(env: Any) -> dict[str, Any]:
+        tuples = env.tuples
+        row: dict[str, Any] = {}
+        for label, fn, field in steps:
+            if field is None:
+                row[label] = fn(env)
+                continue
+            d = tuples[field[0]].data
+            v = d.get(field[1], MISSING) if type(d) is dict else MISSING
+            row[label] = fn(env) if v is MISSING else v
+        return row
+
+    return plain

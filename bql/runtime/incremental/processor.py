@@ -56,7 +56,7 @@ class IncrementalSelectProcessor(SelectProcessor):
         self.timed = any(s.window.span is not None for s in self.slots)
         self.has_udsf = any(s.udsf is not None for s in self.slots)
         self.single = len(self.slots) == 1
-        self.project_row = (plain_evaluator(self.select_list, select.projections)
+        self.project_row = (plain_evaluator(self.select_list, select.projections, self.aliases)
                             if self.select_list is not None else None)
         self.delegate = self.fast  # run as the reference kernel (fast path, or restored from its snapshot)
         self.targets: dict[str, list[int]] = {}

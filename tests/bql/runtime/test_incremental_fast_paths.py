@@ -36,7 +36,7 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 # ---------------------------------------------------------------- plain select lists
 
 PLAIN_ITEMS = ["a:x", "a:x AS y", "a:k AS y", "a:x + 1 AS z", "a:s", "a:x AS k", "a:b AS x", "a:m AS m",
-               "a:x * 2", "a:ts()", "a:missing AS q"]
+               "a:x * 2", "a:ts()", "a:missing AS q", "a:k", "a:[\"s\"] AS s", "a:m.u AS mu"]
 GENERAL_ITEMS = ["*", "a:* ", "a:m AS *", "a:x AS p.q", "a:k AS r[1]"]
 ROW_VALUES = st.sampled_from([0, 2, 2.0, 1.5, None, "p", True, [1, 2], {"u": 1}])
 
@@ -55,11 +55,12 @@ def _outcome(fn, env):
 
 
 @SETTINGS
-@given(st.lists(st.sampled_from(PLAIN_ITEMS + GENERAL_ITEMS), min_size=1, max_size=5),
+@given(st.lists(st.sampled_from(PLAIN_ITEMS + GENERAL_ITEMS), min_size=1, max_size=5)
+       | st.lists(st.sampled_from(PLAIN_ITEMS), min_size=2, max_size=2),
        st.dictionaries(st.sampled_from(["x", "k", "s", "b", "m"]), ROW_VALUES))
 def test_plain_select_list_equals_select_list_evaluate(items, data):
     select_list, projections = _select_list(items)
-    plain = plain_evaluator(select_list, projections)
+    plain = plain_evaluator(select_list, projections, ("a",))
     if all(i in PLAIN_ITEMS for i in items):
         assert plain_items(select_list, projections) is not None  # the specialised path is taken
         assert plain != select_list.evaluate
