@@ -17,6 +17,7 @@ from .ast import (
     MatchNumber,
     MatchRecognize,
     MatchSetting,
+    MatchTime,
     Measure,
     Navigation,
     PatternAlt,
@@ -68,6 +69,8 @@ def navigation_rewrite(node):
         return Classifier(var, span=node.span)
     if name == "match_number" and not args:
         return MatchNumber(span=node.span)
+    if name in ("match_rowtime", "match_proctime") and not args:
+        return MatchTime("row" if name == "match_rowtime" else "proc", span=node.span)
     return None
 
 

@@ -22,6 +22,7 @@ from ..ast import (
     Literal,
     MatchNumber,
     MatchRecognize,
+    MatchTime,
     Navigation,
     Node,
     PatternFieldRef,
@@ -141,7 +142,7 @@ def _check_plain(expr: Expr, ctx: Context) -> None:
     for n in walk(expr):
         if isinstance(n, FunctionCall) and ctx.is_aggregate(n):
             raise fail(f"aggregate function '{n.name}' cannot be used in PARTITION BY or ORDER BY", n)
-        if isinstance(n, (Navigation, Classifier, MatchNumber, RunningFinal, PatternFieldRef)):
+        if isinstance(n, (Navigation, Classifier, MatchNumber, MatchTime, RunningFinal, PatternFieldRef)):
             raise fail("pattern functions and variables cannot be used in PARTITION BY or ORDER BY", n)
 
 
@@ -168,11 +169,10 @@ def _check_expr(expr: Expr, variables: set[str], ctx: Context, in_define: bool) 
                 raise fail(f"'{n.stream.upper()}.*': '{n.stream.upper()}' is not a pattern variable of PATTERN or SUBSET", n)
             if id(n) not in counted:
                 raise fail(f"'{n.stream.upper()}.*' can only be the argument of count", n)
-        elif isinstance(n, FunctionCall) and n.name.lower() in ("match_rowtime", "match_proctime"):
+        elif isinstance(n, MatchTime):
             if in_define:
-                raise fail(f"{n.name.upper()}() can only be used in MEASURES, not in DEFINE", n)
-            if n.args:
-                raise fail(f"{n.name.upper()}() takes no arguments", n)
+                name = "MATCH_ROWTIME" if n.kind == "row" else "MATCH_PROCTIME"
+                raise fail(f"{name}() can only be used in MEASURES, not in DEFINE", n)
         elif isinstance(n, FieldRef):
             first = n.path[0] if n.path else None
             if (

@@ -259,5 +259,13 @@ class Classifier(Expr):
 
 
 @node
+class MatchTime(Expr):
+    """``MATCH_ROWTIME()`` (``kind`` ``row``: the time attribute of the match's last row) or
+    ``MATCH_PROCTIME()`` (``proc``: the processing time); MATCH_RECOGNIZE MEASURES only."""
+
+    kind: str
+
+
+@node
 class MatchNumber(Expr):
     """``MATCH_NUMBER()``: 1-based number of the match within its partition."""

@@ -244,6 +244,10 @@ def _Classifier(e) -> str:
     return f"CLASSIFIER({e.var or ''})"
 
 
+def _MatchTime(e) -> str:
+    return "MATCH_ROWTIME()" if e.kind == "row" else "MATCH_PROCTIME()"
+
+
 def _MatchNumber(e) -> str:
     return "MATCH_NUMBER()"
 

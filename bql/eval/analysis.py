@@ -58,7 +58,8 @@ def is_volatile(expr: Any, registry: Any = None) -> bool:
 
 _ROW_NODES = {FieldRef, Wildcard, TimestampRef}
 _MATCH_NODES = tuple(
-    getattr(_ex, n) for n in ("PatternFieldRef", "Navigation", "RunningFinal", "Classifier", "MatchNumber")
+    getattr(_ex, n) for n in ("PatternFieldRef", "Navigation", "RunningFinal", "Classifier", "MatchNumber",
+                            "MatchTime")
     if hasattr(_ex, n)
 )
 

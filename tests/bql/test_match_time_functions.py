@@ -159,3 +159,49 @@ def test_flink_within_example_with_the_interval_syntax():
     assert outputs(feed_steps(p, rows, stream="Ticker")) == [
         {"symbol": "ACME", "dropTime": t10 + 3 * 3600, "dropDiff": 14}]
     assert p.engine_description() == "backtracking matcher: WITHIN bounds each attempt by time"
+
+
+# ---------------------------------------------------------------- the parsed node
+
+
+def test_match_time_calls_parse_to_their_node_and_unparse():
+    from sbpy.bql.ast import MatchTime
+
+    stmt = parse_one("SELECT RSTREAM * FROM s MATCH_RECOGNIZE (ORDER BY t MEASURES MATCH_ROWTIME() AS r, "
+                     "match_proctime() AS p PATTERN (A) DEFINE A AS v = 1)")
+    measures = stmt.from_items[0].measures
+    assert [m.expr for m in measures] == [MatchTime("row"), MatchTime("proc")]
+    assert "MATCH_ROWTIME() AS r, MATCH_PROCTIME() AS p" in unparse(stmt)
+    assert parse_one(unparse(stmt)) == stmt
+
+
+def test_match_time_inside_expressions_is_not_folded_as_a_constant():
+    p = processor("ORDER BY t MEASURES MATCH_ROWTIME() + 0 AS x, MATCH_PROCTIME()::string AS y "
+                  "PATTERN (A) DEFINE A AS v = 1")
+    got = outputs(feed_steps(p, rows_of([1, 1])))
+    assert [r["x"] for r in got] == [1, 2]
+    assert all(type(r["y"]) is str for r in got)
+
+
+def test_match_time_cannot_order_or_partition():
+    with pytest.raises(BQLAnalysisError, match="cannot be used in PARTITION BY or ORDER BY"):
+        processor("ORDER BY MATCH_ROWTIME() MEASURES count(*) AS n PATTERN (A) DEFINE A AS v = 1")
+
+
+def test_sbpy_check_accepts_the_time_forms(tmp_path):
+    import argparse
+    import io
+
+    from sbpy.server.cli import check
+
+    script = tmp_path / "q.bql"
+    script.write_text(
+        'CREATE SOURCE Ticker TYPE file WITH path = "in.jsonl";\n'
+        "CREATE STREAM drops AS SELECT RSTREAM * FROM Ticker MATCH_RECOGNIZE (PARTITION BY symbol "
+        "ORDER BY rowtime, price DESC MEASURES MATCH_ROWTIME() AS end_t, MATCH_PROCTIME() AS pt, "
+        "count(B.*) AS n_b PATTERN (A B* C) WITHIN INTERVAL '1' HOUR "
+        "DEFINE B AS B.price > A.price - 10, C AS C.price < A.price - 10 "
+        'SETTINGS time_order_recover_delay = 30, watermark = "global");\n')
+    out = io.StringIO()
+    rc = check.main(argparse.Namespace(file=str(script)), stdin=io.StringIO(""), stdout=out)
+    assert rc == 0, out.getvalue()

@@ -34,7 +34,7 @@ from ...eval import Env, Scope, compile_aggregate, compile_expr
 from ...eval.paths import compile_path
 from ...values import MISSING
 from .levels import referenced_vars
-from .match_time import MatchTime, ProcessingClock, match_time_node, rowtime
+from .match_time import MatchTime, ProcessingClock, rowtime
 
 MR = "\x00mr"
 ROW = "\x00row"
@@ -237,8 +237,6 @@ class MRContext:
                     return n if n.stream == n.stream.upper() else dataclasses.replace(n, stream=n.stream.upper())
                 if n.stream.lower() == alias.lower():
                     return dataclasses.replace(n, stream=None)
-            if isinstance(n, FunctionCall):
-                return match_time_node(n) or n
             return n
 
         from ...analyzer.rewrite import transform

@@ -6,33 +6,16 @@
 - ``MATCH_PROCTIME()``: the processing time when the measure is computed, a UTC timestamp that never
   goes back within a query (``ProcessingClock``).
 
-``MRContext.normalise`` turns the calls into ``MatchTime`` nodes (never part of a parsed statement).
+The parser turns the calls inside a MATCH_RECOGNIZE clause into ``MatchTime`` nodes.
 """
 from __future__ import annotations
 
 import datetime as _dt
 from typing import Any
 
-from ...ast import Expr, FunctionCall
-from ...ast.base import node
+from ...ast import MatchTime
 
-
-@node
-class MatchTime(Expr):
-    """``kind`` ``row`` (MATCH_ROWTIME) or ``proc`` (MATCH_PROCTIME)."""
-
-    kind: str
-
-
-MATCH_TIME_CALLS = {"match_rowtime": "row", "match_proctime": "proc"}
-
-
-def match_time_node(call: FunctionCall) -> MatchTime | None:
-    """The node of a ``MATCH_ROWTIME()`` / ``MATCH_PROCTIME()`` call, else None."""
-    kind = MATCH_TIME_CALLS.get(call.name.lower())
-    if kind is None or call.args:
-        return None
-    return MatchTime(kind, span=call.span)
+__all__ = ["MatchTime", "ProcessingClock", "rowtime"]
 
 
 def rowtime(view: Any) -> Any:
