@@ -99,14 +99,23 @@ class Relation:
         """The rows still waiting for their projection or key, in order (the list is emptied)."""
         pending, self.pending = self.pending, []
         rows = self.rows
+        if len(pending) == 1:  # the common step: the new row, still present
+            return pending if pending[0].pos in rows else []
         return [r for r in pending if r.pos in rows]
 
     def take_changes(self) -> tuple[list[Row], list[Row]]:
         """(rows of the last emitted relation that left, rows added since) — and start a new log."""
         rows = self.rows
-        added = [r for r in self.added if r.pos in rows]
-        for row in added:
-            row.emitted = True
+        added = self.added
+        if len(added) == 1:  # the common step
+            if added[0].pos in rows:
+                added[0].emitted = True
+            else:
+                added = []
+        else:
+            added = [r for r in added if r.pos in rows]
+            for row in added:
+                row.emitted = True
         removed = self.removed
         self.removed, self.added = [], []
         return removed, added
