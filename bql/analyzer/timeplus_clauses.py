@@ -8,7 +8,7 @@ A *Timeplus query* is a SELECT that runs in the Timeplus window operator: it has
   unprefixed field that names a select-list alias (``AS c``, a single key) stands for that item's
   expression, as in Proton/ClickHouse where an alias wins over an input column of the same name.
   SensorBee queries keep SensorBee's reading (``count()`` is an arity error, ``c`` in HAVING is the
-  input field ``c``).
+  input field ``c``). Selects inside subqueries (CTE references) are prepared the same way.
 - ``prepare_timeplus`` also resolves an EMIT written without a policy (``EMIT LAST 1h``, ``EMIT TIMEOUT
   5s``): ``AFTER WATERMARK`` over a window function, Proton's ``PERIODIC 2s`` over a bare stream.
 - ``check_timeplus_clauses``: ``AND TIMEOUT`` needs an aggregation over tumble/hop/session; ``AND LAST``
@@ -29,8 +29,10 @@ from ..ast import (
     KeyStep,
     Literal,
     Select,
+    SelectUnion,
     Statement,
     StreamRef,
+    SubqueryRef,
     Wildcard,
     WindowFunction,
 )
@@ -106,9 +108,28 @@ def _resolve_emit(select: Select):
     return dataclasses.replace(emit, kind="periodic", period=GLOBAL_PERIOD)
 
 
+def _prepare_subqueries(select: Select) -> Select:
+    items = []
+    for item in select.from_items:
+        if isinstance(item, SubqueryRef):
+            inner = item.select
+            if isinstance(inner, Select):
+                inner = prepare_timeplus(inner)
+            elif isinstance(inner, SelectUnion):
+                branches = tuple(prepare_timeplus(s) for s in inner.selects)
+                if branches != inner.selects:
+                    inner = dataclasses.replace(inner, selects=branches)
+            if inner is not item.select:
+                item = dataclasses.replace(item, select=inner)
+        items.append(item)
+    items = tuple(items)
+    return select if items == select.from_items else dataclasses.replace(select, from_items=items)
+
+
 def prepare_timeplus(select: Select) -> Select:
     """``select`` with the Timeplus readings of ``count()``, HAVING aliases and a policy-less EMIT applied
-    (others unchanged)."""
+    (others unchanged), in the selects of its subqueries (CTEs) too."""
+    select = _prepare_subqueries(select)
     if not is_timeplus_select(select):
         return select
     changes = {}

@@ -127,3 +127,15 @@ def test_offset_state_survives_a_snapshot():
     second.restore(first.snapshot())
     tail = run_processor(second, {"src": rows[3:]}).outputs
     assert head + tail == whole == [{"k": "a", "v": v} for v in (4, 5, 6)]
+
+
+def test_count_and_having_alias_inside_a_cte_and_a_union():
+    rows = _rows([(0, "a", 1), (1, "a", 2), (2, "b", 3), (12, "a", 4)])
+    inner = ("SELECT RSTREAM window_start AS ws, k, count() AS c FROM tumble(src, ts, 10s) "
+             "GROUP BY window_start, k HAVING c > 1")
+    direct = run_query(inner, {"src": rows})
+    assert direct == [{"ws": T0, "k": "a", "c": 2}]
+    via_cte = run_query(f"WITH w AS ({inner}) SELECT RSTREAM ws, c FROM w [RANGE 1 TUPLES]", {"src": rows})
+    assert via_cte == [{"ws": r["ws"], "c": r["c"]} for r in direct]
+    union = run_query(f"{inner} UNION ALL {inner}", {"src": rows})
+    assert union == direct + direct
