@@ -163,6 +163,8 @@ def _closable(text: str, pos: int, expected) -> set:
 def _advice(text: str, tok: Token, expected) -> str:
     """A short explanation for common mistakes around an unexpected token."""
     before = text[:tok.start_pos]
+    if tok.type == "IDENT" and before[-1:].isdigit() and "SECONDS" in (expected or ()):
+        return " (an interval is n SECONDS, n MILLISECONDS or n followed by ms, s, m, h, d or w)"
     if tok.type == "IDENT" and before[-1:].isdigit() and tok[:1] in "eE":
         return " (scientific notation is not supported; write digits or digits.digits)"
     if before.rstrip().endswith("/*"):

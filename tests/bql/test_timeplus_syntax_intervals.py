@@ -75,9 +75,10 @@ def _error(query):
 
 @pytest.mark.parametrize("query,reason,col", [
     ("SELECT RSTREAM count(*) AS c FROM tumble(src, ts, 5M) GROUP BY window_start",
-     "unexpected identifier 'M'", 52),
+     "unexpected identifier 'M' (an interval is n SECONDS, n MILLISECONDS or n followed by ms, s, m, h, d or w)",
+     52),
     ("SELECT RSTREAM count(*) AS c FROM tumble(src, ts, 5y) GROUP BY window_start",
-     "unexpected identifier 'y'", 52),
+     "unexpected identifier 'y' (an interval is", 52),
     ('SELECT RSTREAM count(*) AS c FROM tumble(src, ts, 5s, "Mars/Base") GROUP BY window_start',
      "unknown time zone 'Mars/Base' in 'tumble'", 55),
     ('SELECT RSTREAM count(*) AS c FROM session(src, ts, 5s, "UTC") GROUP BY window_start',
