@@ -125,7 +125,7 @@ def _Select(s) -> str:
     if s.order_by:
         out.append("ORDER BY " + ", ".join(_SortKey(k) for k in s.order_by))
     if s.limit is not None:
-        out.append(f"LIMIT {s.limit}")
+        out.append(f"LIMIT {s.limit}" + (f" OFFSET {s.offset}" if s.offset is not None else ""))
     if s.emit is not None:
         out.append(_EmitClause(s.emit))
     return " ".join(out)

@@ -139,3 +139,11 @@ def test_count_and_having_alias_inside_a_cte_and_a_union():
     assert via_cte == [{"ws": r["ws"], "c": r["c"]} for r in direct]
     union = run_query(f"{inner} UNION ALL {inner}", {"src": rows})
     assert union == direct + direct
+
+
+def test_unparse_keeps_offset():
+    from sbpy.bql.ast.unparse import unparse
+    from sbpy.bql.parser import parse_one
+
+    stmt = parse_one("SELECT RSTREAM k, v FROM src LIMIT 3 OFFSET 4 EMIT ON UPDATE")
+    assert stmt.offset == 4 and parse_one(unparse(stmt)) == stmt
