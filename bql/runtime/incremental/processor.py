@@ -186,6 +186,7 @@ class IncrementalSelectProcessor(SelectProcessor):
             except Exception:
                 relation.pending = pending[i:]  # the reference re-evaluates them next step
                 raise
+            row.env = None  # read only for the projection (fewer objects for the garbage collector)
             if keyed:
                 row.ekey, row.nan = row_key(data)
         ts, seq = tup.ts, tup.seq

@@ -41,7 +41,7 @@ class Row:
     def __init__(self, pos: int, ids: tuple[int, ...], env: Env):
         self.pos = pos
         self.ids = ids
-        self.env = env
+        self.env: Env | None = env  # dropped once a non-grouping row has its projection
         self.data: dict[str, Any] | None = None  # the projection (non-grouping queries)
         self.ekey: Any = None  # multiset key of ``data`` (ISTREAM/DSTREAM)
         self.nan = False  # ``data`` holds a NaN: it never equals another row
@@ -54,13 +54,15 @@ class Relation:
 
     ``pending`` and ``added`` are lists in position order that may still hold rows that have left
     the relation since (they are skipped when read): appending is cheaper than keeping them exact.
+    ``by_eid`` maps an entry to its one row, or to a list of its rows when it has several (fewer
+    objects for the garbage collector to walk in a large window; a snapshot may hold lists only).
     """
 
     __slots__ = ("rows", "by_eid", "pending", "added", "removed", "track", "next_pos")
 
     def __init__(self, track: bool):
         self.rows: dict[int, Row] = {}
-        self.by_eid: dict[int, list[Row]] = {}
+        self.by_eid: dict[int, Row | list[Row]] = {}
         self.pending: list[Row] = []
         self.added: list[Row] = []
         self.removed: list[Row] = []
@@ -76,9 +78,11 @@ class Relation:
         for eid in ids:
             same = by_eid.get(eid)
             if same is None:
-                by_eid[eid] = [row]
-            else:
+                by_eid[eid] = row
+            elif type(same) is list:
                 same.append(row)
+            else:
+                by_eid[eid] = [same, row]
         if self.track:
             self.added.append(row)
         return row
@@ -87,7 +91,8 @@ class Relation:
         """Remove the rows containing entry ``eid``; returns those that were still present."""
         gone = []
         rows = self.rows
-        for row in self.by_eid.pop(eid, ()):
+        rows_of = self.by_eid.pop(eid, ())
+        for row in rows_of if type(rows_of) is not Row else (rows_of,):
             if rows.pop(row.pos, None) is None:
                 continue
             gone.append(row)

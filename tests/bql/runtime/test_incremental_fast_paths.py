@@ -218,3 +218,31 @@ def test_snapshot_with_count_star_as_count_state_restores_exactly():
     restored.restore(inc.snapshot())
     for i in range(4, 8):
         assert step(restored, i) == step(ref, i)
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT ISTREAM a:x AS x, a:k AS k FROM s1 [RANGE 3 TUPLES] AS a",
+    "SELECT DSTREAM a:k AS k, b:x AS x FROM s1 [RANGE 2 TUPLES] AS a, s2 [RANGE 2 TUPLES] AS b WHERE a:k = b:k",
+])
+def test_snapshot_with_row_lists_and_envs_restores_exactly(query):
+    """A snapshot of the version that kept every entry's rows in a list and every row's Env."""
+    from incremental_util import build_pair
+
+    from sbpy.bql.runtime import ProcessorContext, build_processor
+
+    stmt, inc, ref = build_pair(query)
+    rows = [("s1" if i % 3 else "s2", {"k": i % 2, "x": i}) for i in range(10)]
+
+    def step(proc, i):
+        name, data = rows[i]
+        return [canonical(t.data) for t in proc.process(Tuple(dict(data), TS, i + 1, name)).outputs]
+
+    for i in range(5):
+        assert step(inc, i) == step(ref, i)
+    relation = inc.relation
+    assert any(type(v) is not list for v in relation.by_eid.values())  # the one-row form is in use
+    relation.by_eid = {eid: v if type(v) is list else [v] for eid, v in relation.by_eid.items()}
+    restored = build_processor(stmt, ProcessorContext())
+    restored.restore(inc.snapshot())
+    for i in range(5, 10):
+        assert step(restored, i) == step(ref, i)
