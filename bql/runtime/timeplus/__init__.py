@@ -5,7 +5,9 @@ A pure-Python per-tuple processor (design/timeplus-semantics.md section 4); ``bu
 
 Modules: ``timecol`` (event time in epoch µs, bounds as epoch seconds), ``assign`` (tumble/hop grid),
 ``watermark`` (max event time, delay, late rule), ``sessions`` (per-key sessions, gap and max),
-``panes`` (window instances and their grouped rows), ``emission`` (EMIT policies), ``processor``.
+``panes`` (window instances and their grouped rows), ``emission`` (EMIT policies), ``emit_extras``
+(``AND TIMEOUT`` / ``AND LAST``), ``streaming_calls`` (``lag``, ``emit_version``), ``ticking`` (the wall
+clock), ``processor``. The Timeplus syntax beyond the window model is described in docs/timeplus.md.
 
 Native Spark equivalents (what could skip this operator; see design section 5): an aggregating
 ``tumble``/``hop`` query with ``EMIT AFTER WATERMARK [WITH DELAY d]`` ≈ ``withWatermark(col, d)`` +
