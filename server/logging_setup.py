@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 
@@ -69,13 +70,30 @@ class HideStartupTraceback(logging.Filter):
         return "sbpy.server.manager.StartupError" not in str(record.msg)
 
 
+class ConsoleHandler(logging.StreamHandler):
+    """A handler writing to whatever ``sys.stderr`` (or ``sys.stdout``) is when a record comes, as
+    ``logging.lastResort`` does: a handler that outlives a replaced stream (a test's captured output,
+    a closed redirect) never writes into a closed file — which would raise inside a py4j callback or
+    a watcher thread and lose what it was reporting."""
+
+    def __init__(self, name: str = "stderr"):
+        self._name = name
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stdout if self._name == "stdout" else sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:  # the stream is always the current one
+        pass
+
+
 def handler_for(config: Config) -> logging.Handler:
     """A handler writing to ``logging.target`` (stderr, stdout or a file, made if missing)."""
     target = config.logging.target
-    if target == "stderr":
-        return logging.StreamHandler(sys.stderr)
-    if target == "stdout":
-        return logging.StreamHandler(sys.stdout)
+    if target in ("stderr", "stdout"):
+        return ConsoleHandler(target)
     path = config.resolve(target)
     path.parent.mkdir(parents=True, exist_ok=True)
     return logging.FileHandler(path, encoding="utf-8")

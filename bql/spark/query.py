@@ -140,13 +140,13 @@ class QueryHandle:
             if not error or self._reported:
                 return
             self._reported = True
-        log.error("query %s failed: %s", self.name, error)
-        if self.spec.on_error is not None:
+        _unregister(self)
+        if self.spec.on_error is not None:  # first: a failing log handler must not lose the report
             try:
                 self.spec.on_error(error)
             except Exception:
                 log.exception("on_error of query %s failed", self.name)
-        _unregister(self)
+        log.error("query %s failed: %s", self.name, error)
 
     def __repr__(self) -> str:
         return f"QueryHandle({self.name!r}, active={self.is_active})"
@@ -353,7 +353,9 @@ def _watch() -> None:
                 _watcher = None
                 return
         for handle in handles:
-            if not handle.is_active:
-                error = handle.error
-                handle._terminated(error)
-                _unregister(handle)
+            try:
+                if not handle.is_active:
+                    _unregister(handle)
+                    handle._terminated(handle.error)
+            except Exception:  # noqa: BLE001 - the watcher outlives one handle's failing report
+                continue

@@ -37,6 +37,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from ..logging_setup import ConsoleHandler
+
 KINDS = {"source": "source", "box": "stream", "sink": "sink"}
 
 
@@ -194,11 +196,11 @@ class Progress:
             self.out.flush()
 
 
-class ProgressLogHandler(logging.StreamHandler):
-    """A stream handler that writes each log line while the progress block is erased."""
+class ProgressLogHandler(ConsoleHandler):
+    """A stderr handler that writes each log line while the progress block is erased."""
 
-    def __init__(self, progress: Progress, stream: TextIO):
-        super().__init__(stream)
+    def __init__(self, progress: Progress):
+        super().__init__("stderr")
         self.progress = progress
 
     def emit(self, record: logging.LogRecord) -> None:

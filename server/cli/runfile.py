@@ -135,7 +135,7 @@ def configure_logging(progress: Any, config: Any) -> None:
     from ..logging_setup import formatter, log_format
     from .progress import ProgressLogHandler
 
-    handler = ProgressLogHandler(progress, sys.stderr)
+    handler = ProgressLogHandler(progress)
     handler.setFormatter(formatter(log_format(None)))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -151,3 +151,23 @@ def test_a_server_run_logs_in_one_format(tmp_path):
     assert strays == [], text[-3000:]
     noise = re.compile(r"loopback address|native-hadoop|Setting default log level|log4j profile|incubator modules")
     assert [line for line in lines if noise.search(line) and " DEBUG " not in line] == []
+
+
+def test_the_console_handler_writes_to_the_stderr_of_the_moment(monkeypatch):
+    """A handler installed while stderr was a capture (a test, a redirect) that has since been closed
+    writes to the current stderr instead of raising "I/O operation on closed file"."""
+    import io
+
+    from sbpy.server.logging_setup import ConsoleHandler
+
+    handler = ConsoleHandler()
+    record = logging.LogRecord("sbpy.t", logging.ERROR, __file__, 1, "query %s failed", ("q",), None)
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    handler.emit(record)
+    first.close()
+    monkeypatch.setattr(sys, "stderr", second)
+    monkeypatch.setattr(logging, "raiseExceptions", True)
+    handler.handleError = lambda rec: (_ for _ in ()).throw(AssertionError("the handler failed"))
+    handler.emit(record)
+    assert second.getvalue() == "query q failed\n"
