@@ -5,14 +5,9 @@ with the caret lines; EXPLAIN names the LEFT JOIN kernel. One source feeds both 
 through aliases), so the arrival order, and with it the expected rows, is fixed."""
 from __future__ import annotations
 
-import json
-
-import httpx
 import pytest
-from local_runner import start_local
+from rest_util import empty_source, local_server, post, streams_into_files
 from sbpy.bql.runtime.testing import run_query_detailed
-from sbpy.server.nodes.source_node import wait_until
-from sbpy.server.topology import Topology
 
 ROWS = [{"id": i, "kind": ("bid", "ask", "sell")[i % 3] if i % 5 else None, "price": (i * 7) % 23}
         for i in range(40)]
@@ -20,20 +15,9 @@ ROWS = [{"id": i, "kind": ("bid", "ask", "sell")[i % 3] if i % 5 else None, "pri
 
 @pytest.fixture
 def local(server_factory, tmp_path):
-    """A server whose topologies run their queries on the local runner, files allowed under tmp_path."""
-    srv = server_factory({"storage": {"file_roots": [str(tmp_path)]}},
-                         topology_factory=lambda name, ctx: Topology(name, ctx, query_starter=start_local))
-    with srv.client() as c:
-        assert c.post("/topologies", json={"name": "t"}).status_code == 200
+    """A client of a local-runner server with topology ``t`` (rest_util.local_server)."""
+    with local_server(server_factory, tmp_path) as (_, c):
         yield c
-
-
-def post(c: httpx.Client, script: str) -> httpx.Response:
-    return c.post("/topologies/t/queries", json={"queries": script})
-
-
-def _received(c: httpx.Client, sink: str) -> int:
-    return c.get(f"/topologies/t/sinks/{sink}").json()["sink"]["status"]["input_stats"]["num_received_total"]
 
 
 STREAMS = {  # name → query; the pairs (j, c) and (l, r) must agree with each other
@@ -49,20 +33,10 @@ STREAMS = {  # name → query; the pairs (j, c) and (l, r) must agree with each 
 
 
 def test_join_streams_through_the_server_equal_the_kernel(local, tmp_path):
-    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     expected = {name: run_query_detailed(q, {"s": ROWS}) for name, q in STREAMS.items()}
     assert all(e.outputs and not e.dropped for e in expected.values())
     assert any(row["b"] is None for row in expected["l"].outputs)  # some left rows go unmatched
-    script = [f'CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";']
-    for name, query in STREAMS.items():
-        script += [f"CREATE STREAM x_{name} AS {query};",
-                   f'CREATE SINK k_{name} TYPE file WITH path = "{tmp_path}/{name}.jsonl";',
-                   f"INSERT INTO k_{name} FROM x_{name};"]
-    r = post(local, "\n".join(script + ["RESUME SOURCE s;"]))
-    assert r.status_code == 200, r.text
-    assert wait_until(lambda: all(_received(local, f"k_{n}") >= len(e.outputs) for n, e in expected.items()), 60)
-    assert post(local, " ".join(f"DROP SINK k_{n};" for n in STREAMS)).status_code == 200  # closes the files
-    got = {n: [json.loads(x) for x in (tmp_path / f"{n}.jsonl").read_text().splitlines()] for n in STREAMS}
+    got = streams_into_files(local, tmp_path, ROWS, STREAMS, {n: len(e.outputs) for n, e in expected.items()})
     assert got["j"] == got["c"] == expected["j"].outputs == expected["c"].outputs
     assert got["l"] == got["r"] == expected["l"].outputs == expected["r"].outputs
 
@@ -86,8 +60,7 @@ def test_bad_joins_answer_e0006_with_a_caret(local, statement, caret, reason):
 
 
 def test_explain_names_the_left_join_kernel(local, tmp_path):
-    (tmp_path / "in.jsonl").write_text("")
-    assert post(local, f'CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";').status_code == 200
+    empty_source(local, tmp_path)
     plan = post(local, "EXPLAIN SELECT RSTREAM a:id FROM s [RANGE 2 TUPLES] AS a LEFT JOIN s [RANGE 1 TUPLES] AS b "
                        "ON a:kind = b:kind;").json()["plan"]
     assert plan["execution"] != "stateless" and "LEFT JOIN kernel" in plan["text"]

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
-from local_runner import start_local
+from rest_util import empty_source, local_server, post, received, streams_into_files
 from sbpy.bql.eval import evaluate_constant
 from sbpy.bql.parser import parse_expression
 from sbpy.bql.runtime.testing import run_query_detailed
 from sbpy.server.nodes.source_node import wait_until
-from sbpy.server.topology import Topology
 
 ROWS = [{"id": i, "kind": ("bid", "ask", "sell")[i % 3], "price": (i * 7) % 23,
          "name": ("alpha", "beta", "al%", "gamma")[i % 4]} for i in range(40)]
@@ -21,16 +19,9 @@ ROWS = [{"id": i, "kind": ("bid", "ask", "sell")[i % 3], "price": (i * 7) % 23,
 
 @pytest.fixture
 def local(server_factory, tmp_path):
-    """A server whose topologies run their queries on the local runner, files allowed under tmp_path."""
-    srv = server_factory({"storage": {"file_roots": [str(tmp_path)]}},
-                         topology_factory=lambda name, ctx: Topology(name, ctx, query_starter=start_local))
-    with srv.client() as c:
-        assert c.post("/topologies", json={"name": "t"}).status_code == 200
+    """A client of a local-runner server with topology ``t`` (rest_util.local_server)."""
+    with local_server(server_factory, tmp_path) as (_, c):
         yield c
-
-
-def post(c: httpx.Client, script: str) -> httpx.Response:
-    return c.post("/topologies/t/queries", json={"queries": script})
 
 
 @pytest.mark.parametrize("expr", [
@@ -62,8 +53,7 @@ def test_syntax_error_points_at_the_token(local):
 
 
 def test_order_by_of_an_unknown_column_is_refused(local, tmp_path):
-    (tmp_path / "in.jsonl").write_text("")
-    assert post(local, f'CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";').status_code == 200
+    empty_source(local, tmp_path)
     r = post(local, "CREATE STREAM x AS SELECT RSTREAM id FROM s [RANGE 3 TUPLES] ORDER BY price LIMIT 1;")
     err = r.json()["error"]
     assert r.status_code == 400 and err["code"] == "E0007"
@@ -81,37 +71,19 @@ QUERIES = [
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_stream_through_the_server_equals_the_kernel(local, tmp_path, query):
-    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     expected = run_query_detailed(query, {"s": ROWS})
     assert not expected.dropped and expected.outputs
-    r = post(local, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";
-                        CREATE STREAM x AS {query};
-                        CREATE SINK k TYPE file WITH path = "{tmp_path}/out.jsonl";
-                        INSERT INTO k FROM x;
-                        RESUME SOURCE s;""")
-    assert r.status_code == 200, r.text
-
-    def received() -> int:
-        return local.get("/topologies/t/sinks/k").json()["sink"]["status"]["input_stats"]["num_received_total"]
-
-    assert wait_until(lambda: received() >= len(expected.outputs), 60), received()
-    assert post(local, "DROP SINK k;").status_code == 200  # closes the file
-    got = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert got == expected.outputs
+    got = streams_into_files(local, tmp_path, ROWS, {"x": query}, {"x": len(expected.outputs)})
+    assert got["x"] == expected.outputs
 
 
 def test_explain_keeps_distinct_off_the_stateless_tier(local, tmp_path):
-    (tmp_path / "in.jsonl").write_text("")
-    assert post(local, f'CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";').status_code == 200
+    empty_source(local, tmp_path)
     plain = post(local, 'EXPLAIN SELECT RSTREAM id FROM s [RANGE 1 TUPLES] WHERE kind IN ("a");').json()["plan"]
     assert plain["execution"] == "stateless"
     shaped = post(local, "EXPLAIN SELECT RSTREAM DISTINCT id FROM s [RANGE 1 TUPLES];").json()["plan"]
     assert shaped["execution"] != "stateless"
     assert "DISTINCT / ORDER BY" in shaped["text"]
-
-
-def _sink_rows(c: httpx.Client, sink: str) -> int:
-    return c.get(f"/topologies/t/sinks/{sink}").json()["sink"]["status"]["input_stats"]["num_received_total"]
 
 
 def test_cte_stream_equals_the_explicit_chain_of_streams(local, tmp_path):
@@ -134,7 +106,7 @@ def test_cte_stream_equals_the_explicit_chain_of_streams(local, tmp_path):
                         RESUME SOURCE s;""")
     assert r.status_code == 200, r.text
     n = len(expected.outputs)
-    assert wait_until(lambda: _sink_rows(local, "ka") >= n and _sink_rows(local, "kb") >= n, 60)
+    assert wait_until(lambda: received(local, "ka") >= n and received(local, "kb") >= n, 60)
     assert post(local, "DROP SINK ka; DROP SINK kb;").status_code == 200
     chain = [json.loads(x) for x in (tmp_path / "chain.jsonl").read_text().splitlines()]
     with_cte = [json.loads(x) for x in (tmp_path / "cte.jsonl").read_text().splitlines()]

@@ -5,14 +5,9 @@ Topologies run on the Spark-free local runner; each sink file must hold exactly 
 runtime gives for the same query and input."""
 from __future__ import annotations
 
-import json
-
-import httpx
 import pytest
-from local_runner import start_local
+from rest_util import empty_source, local_server, post, streams_into_files
 from sbpy.bql.runtime.testing import run_query_detailed
-from sbpy.server.nodes.source_node import wait_until
-from sbpy.server.topology import Topology
 
 T0 = 1580673600
 ROWS = [{"ts": T0 + (i * 7) % 50 + i // 3, "k": "ab"[i % 2], "v": (i * 5) % 11 - 3} for i in range(60)]
@@ -20,15 +15,9 @@ ROWS = [{"ts": T0 + (i * 7) % 50 + i // 3, "k": "ab"[i % 2], "v": (i * 5) % 11 -
 
 @pytest.fixture
 def local(server_factory, tmp_path):
-    srv = server_factory({"storage": {"file_roots": [str(tmp_path)]}},
-                         topology_factory=lambda name, ctx: Topology(name, ctx, query_starter=start_local))
-    with srv.client() as c:
-        assert c.post("/topologies", json={"name": "t"}).status_code == 200
+    """A client of a local-runner server with topology ``t`` (rest_util.local_server)."""
+    with local_server(server_factory, tmp_path) as (_, c):
         yield c
-
-
-def post(c: httpx.Client, script: str) -> httpx.Response:
-    return c.post("/topologies/t/queries", json={"queries": script})
 
 
 QUERIES = [
@@ -46,23 +35,10 @@ QUERIES = [
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_stream_through_the_server_equals_the_runtime(local, tmp_path, query):
-    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     expected = run_query_detailed(query, {"s": ROWS})
     assert expected.outputs
-    r = post(local, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";
-                        CREATE STREAM x AS {query};
-                        CREATE SINK k TYPE file WITH path = "{tmp_path}/out.jsonl";
-                        INSERT INTO k FROM x;
-                        RESUME SOURCE s;""")
-    assert r.status_code == 200, r.text
-
-    def received() -> int:
-        return local.get("/topologies/t/sinks/k").json()["sink"]["status"]["input_stats"]["num_received_total"]
-
-    assert wait_until(lambda: received() >= len(expected.outputs), 60), received()
-    assert post(local, "DROP SINK k;").status_code == 200  # closes the file
-    got = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert got == expected.outputs
+    got = streams_into_files(local, tmp_path, ROWS, {"x": query}, {"x": len(expected.outputs)})
+    assert got["x"] == expected.outputs
 
 
 def test_syntax_error_of_an_interval_unit_points_at_it(local):
@@ -75,8 +51,7 @@ def test_syntax_error_of_an_interval_unit_points_at_it(local):
 
 
 def test_unknown_time_zone_and_misplaced_lag_are_refused(local, tmp_path):
-    (tmp_path / "in.jsonl").write_text("")
-    assert post(local, f'CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";').status_code == 200
+    empty_source(local, tmp_path)
     zone = post(local, 'CREATE STREAM x AS SELECT RSTREAM count() AS c FROM tumble(s, ts, 5s, "Nowhere/City") '
                        "GROUP BY window_start;").json()["error"]
     assert zone["code"] == "E0006" and "unknown time zone 'Nowhere/City' in 'tumble'" in "\n".join(
