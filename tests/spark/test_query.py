@@ -78,7 +78,9 @@ def test_dropped_and_end(spark, tmp_path):
     assert handle.is_active
 
 
-def test_failure_is_reported(spark, tmp_path):
+def start_failing_query(spark, tmp_path, query_id):
+    """A query whose sink raises on its first batch; its handle and the errors ``on_error`` got, with
+    an event set at the first."""
     journal = TestJournal(tmp_path / "journal")
     journal.append([("a", {"x": 1})])
     failed = threading.Event()
@@ -91,7 +93,12 @@ def test_failure_is_reported(spark, tmp_path):
         errors.append(text)
         failed.set()
 
-    handle = start_query(spark, _spec(tmp_path, boom, on_error=on_error, query_id="t.fail"))
+    handle = start_query(spark, _spec(tmp_path, boom, on_error=on_error, query_id=query_id))
+    return handle, errors, failed
+
+
+def test_failure_is_reported(spark, tmp_path):
+    handle, errors, failed = start_failing_query(spark, tmp_path, "t.fail")
     assert failed.wait(60)
     assert "sink exploded" in errors[0] and "sink exploded" in handle.error
     assert not handle.is_active
@@ -102,19 +109,7 @@ def test_failure_is_reported_when_the_listener_event_is_lost(spark, tmp_path, mo
     from sbpy.bql.spark import query as query_module
 
     monkeypatch.setattr(query_module, "_on_terminated", lambda query_id, error: None)
-    journal = TestJournal(tmp_path / "journal")
-    journal.append([("a", {"x": 1})])
-    failed = threading.Event()
-    errors: list[str] = []
-
-    def boom(batch_id, rows):
-        raise RuntimeError("sink exploded")
-
-    def on_error(text):
-        errors.append(text)
-        failed.set()
-
-    handle = start_query(spark, _spec(tmp_path, boom, on_error=on_error, query_id="t.lost"))
+    handle, errors, failed = start_failing_query(spark, tmp_path, "t.lost")
     assert failed.wait(60)
     assert errors == [handle.error] and "sink exploded" in errors[0]
 
