@@ -12,12 +12,11 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
-from local_runner import start_local
+from rest_util import local_server, post_ok, status
 from sbpy.plugins.builtin.http_source import HttpSource, IngestRefused
 from sbpy.plugins.builtin.sources import FileSource
 from sbpy.server.cli.client import iter_multipart
 from sbpy.server.nodes.source_node import wait_until
-from sbpy.server.topology import Topology
 
 JSON = {"Content-Type": "application/json"}
 STREAM = "CREATE STREAM x AS SELECT RSTREAM id, v / 2 AS half, name FROM s [RANGE 1 TUPLES] WHERE id % 4 != 3;"
@@ -26,20 +25,8 @@ STREAM = "CREATE STREAM x AS SELECT RSTREAM id, v / 2 AS half, name FROM s [RANG
 @pytest.fixture
 def local(server_factory, tmp_path):
     """A server running queries on the local runner, files allowed under tmp_path; topology ``t``."""
-    srv = server_factory({"storage": {"file_roots": [str(tmp_path)]}},
-                         topology_factory=lambda name, ctx: Topology(name, ctx, query_starter=start_local))
-    with srv.client() as c:
-        assert c.post("/topologies", json={"name": "t"}).status_code == 200
+    with local_server(server_factory, tmp_path) as (srv, c):
         yield srv, c
-
-
-def post(c: httpx.Client, script: str, topology: str = "t") -> None:
-    r = c.post(f"/topologies/{topology}/queries", json={"queries": script})
-    assert r.status_code == 200, r.text
-
-
-def status(c: httpx.Client, kind: str, name: str, topology: str = "t") -> dict[str, Any]:
-    return c.get(f"/topologies/{topology}/{kind}s/{name}").json()[kind]["status"]
 
 
 def lines_of(rows: list[Any], bad: dict[int, str]) -> list[bytes]:
@@ -105,7 +92,7 @@ def test_posted_lines_flow_like_the_same_file(local, tmp_path):
     lines = lines_of(rows, bad)
     (tmp_path / "in.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     assert c.post("/topologies", json={"name": "ref"}).status_code == 200
-    post(c, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl"; {STREAM}
+    post_ok(c, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl"; {STREAM}
                 CREATE SINK k TYPE file WITH path = "{tmp_path}/ref.jsonl"; INSERT INTO k FROM x;
                 RESUME SOURCE s;""", "ref")
     assert wait_until(lambda: status(c, "stream", "x", "ref")["state"] == "stopped", 30)
@@ -113,7 +100,7 @@ def test_posted_lines_flow_like_the_same_file(local, tmp_path):
 
     dropped: list[dict[str, Any]] = []
     srv.app.state.manager.get("t").subscribe_dropped(dropped.append)
-    post(c, f"""CREATE SOURCE s TYPE http; {STREAM}
+    post_ok(c, f"""CREATE SOURCE s TYPE http; {STREAM}
                 CREATE SINK k TYPE file WITH path = "{tmp_path}/out.jsonl"; INSERT INTO k FROM x;""")
     answers, errors = [], []
     for chunk in (lines[:10], lines[10:11], lines[11:]):  # three requests, in order
@@ -133,14 +120,14 @@ def test_posted_lines_flow_like_the_same_file(local, tmp_path):
 
 def test_a_paused_source_queues_then_journals_on_resume(local, tmp_path):
     _srv, c = local
-    post(c, f"""CREATE PAUSED SOURCE s TYPE http WITH ack_timeout = "50ms", max_queued = 3;
+    post_ok(c, f"""CREATE PAUSED SOURCE s TYPE http WITH ack_timeout = "50ms", max_queued = 3;
                 CREATE STREAM x AS SELECT RSTREAM * FROM s [RANGE 1 TUPLES];
                 CREATE SINK k TYPE file WITH path = "{tmp_path}/out.jsonl"; INSERT INTO k FROM x;""")
     r = c.post("/topologies/t/sources/s/tuples", content=b'{"a": 1}\n{"a": 2.0}\n', headers=JSON)
     assert (r.status_code, r.json()) == (202, {"queued": 2, "dropped": 0, "errors": []})
     r = c.post("/topologies/t/sources/s/tuples", content=b'{"a": 3}\n{"a": 4}\n', headers=JSON)
     assert r.status_code == 503 and "max_queued = 3" in r.json()["error"]["message"]
-    post(c, "RESUME SOURCE s;")
+    post_ok(c, "RESUME SOURCE s;")
     assert wait_until(lambda: (tmp_path / "out.jsonl").exists()
                       and (tmp_path / "out.jsonl").read_text() == '{"a":1}\n{"a":2.0}\n', 30)
     r = c.post("/topologies/t/sources/s/tuples", content=b'{"a": 3}', headers=JSON)
@@ -150,18 +137,18 @@ def test_a_paused_source_queues_then_journals_on_resume(local, tmp_path):
 @pytest.mark.parametrize("started", [False, True])
 def test_dropping_a_source_refuses_its_waiting_requests(local, started):
     srv, c = local
-    post(c, 'CREATE PAUSED SOURCE s TYPE http WITH ack_timeout = "300ms";')
+    post_ok(c, 'CREATE PAUSED SOURCE s TYPE http WITH ack_timeout = "300ms";')
     if started:  # its thread runs, then waits paused
-        post(c, "RESUME SOURCE s;")
+        post_ok(c, "RESUME SOURCE s;")
         assert c.post("/topologies/t/sources/s/tuples", content=b'{"a": 0}', headers=JSON).status_code == 200
-        post(c, "PAUSE SOURCE s;")
+        post_ok(c, "PAUSE SOURCE s;")
     answer: list[httpx.Response] = []
     with srv.client() as other:
         sender = threading.Thread(target=lambda: answer.append(
             other.post("/topologies/t/sources/s/tuples", content=b'{"a": 1}', headers=JSON)))
         sender.start()
         assert wait_until(lambda: status(c, "source", "s")["source"]["num_queued"] == 1, 10)
-        post(c, "DROP SOURCE s;")
+        post_ok(c, "DROP SOURCE s;")
         sender.join(30)
     assert answer[0].status_code == 409 and answer[0].json()["error"]["message"] == "source 's' is stopped"
 
@@ -169,7 +156,7 @@ def test_dropping_a_source_refuses_its_waiting_requests(local, started):
 def test_ingest_errors(local, tmp_path):
     _srv, c = local
     (tmp_path / "in.jsonl").write_text("")
-    post(c, f"""CREATE PAUSED SOURCE f TYPE file WITH path = "{tmp_path}/in.jsonl";""")
+    post_ok(c, f"""CREATE PAUSED SOURCE f TYPE file WITH path = "{tmp_path}/in.jsonl";""")
     cases = [("/topologies/nope/sources/s/tuples", JSON, 404, "The topology doesn't exist"),
              ("/topologies/t/sources/nope/tuples", JSON, 404, "The source was not found"),
              ("/topologies/t/sources/f/tuples", JSON, 400, "source 'f' is of type 'file', not 'http'"),
@@ -198,7 +185,7 @@ def sse_events(response: httpx.Response):
 
 def test_select_events_equal_the_multipart_answer(local):
     srv, c = local
-    post(c, "CREATE SOURCE s TYPE http;")
+    post_ok(c, "CREATE SOURCE s TYPE http;")
     query = "SELECT RSTREAM a, a / 2 AS h, s FROM s [RANGE 1 TUPLES] WHERE a != 2;"
     n = 6
     got: dict[str, list[str]] = {"sse": [], "multipart": []}
@@ -235,11 +222,11 @@ def test_select_events_equal_the_multipart_answer(local):
 def test_select_events_end_with_the_query_and_errors_are_envelopes(local, tmp_path):
     srv, c = local
     (tmp_path / "in.jsonl").write_text("".join(json.dumps({"i": i, "f": i / 2}) + "\n" for i in range(5)))
-    post(c, f"""CREATE PAUSED SOURCE f TYPE file WITH path = "{tmp_path}/in.jsonl";""")
+    post_ok(c, f"""CREATE PAUSED SOURCE f TYPE file WITH path = "{tmp_path}/in.jsonl";""")
     events: list[tuple[str | None, str]] = []
     with srv.client() as cc, cc.stream("GET", "/topologies/t/select",
                                        params={"q": "SELECT RSTREAM * FROM f [RANGE 1 TUPLES];"}) as r:
-        post(c, "RESUME SOURCE f;")
+        post_ok(c, "RESUME SOURCE f;")
         events = list(sse_events(r))
     lines = (tmp_path / "in.jsonl").read_text().splitlines()
     assert events == [(None, json.dumps(json.loads(x), separators=(",", ":"))) for x in lines] + [("end", "{}")]

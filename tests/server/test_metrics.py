@@ -5,19 +5,15 @@ and against what the input data implies."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import httpx
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
-
+from rest_util import local_server, post_ok, status
 from sbpy.server.metrics import journal_position
 from sbpy.server.nodes.source_node import wait_until
 from sbpy.server.request_metrics import UNMATCHED, RouteTable
-from sbpy.server.topology import Topology
-
-from local_runner import start_local
 
 N = 60
 
@@ -42,22 +38,10 @@ def node(samples: dict, name: str, kind: str, node_name: str, **extra: str) -> f
     return value(samples, name, topology="t", node=node_name, kind=kind, **extra)
 
 
-def post(c: httpx.Client, script: str) -> None:
-    r = c.post("/topologies/t/queries", json={"queries": script})
-    assert r.status_code == 200, r.text
-
-
-def status(c: httpx.Client, kind: str, name: str) -> dict[str, Any]:
-    return c.get(f"/topologies/t/{kind}s/{name}").json()[kind]["status"]
-
-
 @pytest.fixture
 def local(server_factory, tmp_path):
     """A server whose topologies run their queries on the local runner, files allowed under tmp_path."""
-    srv = server_factory({"storage": {"file_roots": [str(tmp_path)]}},
-                         topology_factory=lambda name, ctx: Topology(name, ctx, query_starter=start_local))
-    with srv.client() as c:
-        assert c.post("/topologies", json={"name": "t"}).status_code == 200
+    with local_server(server_factory, tmp_path) as (srv, c):
         yield srv, c
 
 
@@ -68,7 +52,7 @@ def test_node_counters_move_with_the_tuples(local, tmp_path):
     srv, c = local
     rows = [{"a": i, "z": i % 4} for i in range(N)]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    post(c, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";
+    post_ok(c, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";
                 CREATE STREAM x AS SELECT RSTREAM a, 12 / z AS q FROM s [RANGE 1 TUPLES] WHERE a % 3 = 0;
                 CREATE SINK k TYPE file WITH path = "{tmp_path}/out.jsonl";
                 INSERT INTO k FROM x;""")
@@ -80,7 +64,7 @@ def test_node_counters_move_with_the_tuples(local, tmp_path):
     assert node(before, "sbpy_node_state", "source", "s", state="running") == 0
     assert node(before, "sbpy_node_input_buffer_size", "stream", "x", input="s") == 1024
 
-    post(c, "RESUME SOURCE s;")
+    post_ok(c, "RESUME SOURCE s;")
     passed = [r for r in rows if r["a"] % 3 == 0]
     failed = [r for r in passed if r["z"] == 0]  # 12 / 0: the tuple is dropped with an error
     assert wait_until(lambda: status(c, "sink", "k")["input_stats"]["num_received_total"]
@@ -105,7 +89,7 @@ def test_node_counters_move_with_the_tuples(local, tmp_path):
 def test_buffer_drops_are_counted_on_the_sender(local, tmp_path):
     srv, c = local
     (tmp_path / "in.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(N)))
-    post(c, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";
+    post_ok(c, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";
                 CREATE STREAM x AS SELECT RSTREAM a FROM s [RANGE 1 TUPLES, BUFFER SIZE 2, DROP OLDEST IF FULL];
                 CREATE SINK k TYPE file WITH path = "{tmp_path}/out.jsonl";
                 INSERT INTO k FROM x;
@@ -122,7 +106,7 @@ def test_buffer_drops_are_counted_on_the_sender(local, tmp_path):
 def test_query_metrics_follow_the_consumer(local, tmp_path):
     srv, c = local
     (tmp_path / "in.jsonl").write_text("".join(json.dumps({"a": i}) + "\n" for i in range(N)))
-    post(c, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";
+    post_ok(c, f"""CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";
                 CREATE SINK k TYPE file WITH path = "{tmp_path}/out.jsonl";
                 INSERT INTO k FROM s;""")
     labels = {"topology": "t", "query": "k", "kind": "sink"}
@@ -130,7 +114,7 @@ def test_query_metrics_follow_the_consumer(local, tmp_path):
     assert value(before, "sbpy_query_running", **labels) == 1
     assert value(before, "sbpy_query_restarts_total", **labels) == 0
     assert value(before, "sbpy_query_last_batch_id", **labels) is None  # no batch handled yet
-    post(c, "RESUME SOURCE s;")
+    post_ok(c, "RESUME SOURCE s;")
     assert wait_until(lambda: status(c, "sink", "k")["input_stats"]["num_received_total"] == N, 30)
     after = scrape(srv)
     assert value(after, "sbpy_query_last_batch_id", **labels) >= 0
@@ -221,7 +205,7 @@ def test_openmetrics_when_asked_for(local):
 
 def test_every_family_has_help_and_type(local, tmp_path):
     srv, c = local
-    post(c, f'CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";')
+    post_ok(c, f'CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/in.jsonl";')
     text = httpx.get(srv.url + "metrics").text
     families = list(text_string_to_metric_families(text))
     ours = [f for f in families if f.name.startswith("sbpy_")]
