@@ -159,7 +159,7 @@ class SelectProcessor:
     # ------------------------------------------------------------ one step
 
     def _step(self, tup: Tuple, targets: list[int], result: StepResult) -> None:
-        now = _dt.datetime.now(_dt.timezone.utc)  # now() is one instant per step
+        now = _dt.datetime.now(_dt.UTC)  # now() is one instant per step
         try:
             rows = self._fast_rows(tup, now) if self.fast else self._relation_rows(tup, targets, now)
             if self.shape is not None:
@@ -181,7 +181,9 @@ class SelectProcessor:
             return []
         return [self.select_list.evaluate(env)]
 
-    def _relation_rows(self, tup: Tuple, targets: list[int], now: _dt.datetime) -> list[dict[str, Any]]:
+    def _admit(self, tup: Tuple, targets: list[int]) -> tuple[dict[int, Entry], set[int]]:
+        """Add ``tup`` as a new entry to the window of each slot in ``targets``, then prune every window
+        to ``tup``'s time; the new entries by slot index and the eids of the entries that left."""
         removed: set[int] = set()
         new: dict[int, Entry] = {}
         for k in targets:
@@ -191,6 +193,10 @@ class SelectProcessor:
             removed.update(e.eid for e in self.slots[k].window.add(entry))
         for slot in self.slots:
             removed.update(e.eid for e in slot.window.prune(tup.ts))
+        return new, removed
+
+    def _relation_rows(self, tup: Tuple, targets: list[int], now: _dt.datetime) -> list[dict[str, Any]]:
+        new, removed = self._admit(tup, targets)
         if removed:
             self.rows = [r for r in self.rows if removed.isdisjoint(r.ids)]
         fresh = self._new_rows(new, now)

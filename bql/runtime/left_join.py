@@ -49,15 +49,7 @@ class LeftJoinProcessor(SelectProcessor):
     # ------------------------------------------------------------ one step
 
     def _relation_rows(self, tup: Tuple, targets: list[int], now: _dt.datetime) -> list[dict[str, Any]]:
-        new: dict[int, Entry] = {}
-        removed: set[int] = set()
-        for k in targets:
-            entry = Entry(self.next_eid, tup)
-            self.next_eid += 1
-            new[k] = entry
-            removed.update(e.eid for e in self.slots[k].window.add(entry))
-        for slot in self.slots:
-            removed.update(e.eid for e in slot.window.prune(tup.ts))
+        new, removed = self._admit(tup, targets)
         if removed:
             self._forget(removed)
         fresh = self._new_pairs(new.get(0), new.get(1), now)
