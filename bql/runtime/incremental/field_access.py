@@ -3,8 +3,9 @@
 A compiled field reference (``eval/compiler.py``) is ``getter(env.tuples[alias].data)`` with the getter
 of its path; for a one-key path the getter is ``data.get(key, MISSING)`` (MISSING when ``data`` is not a
 map), and MISSING raises "field '...' is missing". The kernel's hot loops read such fields inline with
-``data.get(key, MISSING) if type(data) is dict else MISSING`` and call the compiled closure only when the value is MISSING — the closure then raises
-the reference's error — so a present value is the same object and an absent one the same failure.
+``data.get(key, MISSING) if type(data) is dict else MISSING`` and call the compiled closure only
+when the value is MISSING — the closure then raises the reference's error — so a present value is
+the same object and an absent one the same failure.
 """
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ Compiled = Callable[[Any], Any]
 Field = tuple[str, str] | None  # (alias, key) of a plain field item
 
 
-def plain_items(select_list: SelectList, projections: Sequence[Projection]) -> list[tuple[str, Compiled]] | None:
+def plain_items(select_list: SelectList,
+                projections: Sequence[Projection]) -> list[tuple[str, Compiled]] | None:
     """``[(label, fn)]`` when every item sets one top-level key (no wildcard level, no label path)."""
     if select_list.wild or len(select_list.explicit) != len(projections):
         return None

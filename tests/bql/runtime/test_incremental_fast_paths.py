@@ -18,7 +18,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from incremental_util import canonical, compare, narrow_tuples, tuples, windows
-
 from sbpy.bql.errors import BQLError
 from sbpy.bql.eval import Env, Scope, compile_expr
 from sbpy.bql.functions.builtin_aggregate import _avg, _count, _sum
@@ -197,7 +196,6 @@ def test_single_stream_plain_select_matches_reference(items, stream):
 def test_snapshot_with_count_star_as_count_state_restores_exactly():
     """A snapshot of the version before ``CountAllState`` (count(*) kept as a ``CountState``)."""
     from incremental_util import build_pair
-
     from sbpy.bql.runtime import ProcessorContext, build_processor
     from sbpy.bql.runtime.incremental.aggregates import CountState
 
@@ -222,12 +220,12 @@ def test_snapshot_with_count_star_as_count_state_restores_exactly():
 
 @pytest.mark.parametrize("query", [
     "SELECT ISTREAM a:x AS x, a:k AS k FROM s1 [RANGE 3 TUPLES] AS a",
-    "SELECT DSTREAM a:k AS k, b:x AS x FROM s1 [RANGE 2 TUPLES] AS a, s2 [RANGE 2 TUPLES] AS b WHERE a:k = b:k",
+    "SELECT DSTREAM a:k AS k, b:x AS x FROM s1 [RANGE 2 TUPLES] AS a, s2 [RANGE 2 TUPLES] AS b "
+    "WHERE a:k = b:k",
 ])
 def test_snapshot_with_row_lists_and_envs_restores_exactly(query):
     """A snapshot of the version that kept every entry's rows in a list and every row's Env."""
     from incremental_util import build_pair
-
     from sbpy.bql.runtime import ProcessorContext, build_processor
 
     stmt, inc, ref = build_pair(query)
