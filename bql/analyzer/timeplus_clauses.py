@@ -1,8 +1,8 @@
 """Timeplus query forms that read differently from SensorBee's (docs/timeplus.md).
 
 A *Timeplus query* is a SELECT that runs in the Timeplus window operator: it has an EMIT clause, or a
-``tumble`` / ``hop`` / ``session`` FROM item, or reads a bare stream without a RANGE window (the rule of
-``runtime.build_processor``). Only there:
+``tumble`` / ``hop`` / ``session`` FROM item, or reads a bare stream without a RANGE window (the one rule
+``timeplus_query.is_timeplus_select``, which ``runtime.build_processor`` follows too). Only there:
 
 - ``prepare_timeplus`` (a rewrite before analysis): ``count()`` means ``count(*)``, and in HAVING an
   unprefixed field that names a select-list alias (``AS c``, a single key) stands for that item's
@@ -31,28 +31,16 @@ from ..ast import (
     Select,
     SelectUnion,
     Statement,
-    StreamRef,
     SubqueryRef,
     Wildcard,
     WindowFunction,
 )
+from ..timeplus_query import is_timeplus_select
 from ..transform_base import rewrite as transform
 from .aggregates import is_aggregating
 from .context import Context, fail, select_exprs, selects_of, walk
 
 MAX_LAG = 1_048_575  # rows a lag call may look back (SensorBee's largest RANGE n TUPLES)
-
-
-def is_timeplus_select(select: Select) -> bool:
-    """Whether ``select`` runs in the Timeplus window operator (EMIT, a window function, a bare stream)."""
-    if select.emit is not None:
-        return True
-    for item in select.from_items:
-        if isinstance(item, WindowFunction):
-            return True
-        if isinstance(item, StreamRef) and item.window is None:
-            return True
-    return False
 
 
 # ---------------------------------------------------------------- rewrite (prepare)

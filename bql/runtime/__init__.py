@@ -17,21 +17,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..ast import MatchRecognize, Select, SelectUnion, StreamRef, WindowFunction
+from ..ast import MatchRecognize, Select, SelectUnion
+from ..timeplus_query import is_timeplus_select
 from .processor import Dropped, Processor, ProcessorContext, StepResult, Tuple
 
-__all__ = ["build_processor", "Dropped", "Processor", "ProcessorContext", "StepResult", "Tuple"]
-
-
-def _is_timeplus(select: Select) -> bool:
-    if select.emit is not None:
-        return True
-    for item in select.from_items:
-        if isinstance(item, WindowFunction):
-            return True
-        if isinstance(item, StreamRef) and item.window is None:
-            return True
-    return False
+__all__ = ["Dropped", "Processor", "ProcessorContext", "StepResult", "Tuple", "build_processor"]
 
 
 def build_processor(stmt: Select | SelectUnion, context: ProcessorContext | None = None) -> Any:
@@ -49,7 +39,7 @@ def build_processor(stmt: Select | SelectUnion, context: ProcessorContext | None
         from .match import MatchRecognizeProcessor
 
         return MatchRecognizeProcessor(stmt, context)
-    if _is_timeplus(stmt):
+    if is_timeplus_select(stmt):
         from .timeplus import WindowProcessor
 
         return WindowProcessor(stmt, context)
