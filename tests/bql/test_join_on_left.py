@@ -18,6 +18,7 @@ from sbpy.bql.runtime import build_processor
 from sbpy.bql.runtime.left_join import LeftJoinProcessor
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import json_ready, parse_select, run_query_detailed
+from snapshot_util import assert_restore_midway_continues
 
 rows = st.lists(st.fixed_dictionaries({"k": st.one_of(st.none(), st.integers(0, 2)), "v": st.integers(0, 4)}),
                 max_size=8)
@@ -146,15 +147,6 @@ def test_left_join_is_the_inner_join_plus_the_padded_rows(left, right, steps):
     assert outer == [i + p for i, p in zip(inner, padded)]
 
 
-def _feed(proc, rows_in, start: int = 0) -> list:
-    out = []
-    t0 = _dt.datetime(2024, 1, 1, tzinfo=_dt.UTC)
-    for i, (name, data) in enumerate(rows_in, start=start + 1):
-        result = proc.process(Tuple(dict(data), t0 + _dt.timedelta(milliseconds=i), i, name))
-        out += [json_ready(t.data) for t in result.outputs]
-    return out
-
-
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["l", "r"]),
                           st.fixed_dictionaries({"k": st.integers(0, 2), "v": st.integers(0, 4)})), max_size=14),
@@ -162,13 +154,7 @@ def _feed(proc, rows_in, start: int = 0) -> list:
 def test_snapshot_restore_in_the_middle(stream, data):
     query = ("SELECT ISTREAM l:v AS lv, count(r:v) AS n FROM l [RANGE 3 TUPLES] LEFT JOIN r [RANGE 2 TUPLES] "
              "ON l:k = r:k WHERE r:v IS NULL OR r:v > 0 GROUP BY l:v")
-    cut = data.draw(st.integers(0, len(stream)))
-    whole = _feed(build_processor(parse_select(query)), stream)
-    first = build_processor(parse_select(query))
-    head = _feed(first, stream[:cut])
-    second = build_processor(parse_select(query))
-    second.restore(first.snapshot())
-    assert head + _feed(second, stream[cut:], cut) == whole
+    assert_restore_midway_continues(query, stream, data.draw(st.integers(0, len(stream))))
 
 
 def test_the_padded_side_reads_null():

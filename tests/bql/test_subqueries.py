@@ -4,14 +4,12 @@
 aggregation as the subquery (its last window is flushed when the input ends) and the plan's words."""
 from __future__ import annotations
 
-import datetime as _dt
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sbpy.bql.runtime import build_processor
-from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.subquery import SubqueryProcessor
-from sbpy.bql.runtime.testing import json_ready, parse_select, run_query_detailed
+from sbpy.bql.runtime.testing import parse_select, run_query_detailed
+from snapshot_util import assert_restore_midway_continues
 
 INNER = [
     "SELECT RSTREAM k, v FROM s [RANGE 1 TUPLES] WHERE v > {c}",
@@ -54,27 +52,12 @@ def test_cte_and_subquery_equal_the_two_stage_chain(rows, inner_t, outer, n, m, 
     assert sub.outputs == expected and sorted(_drops(sub)) == sorted(expected_drops)
 
 
-def _feed(proc, rows, start: int = 0) -> list:
-    out = []
-    t0 = _dt.datetime(2024, 1, 1, tzinfo=_dt.UTC)
-    for i, data in enumerate(rows, start=start + 1):
-        step = proc.process(Tuple(dict(data), t0 + _dt.timedelta(milliseconds=i), i, "s"))
-        out += [json_ready(t.data) for t in step.outputs]
-    return out
-
-
 @settings(max_examples=60, deadline=None)
 @given(rows_strategy, st.data())
 def test_snapshot_restore_in_the_middle(rows, data):
     query = ("WITH a AS (SELECT ISTREAM k, v FROM s [RANGE 3 TUPLES]) "
              "SELECT RSTREAM k, count(*) AS n FROM a [RANGE 4 TUPLES] GROUP BY k ORDER BY n DESC, k LIMIT 2")
-    cut = data.draw(st.integers(0, len(rows)))
-    whole = _feed(build_processor(parse_select(query)), rows)
-    first = build_processor(parse_select(query))
-    head = _feed(first, rows[:cut])
-    second = build_processor(parse_select(query))
-    second.restore(first.snapshot())
-    assert head + _feed(second, rows[cut:], cut) == whole
+    assert_restore_midway_continues(query, [("s", r) for r in rows], data.draw(st.integers(0, len(rows))))
 
 
 def test_timeplus_subquery_is_flushed_when_the_input_ends():
