@@ -7,6 +7,7 @@ AST, errors with line/column/caret, keywords that stay names elsewhere, and the 
 from __future__ import annotations
 
 import pytest
+from check_util import sbpy_check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sbpy.bql.analyzer import analyze, prepare
@@ -214,22 +215,14 @@ def test_interval_join_recipe_equals_flinks_interval_join_on_ordered_input(steps
 
 
 def test_sbpy_check_accepts_joins_and_reports_a_bad_one(tmp_path):
-    import argparse
-    import io
-
-    from sbpy.server.cli import check
-
-    script = tmp_path / "q.bql"
-    script.write_text('CREATE SOURCE a TYPE file WITH path = "a.jsonl";\n'
-                      'CREATE SOURCE b TYPE file WITH path = "b.jsonl";\n'
-                      "CREATE STREAM i AS SELECT ISTREAM a:v FROM a [RANGE 2 TUPLES] JOIN b [RANGE 2 TUPLES] USING (k);\n"
-                      "CREATE STREAM o AS SELECT RSTREAM a:v, b:v AS w FROM a [RANGE 2 TUPLES] "
-                      "LEFT JOIN b [RANGE 1 SECONDS] ON a:k = b:k WHERE b:v IS NULL;\n")
-    out = io.StringIO()
-    assert check.main(argparse.Namespace(file=str(script)), stdin=io.StringIO(""), stdout=out) == 0, out.getvalue()
-    bad = tmp_path / "bad.bql"
-    bad.write_text('CREATE SOURCE a TYPE file WITH path = "a.jsonl";\n'
-                   "SELECT RSTREAM a:v FROM a [RANGE 2 TUPLES] JOIN a [RANGE 1 TUPLES] AS c;")
-    out = io.StringIO()
-    assert check.main(argparse.Namespace(file=str(bad)), stdin=io.StringIO(""), stdout=out) == 1
-    assert "JOIN needs a condition" in out.getvalue()
+    rc, out = sbpy_check(tmp_path / "q.bql",
+                         'CREATE SOURCE a TYPE file WITH path = "a.jsonl";\n'
+                         'CREATE SOURCE b TYPE file WITH path = "b.jsonl";\n'
+                         "CREATE STREAM i AS SELECT ISTREAM a:v FROM a [RANGE 2 TUPLES] JOIN b [RANGE 2 TUPLES] USING (k);\n"
+                         "CREATE STREAM o AS SELECT RSTREAM a:v, b:v AS w FROM a [RANGE 2 TUPLES] "
+                         "LEFT JOIN b [RANGE 1 SECONDS] ON a:k = b:k WHERE b:v IS NULL;\n")
+    assert rc == 0, out
+    rc, out = sbpy_check(tmp_path / "bad.bql",
+                         'CREATE SOURCE a TYPE file WITH path = "a.jsonl";\n'
+                         "SELECT RSTREAM a:v FROM a [RANGE 2 TUPLES] JOIN a [RANGE 1 TUPLES] AS c;")
+    assert rc == 1 and "JOIN needs a condition" in out

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from check_util import sbpy_check
 from conformance_compare import same, same_rows
 from sbpy.bql.analyzer import analyze, prepare
 from sbpy.bql.ast.unparse import unparse
@@ -100,25 +101,15 @@ def test_distinct_field_needs_brackets_first_in_the_select_list():
 
 
 def test_sbpy_check_accepts_the_new_syntax(tmp_path):
-    import argparse
-    import io
-
-    from sbpy.server.cli import check
-
-    script = tmp_path / "q.bql"
     statements = [t for t in ROWS["identity"] if t.startswith(("SELECT", "WITH"))]
     assert any(t.startswith("WITH") for t in statements)
-    script.write_text("".join(f'CREATE SOURCE {n} TYPE file WITH path = "in.jsonl";\n' for n in ("s", "s1", "s2"))
-                      + "\n".join(f"CREATE STREAM q{i} AS {t};" for i, t in enumerate(statements)))
-    out = io.StringIO()
-    rc = check.main(argparse.Namespace(file=str(script)), stdin=io.StringIO(""), stdout=out)
-    assert rc == 0, out.getvalue()
-    bad = tmp_path / "bad.bql"
-    bad.write_text('CREATE SOURCE s TYPE file WITH path = "in.jsonl";\n'
-                   "SELECT RSTREAM a FROM s [RANGE 1 TUPLES] ORDER BY b;")
-    out = io.StringIO()
-    assert check.main(argparse.Namespace(file=str(bad)), stdin=io.StringIO(""), stdout=out) == 1
-    assert "ORDER BY refers to 'b', which is not an output column (columns: a)" in out.getvalue()
+    rc, out = sbpy_check(tmp_path / "q.bql",
+                         "".join(f'CREATE SOURCE {n} TYPE file WITH path = "in.jsonl";\n' for n in ("s", "s1", "s2"))
+                         + "\n".join(f"CREATE STREAM q{i} AS {t};" for i, t in enumerate(statements)))
+    assert rc == 0, out
+    rc, out = sbpy_check(tmp_path / "bad.bql", 'CREATE SOURCE s TYPE file WITH path = "in.jsonl";\n'
+                                               "SELECT RSTREAM a FROM s [RANGE 1 TUPLES] ORDER BY b;")
+    assert rc == 1 and "ORDER BY refers to 'b', which is not an output column (columns: a)" in out
 
 
 def test_stage_codegen_leaves_the_new_forms_to_the_kernel():
