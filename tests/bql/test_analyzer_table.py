@@ -5,10 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from sbpy.bql.analyzer import analyze, prepare
-from sbpy.bql.errors import BQLAnalysisError
-from sbpy.bql.parser import parse_one
+from analysis_util import analysis_verdict
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "bql" / "analyze_errors.txt"
 
@@ -30,15 +27,7 @@ ENTRIES = _entries()
 
 @pytest.mark.parametrize("text,expected", ENTRIES, ids=[f"{i}" for i in range(len(ENTRIES))])
 def test_statement(text: str, expected: str) -> None:
-    stmt = prepare(parse_one(text))
-    if expected == "ok":
-        analyze(stmt, text)
-        return
-    with pytest.raises(BQLAnalysisError) as info:
-        analyze(stmt, text)
-    err = info.value
-    assert err.span is not None
-    assert f"{err.span.line}:{err.span.column}: {err.message}" == expected
+    assert analysis_verdict(text) == expected
 
 
 def test_table_is_substantial() -> None:
