@@ -204,5 +204,8 @@ class ProgressLogHandler(ConsoleHandler):
         self.progress = progress
 
     def emit(self, record: logging.LogRecord) -> None:
-        with self.progress.paused():
-            super().emit(record)
+        try:
+            with self.progress.paused():
+                super().emit(record)
+        except Exception:  # noqa: BLE001 - the terminal went away: logging's own error report
+            self.handleError(record)

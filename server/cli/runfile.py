@@ -26,6 +26,7 @@ import dataclasses
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,52 +84,56 @@ def run(args: argparse.Namespace) -> int:
     from .progress import Progress, counts_of
 
     progress = Progress(sys.stderr, name, tty=sys.stderr.isatty())
-    configure_logging(progress, config)
-    progress.note(f"{len(statements)} statements; starting Spark ({config.spark.master})")
-    with tempfile.TemporaryDirectory(prefix="sbpy-runfile-") as data_dir:
-        ctx = ServerContext(data_dir=data_dir, master=config.spark.master,
-                            conf=dict(config.spark.conf or {}), config=config)
-        ctx.uds_storage = storage
-        ctx.warm_up()
-        topology = Topology(name, ctx)
-        code = 0
-        try:
-            for parsed in statements:
-                line = script.count("\n", 0, parsed.offset) + 1
-                try:
-                    stmt = parsed.stmt
-                    if isinstance(stmt, (ast.Select, ast.SelectUnion)):
-                        raise BQLError("SELECT statements cannot be used in runfile")
-                    if isinstance(stmt, ast.CreateSource):
-                        parsed = dataclasses.replace(parsed, stmt=dataclasses.replace(stmt, paused=True))
-                    result = topology.execute(check_statement(parsed))
-                    if isinstance(stmt, ast.CreateSource) and topology.sources[stmt.name.lower()].rewindable:
-                        raise BQLError("rewindable sources cannot be used in runfile")
-                    if "result" in result:
-                        print(result["result"])
-                except BQLError as e:
-                    print(f"{path}:{line}: {format_error(e, script)}", file=sys.stderr)
-                    return 1
-            progress.note("statements done; resuming the sources")
-            progress.resumed()
-            for source in list(topology.sources.values()):
-                source.resume()
-            while not _finished(topology):
-                progress.update(counts_of(topology.node_statuses()))
-                time.sleep(0.05)
-            topology.stop(keep_states=True)
-            progress.finish(counts_of(topology.node_statuses()))
-            if args.save_uds is not None:
-                code = save_states(topology, args.save_uds)
-        finally:
-            topology.stop()
-            ctx.close()
-    return code
+    restore_logging = configure_logging(progress, config)
+    try:
+        progress.note(f"{len(statements)} statements; starting Spark ({config.spark.master})")
+        with tempfile.TemporaryDirectory(prefix="sbpy-runfile-") as data_dir:
+            ctx = ServerContext(data_dir=data_dir, master=config.spark.master,
+                                conf=dict(config.spark.conf or {}), config=config)
+            ctx.uds_storage = storage
+            ctx.warm_up()
+            topology = Topology(name, ctx)
+            code = 0
+            try:
+                for parsed in statements:
+                    line = script.count("\n", 0, parsed.offset) + 1
+                    try:
+                        stmt = parsed.stmt
+                        if isinstance(stmt, (ast.Select, ast.SelectUnion)):
+                            raise BQLError("SELECT statements cannot be used in runfile")
+                        if isinstance(stmt, ast.CreateSource):
+                            parsed = dataclasses.replace(parsed, stmt=dataclasses.replace(stmt, paused=True))
+                        result = topology.execute(check_statement(parsed))
+                        if isinstance(stmt, ast.CreateSource) and topology.sources[stmt.name.lower()].rewindable:
+                            raise BQLError("rewindable sources cannot be used in runfile")
+                        if "result" in result:
+                            print(result["result"])
+                    except BQLError as e:
+                        print(f"{path}:{line}: {format_error(e, script)}", file=sys.stderr)
+                        return 1
+                progress.note("statements done; resuming the sources")
+                progress.resumed()
+                for source in list(topology.sources.values()):
+                    source.resume()
+                while not _finished(topology):
+                    progress.update(counts_of(topology.node_statuses()))
+                    time.sleep(0.05)
+                topology.stop(keep_states=True)
+                progress.finish(counts_of(topology.node_statuses()))
+                if args.save_uds is not None:
+                    code = save_states(topology, args.save_uds)
+            finally:
+                topology.stop()
+                ctx.close()
+        return code
+    finally:
+        restore_logging()  # an in-process caller (tests, an embedding program) gets its handlers back
 
 
-def configure_logging(progress: Any, config: Any) -> None:
+def configure_logging(progress: Any, config: Any) -> Callable[[], None]:
     """Log records at WARNING and above (or the config's level if higher) to stderr above the
-    progress block, in ``$SBPY_LOG_FORMAT`` (text by default); route the Spark JVM's output there."""
+    progress block, in ``$SBPY_LOG_FORMAT`` (text by default); route the Spark JVM's output there.
+    Returns what puts the root logger's handlers and level back."""
     import logging
 
     from .. import logging_jvm
@@ -138,9 +143,16 @@ def configure_logging(progress: Any, config: Any) -> None:
     handler = ProgressLogHandler(progress)
     handler.setFormatter(formatter(log_format(None)))
     root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
     root.handlers[:] = [handler]
     root.setLevel(max(logging.WARNING, config.logging.level))
     logging_jvm.install()
+
+    def restore() -> None:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+    return restore
 
 
 def unresolved_names(statements: list, script: str, registries: Any, filename: str) -> bool:

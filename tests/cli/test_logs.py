@@ -171,3 +171,20 @@ def test_the_console_handler_writes_to_the_stderr_of_the_moment(monkeypatch):
     handler.handleError = lambda rec: (_ for _ in ()).throw(AssertionError("the handler failed"))
     handler.emit(record)
     assert second.getvalue() == "query q failed\n"
+
+
+def test_runfile_gives_the_root_handlers_back(monkeypatch):
+    """``runfile`` called in-process (tests, an embedding program) restores the root logger's handlers
+    and level when it ends, so no handler bound to its progress display outlives it."""
+    import io
+
+    from sbpy.server.cli import runfile
+    from sbpy.server.cli.progress import Progress
+
+    monkeypatch.setattr("sbpy.server.logging_jvm.install", lambda: None)
+    root = logging.getLogger()
+    before_handlers, before_level = list(root.handlers), root.level
+    restore = runfile.configure_logging(Progress(io.StringIO(), "t", tty=False), config_from_dict({}))
+    assert root.handlers != before_handlers
+    restore()
+    assert (root.handlers, root.level) == (before_handlers, before_level)
