@@ -121,12 +121,12 @@ def test_shell_on_a_terminal(server: Server, tmp_path: Path):
 
         term.type("CREATE SINK snk TYPE stdout;")
         term.press("Enter")
-        term.wait_for(lambda s: after(s, "t> CREATE SINK snk TYPE stdout;").split("\n")[0] == "CREATE SINK snk",
-                      "the acknowledgement")
+        term.wait_for(lambda s: after(s, "t> CREATE SINK snk TYPE stdout;").strip().split("\n") == ["CREATE SINK snk", "t>"],
+                      "the acknowledgement and the next prompt")
         term.type("CREATE SINK snk TYPE stdout;")
         term.press("Enter")
-        term.wait_for(lambda s: after(s, "t> CREATE SINK snk TYPE stdout;").startswith("request failed: E0007"),
-                      "the error")
+        term.wait_for(lambda s: after(s, "t> CREATE SINK snk TYPE stdout;").startswith("request failed: E0007")
+                      and s.rstrip().endswith("t>"), "the error and the next prompt")
 
         term.type("INSERT INTO s")  # the sink created in this session, fetched from the server
         term.wait_for(lambda s: "snk" in after(s, "t> INSERT INTO s"), "the completion menu")
@@ -149,7 +149,10 @@ def test_shell_on_a_terminal(server: Server, tmp_path: Path):
 
         term.type("EVAL 1 + 1;")
         term.press("Enter")
-        term.wait_for(lambda s: after(s, "t> EVAL 1 + 1;").split("\n")[0] == "2", "the EVAL after Ctrl-C")
+        # Ctrl-D before the next prompt is up would reach a terminal still in cooked mode, where the
+        # line discipline takes it as end-of-file for a read nobody makes: wait for the prompt.
+        term.wait_for(lambda s: after(s, "t> EVAL 1 + 1;").strip().split("\n") == ["2", "t>"],
+                      "the EVAL after Ctrl-C and the next prompt")
         assert term.exit_status() is None
         term.press("C-d")
         term.wait_for(lambda s: term.exit_status() is not None, "the shell to end at Ctrl-D", timeout=30)
