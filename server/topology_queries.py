@@ -92,7 +92,8 @@ class TopologyQueries:
         from sbpy.bql.spark.compile import start_planned
         from sbpy.bql.spark.query import QuerySpec
 
-        log.info("query '%s' runs %s: %s", consumer.id, plan.execution.value, plan.reason)
+        log.info("query '%s' runs %s (tiers: %s): %s", consumer.id, plan.execution.value,
+                 ", ".join(s.tier.value for s in plan.stages), plan.reason)
         return start_planned(self.context.spark(), QuerySpec(**spec), context)
 
     def _ensure_monitor(self) -> None:
