@@ -32,6 +32,7 @@ from .ast import (
     Expr,
     FieldRef,
     FromItem,
+    HistoryTable,
     KeyStep,
     MatchRecognize,
     Node,
@@ -171,6 +172,8 @@ def _item_name(item: FromItem) -> str:
         return item.alias or item.input.alias or item.input.name
     if isinstance(item, SubqueryRef):
         return item.alias
+    if isinstance(item, HistoryTable):
+        return item.alias or item.stream
     raise TypeError(f"unexpected FROM item {item!r}")
 
 

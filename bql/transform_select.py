@@ -7,7 +7,7 @@ from lark import Token
 
 from .ast import (
     AliasPath, EmitClause, Expr, FieldRef, Interval, KeyStep, Projection, RangeWindow,
-    Select, SelectUnion, StreamRef, UdsfCall, WindowFunction,
+    HistoryTable, Select, SelectUnion, StreamRef, UdsfCall, WindowFunction,
 )
 from .transform_base import fail, ident, present, span_of
 from .transform_interval import shorthand_interval, time_zone_name
@@ -114,10 +114,21 @@ class SelectRules:
             if window is not None:
                 raise fail(f"window function '{fname}' cannot have a RANGE window", window)
             return self._window_function(meta, fname, name, args, alias)
+        if fname == "table":
+            return self._history_table(meta, name, args, window, alias)
         for a in args:
             if isinstance(a, Interval):
                 raise fail(f"an interval is not a valid argument of '{fname}'", a)
         return UdsfCall(fname, tuple(args), window, alias, span=span_of(meta))
+
+    def _history_table(self, meta, name_tok, args, window, alias) -> HistoryTable:
+        """``table(stream) [AS alias]``: one stream name, no RANGE window (a bounded relation)."""
+        if len(args) != 1 or not _is_plain_name(args[0]):
+            at = args[1] if len(args) > 1 else args[0] if args else name_tok
+            raise fail("'table' takes one argument, a stream name: table(stream)", at)
+        if window is not None:
+            raise fail("table() is a bounded relation and cannot have a RANGE window", window)
+        return HistoryTable(args[0].path[0].key.lower(), alias, span=span_of(meta))
 
     def _window_function(self, meta, kind, name_tok, args, alias) -> WindowFunction:
         if not args or not _is_plain_name(args[0]):

@@ -105,6 +105,17 @@ class MatchRecognize(FromItem):
 
 
 @node
+class HistoryTable(FromItem):
+    """``table(stream) [AS alias]`` (Timeplus): the stream's retained history read once, as a bounded
+    relation (docs/timeplus.md, "table()"). ``snapshot`` is the history bound when a query starts
+    (``runtime.history.bind_tables``): a tuple of ``runtime.Tuple``; None until then."""
+
+    stream: str
+    alias: str | None = None
+    snapshot: tuple | None = None
+
+
+@node
 class SubqueryRef(FromItem):
     """``(select) [RANGE ...] AS alias``: the output stream of a SELECT, read like a stream (a CTE's
     reference desugars to it). ``select`` is a Select or SelectUnion; the alias is required."""

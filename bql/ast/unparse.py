@@ -140,6 +140,10 @@ def _AliasPath(a) -> str:
     return "*" if a.star else path_text(a.steps)
 
 
+def _HistoryTable(f) -> str:
+    return f"table({f.stream})" + _alias(f.alias)
+
+
 def _SubqueryRef(f) -> str:
     return f"({unparse(f.select)}){_window(f.window)} AS {f.alias}"
 
