@@ -18,6 +18,7 @@ from .aggregates import check_aggregates
 from .builtin_params import check_builtin_params
 from .context import AnalysisWarning, Context
 from .emitters import check_emitter
+from .history import check_history
 from .expressions import check_arity, check_casts, check_eval, check_is_missing, check_match_only_forms
 from .match import check_match_recognize
 from .names import check_node_name, is_reserved
@@ -36,6 +37,7 @@ RULES = (
     check_emitter,
     check_ranges,
     check_subqueries,
+    check_history,
     check_from_needs_window,
     check_field_paths,
     check_labels,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..ast import (
     FieldRef,
     FromItem,
+    HistoryTable,
     MatchRecognize,
     Select,
     Statement,
@@ -35,6 +36,8 @@ def from_name(item: FromItem) -> str:
         return item.stream
     if isinstance(item, MatchRecognize):
         return item.input.alias or item.input.name
+    if isinstance(item, HistoryTable):
+        return item.stream
     return "?"
 
 

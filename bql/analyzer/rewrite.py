@@ -24,6 +24,7 @@ from ..ast import (
     Statement,
     SubqueryRef,
 )
+from .history import prepare_history
 from .timeplus_clauses import prepare_timeplus
 
 
@@ -111,7 +112,7 @@ def prepare(stmt: Statement) -> Statement:
         inner = prepare(stmt.select)
         return stmt if inner is stmt.select else dataclasses.replace(stmt, select=inner)
     if isinstance(stmt, Select):
-        return prepare_timeplus(rewrite_pattern_refs(stmt))
+        return prepare_timeplus(prepare_history(rewrite_pattern_refs(stmt)))
     if isinstance(stmt, SelectUnion):
         selects = tuple(prepare_timeplus(rewrite_pattern_refs(s)) for s in stmt.selects)
         if all(a is b for a, b in zip(selects, stmt.selects)):

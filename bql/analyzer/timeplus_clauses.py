@@ -35,6 +35,7 @@ from ..ast import (
     Wildcard,
     WindowFunction,
 )
+from ..history_query import is_table_query
 from ..timeplus_query import is_timeplus_select
 from ..transform_base import rewrite as transform
 from .aggregates import is_aggregating
@@ -195,7 +196,7 @@ def check_timeplus_clauses(stmt: Statement, ctx: Context) -> None:
     for select in selects_of(stmt):
         timeplus = is_timeplus_select(select)
         _check_emit_extras(select, ctx)
-        if select.offset is not None:
+        if select.offset is not None and not is_table_query(select):  # a table() query: analyzer.history
             if not timeplus:
                 raise fail("OFFSET can only be used in a Timeplus query (tumble/hop/session, a bare stream "
                            "or EMIT)", select)
