@@ -1,5 +1,7 @@
 """Per-tuple query kernels: ``build_processor`` picks the right one for a SELECT.
 
+- only ``table(...)`` FROM items → ``history.TableQueryProcessor`` (a bounded query that runs once;
+  ``table(...)`` next to streams is a window of the BQL kernels, ``history.table_window``);
 - a FROM item that is a ``MatchRecognize`` → ``match.MatchRecognizeProcessor``;
 - a Timeplus window function in FROM, a bare stream without RANGE, or an EMIT clause →
   ``timeplus.WindowProcessor``;
@@ -18,6 +20,7 @@ import os
 from typing import Any
 
 from ..ast import MatchRecognize, Select, SelectUnion
+from ..history_query import is_table_query
 from ..timeplus_query import is_timeplus_select
 from .processor import Dropped, Processor, ProcessorContext, StepResult, Tuple
 
@@ -35,6 +38,10 @@ def build_processor(stmt: Select | SelectUnion, context: ProcessorContext | None
 
     if has_subquery(stmt):
         return SubqueryProcessor(stmt, context)
+    if is_table_query(stmt):
+        from .history import TableQueryProcessor
+
+        return TableQueryProcessor(stmt, context)
     if any(isinstance(item, MatchRecognize) for item in stmt.from_items):
         from .match import MatchRecognizeProcessor
 

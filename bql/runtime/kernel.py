@@ -26,11 +26,12 @@ import pickle
 from dataclasses import dataclass
 from typing import Any
 
-from ..ast import Select, StreamRef, UdsfCall
+from ..ast import HistoryTable, Select, StreamRef, UdsfCall
 from ..errors import BQLError, BQLEvaluationError, UnsupportedFeatureError
 from ..eval import Env, Scope, compile_expr
 from .emitters import Emitter
 from .grouping import Grouping, compile_where, is_grouping
+from .history import table_window
 from .processor import Dropped, ProcessorContext, StepResult, Tuple
 from .projection import SelectList
 from .relation_shape import RelationShape
@@ -50,15 +51,23 @@ class Row:
 
 
 class Slot:
-    """One FROM item: its alias, window and where its tuples come from (a stream or a UDSF)."""
+    """One FROM item: its alias, window and where its tuples come from (a stream, a UDSF, or none: a
+    ``table(...)`` item's window holds its history snapshot from the start, ``history.table_window``)."""
 
-    def __init__(self, index: int, item: StreamRef | UdsfCall, context: ProcessorContext):
+    def __init__(self, index: int, item: StreamRef | UdsfCall | HistoryTable, context: ProcessorContext,
+                 first_eid: int = 0):
         self.index = index
+        self.udsf = None
+        self.next_eid = first_eid  # the first eid after this slot's preloaded entries
+        if isinstance(item, HistoryTable):
+            self.alias = item.alias or item.stream
+            self.window, self.next_eid = table_window(item, first_eid)
+            self.sources: tuple[str, ...] = ()
+            return
         self.alias = item.alias or item.name
         self.window = Window(item.window)
-        self.udsf = None
         if isinstance(item, StreamRef):
-            self.sources: tuple[str, ...] = (item.name,)
+            self.sources = (item.name,)
         else:
             self.udsf = create_udsf(item, context)
             self.sources = tuple(self.udsf.input_streams())
@@ -87,10 +96,12 @@ class SelectProcessor:
         self.context = context = context or ProcessorContext()
         registry = context.functions
         self.slots: list[Slot] = []
+        next_eid = 0
         for i, item in enumerate(select.from_items):
-            if not isinstance(item, (StreamRef, UdsfCall)):
+            if not isinstance(item, (StreamRef, UdsfCall, HistoryTable)):
                 raise UnsupportedFeatureError(f"the BQL kernel cannot read a {type(item).__name__}")
-            self.slots.append(Slot(i, item, context))
+            self.slots.append(Slot(i, item, context, next_eid))
+            next_eid = self.slots[-1].next_eid
         self.aliases = tuple(s.alias for s in self.slots)
         self.inputs: tuple[str, ...] = tuple(dict.fromkeys(n for s in self.slots for n in s.sources))
         self.where = compile_where(select.where, self.aliases, registry)
@@ -107,7 +118,7 @@ class SelectProcessor:
                      and self.emitter.kind == "rstream" and only.window.unit == "tuples"
                      and only.window.size == 1)
         self.rows: list[Row] = []
-        self.next_eid = 0
+        self.next_eid = next_eid  # table() slots hold their snapshot's entries from the start
         self.emitted = 0
         self.done = False
 
