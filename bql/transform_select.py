@@ -21,7 +21,8 @@ _DISTINCT = object()  # what the ``distinct`` rule returns: a marker, not a stri
 class _Tail:
     """The clauses after FROM, collected by ``select_tail``."""
 
-    __slots__ = ("where", "group_by", "having", "order_by", "limit", "offset", "emit")
+    __slots__ = ("where", "group_by", "having", "order_by", "limit", "offset", "emit", "partition_by",
+                 "settings")
 
     def __init__(self):
         self.where = None
@@ -31,6 +32,8 @@ class _Tail:
         self.limit = None
         self.offset = None
         self.emit = None
+        self.partition_by = ()
+        self.settings = ()
 
 
 class SelectRules:
@@ -52,7 +55,8 @@ class SelectRules:
         from_items, where, left_on = flatten_joins([c for c in items if not isinstance(c, Projection)],
                                                    tail.where, tail.emit)
         return Select(emitter, projections, from_items, where, tail.group_by, tail.having,
-                      tail.limit, tail.emit, distinct, tail.order_by, tail.offset, left_on, span=span_of(meta))
+                      tail.limit, tail.emit, distinct, tail.order_by, tail.offset, left_on,
+                      partition_by=tail.partition_by, settings=tail.settings, span=span_of(meta))
 
     def emitter(self, meta, tok):
         return str(tok).lower()
@@ -80,6 +84,16 @@ class SelectRules:
 
     def having(self, meta, expr):
         return ("having", expr)
+
+    def partition_by(self, meta, *exprs):
+        return ("partition_by", tuple(exprs))
+
+    def select_settings(self, meta, *settings):
+        names = [s.name for s in settings]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise fail(f"setting '{name}' is given more than once", settings[i])
+        return ("settings", tuple(settings))
 
     def limit(self, meta, tok, offset=None):
         return ("limit", (int_value(tok), None if offset is None else int_value(offset)))
@@ -212,8 +226,12 @@ class SelectRules:
     def emit_on_update(self, meta, *rest):
         return ("emit", _emit_clause(meta, "on_update", rest))
 
-    def emit_periodic(self, meta, _stream, period, repeat, *extras):
-        return ("emit", _emit_clause(meta, "periodic", extras, period=period, repeat=repeat))
+    def periodic_on_update(self, meta, *toks):
+        return bool(toks)
+
+    def emit_periodic(self, meta, _stream, period, repeat, on_update, *extras):
+        return ("emit", _emit_clause(meta, "periodic", extras, period=period, repeat=repeat,
+                                     on_update=on_update))
 
     def emit_extras_only(self, meta, *rest):
         return ("emit", _emit_clause(meta, "after_watermark", rest, implicit=True))

@@ -157,6 +157,7 @@ class EmitClause(Node):
     last: Interval | None = None
     last_proctime: bool = False
     implicit: bool = False
+    on_update: bool = False  # PERIODIC p ON UPDATE: each period only the groups changed since the last one
 
 
 @node
@@ -184,6 +185,10 @@ class Select(Statement):
     # LEFT JOIN of the two windows (a row of a without a match gets one row with b NULL-padded), then
     # WHERE filters it (docs/sql-breadth.md). An inner JOIN ... ON has no field: it is WHERE's conjunct.
     left_join_on: Expr | None = None
+    # Timeplus: ``PARTITION BY e, ...`` runs the query once per substream (a value of the keys), and
+    # ``SETTINGS k = v, ...`` holds its query settings (``MatchSetting`` nodes; docs/timeplus.md).
+    partition_by: tuple[Expr, ...] = ()
+    settings: tuple[MatchSetting, ...] = ()
 
 
 @node

@@ -122,12 +122,16 @@ def _Select(s) -> str:
         out.append("GROUP BY " + ", ".join(expr(g) for g in s.group_by))
     if s.having is not None:
         out.append(f"HAVING {expr(s.having)}")
+    if s.partition_by:
+        out.append("PARTITION BY " + ", ".join(expr(e) for e in s.partition_by))
     if s.order_by:
         out.append("ORDER BY " + ", ".join(_SortKey(k) for k in s.order_by))
     if s.limit is not None:
         out.append(f"LIMIT {s.limit}" + (f" OFFSET {s.offset}" if s.offset is not None else ""))
     if s.emit is not None:
         out.append(_EmitClause(s.emit))
+    if s.settings:
+        out.append("SETTINGS " + ", ".join(_MatchSetting(x) for x in s.settings))
     return " ".join(out)
 
 
@@ -201,6 +205,7 @@ def _EmitClause(e) -> str:
         return "EMIT " + " AND ".join(extras)
     if e.kind == "periodic":
         out = f"EMIT PERIODIC {_Interval(e.period)}" + (" REPEAT" if e.repeat else "")
+        out += " ON UPDATE" if e.on_update else ""
     elif e.kind == "on_update":
         out = "EMIT ON UPDATE"
     elif e.spelled_window_close:
