@@ -1,9 +1,11 @@
 """A topology: named sources, streams and sinks, the statements that built them, and their Spark queries.
 
 Statements run on the driver and answer at once (errors before any Spark work): CREATE [PAUSED]
-SOURCE starts a source thread that journals tuples; CREATE STREAM compiles (dry build) but starts
-nothing; INSERT INTO and an ad-hoc SELECT attach a *consumer* whose Spark query runs the fused chain
-(``nodes/graph.py``, ``nodes/consumer.py``); DROP SOURCE writes the source's end marker so downstream
+SOURCE starts a source thread that journals tuples; CREATE STREAM compiles (dry build) and, when its
+outputs depend on earlier tuples, starts the query computing it from now on (SensorBee connects a stream
+at CREATE; ``graph.computed_from_create``), a memoryless one starts nothing; INSERT INTO and an ad-hoc
+SELECT attach a *consumer* whose Spark query runs the fused chain (``nodes/graph.py``,
+``nodes/consumer.py``); DROP SOURCE writes the source's end marker so downstream
 streams drain and stop; DROP STREAM stops the queries that read it; DROP SINK stops its queries and
 closes (flushes) it. ``stop()`` (topology deleted or server shutdown) stops everything within seconds
 and keeps the journal and checkpoints, so a restored topology resumes exactly (``persistence.py``).
@@ -30,9 +32,11 @@ from typing import Any
 
 from sbpy.bql import ast
 from sbpy.bql.errors import BQLError, UnsupportedFeatureError
+from sbpy.bql.history_query import is_table_query
 from sbpy.bql.parsed import ParsedStatement
 from sbpy.bql.spark import journal_format as jf
 
+from . import history
 from .journal import JournalWriter
 from .node_update import fail, fold_params
 from .nodes import graph, replan
@@ -156,6 +160,7 @@ class Topology(TopologyQueries, TopologyViews):
         journal = self.journal
         if not self.recovering:
             journal.reset(name)
+        history.retain_history(self, name, stmt)  # WITH history = n: kept for table() (server/history.py)
         node = SourceNode(self, name, stmt.type_name.lower(), impl, journal, stmt.paused, self._source_stopped,
                           skip=journal.count(name))
         self.sources[name] = node
@@ -171,10 +176,27 @@ class Topology(TopologyQueries, TopologyViews):
         inputs = self._check_inputs(stmt.select, stmt, own=name)
         self._dry_build(stmt.select, stmt)
         node = StreamNode(name, stmt.select, select_text(parsed.text, stmt), inputs)
+        node.own_query = graph.computed_from_create(self._describe(node))
         if self.defer_consumers:  # restored: its query starts once the replay has ended
             node.state = st.STARTING
         self.streams[name] = node
+        if node.own_query is not None and not self.defer_consumers:
+            self._compute_from_create(name)
         self.cascade()
+
+    def _describe(self, node: StreamNode) -> Any:
+        """The planner's facts of ``node``'s stage (memoryless or not, calls reaching states)."""
+        from sbpy.bql.plan.planner import describe_stage
+
+        return describe_stage(node.name, node.text, node.inputs, self.processor_context(),
+                              self.plugins.stateful_calls)
+
+    def _compute_from_create(self, name: str) -> None:
+        """Start the query computing stream ``name`` from now on, as SensorBee connects a stream to its
+        inputs at CREATE (``graph.computed_from_create``); a memoryless upstream stream it shares with
+        another running query is split out first, so it is still computed once."""
+        self._materialize_shared([name], [])
+        self.materialize(name)
 
     def _check_inputs(self, select: Any, stmt: Any, own: str | None = None) -> list[str]:
         inputs = select_inputs(select)
@@ -185,6 +207,7 @@ class Topology(TopologyQueries, TopologyViews):
                 raise _fail(f"'{inp}' is a sink and cannot be read from", stmt)
             if inp not in self.sources and inp not in self.streams:
                 raise _fail(f"stream '{inp}' was not found", stmt)
+        history.check_tables(self, select, stmt, own)  # table(x): a source with history (server/history.py)
         return inputs
 
     def _dry_build(self, select: Any, stmt: Any) -> None:
@@ -283,6 +306,8 @@ class Topology(TopologyQueries, TopologyViews):
             if self._stopped:
                 raise _fail(f"topology '{self.name}' is stopped", stmt)
             inputs = self._check_inputs(stmt, stmt)
+            if isinstance(stmt, ast.Select) and is_table_query(stmt):  # bounded: runs now (server/history.py)
+                return history.select_table(self, parsed)
             self._dry_build(stmt, stmt)
             self._selects += 1
             cid = f"select-{self._selects}"
@@ -314,30 +339,40 @@ class Topology(TopologyQueries, TopologyViews):
             return
         select_stage = consumer.select_stage
         targets = select_stage[2] if select_stage else [consumer.target]
+        self._materialize_shared(list(targets), list(select_stage[2]) if select_stage else [])
+        consumer.chain = self.plan_chain(consumer)
+        self._start(consumer)
+
+    def _materialize_shared(self, targets: list[str], extra: list[str]) -> None:
+        """Compute on its own every stream upstream of ``targets`` that several nodes read (``extra``:
+        readers not in the graph, an ad-hoc SELECT's inputs): split out of the running query that has it
+        fused (``nodes/replan.py``), or started on its own."""
         for target in targets:
-            extra = list(select_stage[2]) if select_stage else []
             for shared in graph.shared_streams(target, self.sources, self.streams, self.sinks,
                                                self.materialized, extra):
                 owner = replan.owner_of(self, shared)
                 if owner is not None and replan.split(self, owner, shared):
                     continue
                 self.materialize(shared)  # not fused anywhere (or its owner keeps its own copy)
-        consumer.chain = self.plan_chain(consumer)
-        self._start(consumer)
 
     def materialize(self, stream: str, resume_seq: int | None = None, initial_state: bytes | None = None) -> Consumer:
         """Start the query that computes ``stream`` once and journals its output (its consumer id is the
         stream's name); ``resume_seq``/``initial_state``: continue where a split query stopped."""
-        chain = graph.plan(stream, self.sources, self.streams, self.materialized, consumer=stream)
-        consumer = Consumer(self, stream, "journal", stream, chain)
+        consumer = Consumer(self, stream, "journal", stream, None)
+        consumer.chain = self.plan_chain(consumer)
         consumer.resume_seq, consumer.initial_state = resume_seq, initial_state
         self.materialized.add(stream)
         self._start(consumer)
         return consumer
 
     def start_deferred(self) -> None:
-        """Plan and start the consumers recorded during a persistence replay, in their order."""
+        """Plan and start what a persistence replay recorded: first the streams computed from their
+        CREATE (creation order, so upstream first; ``replan.rematerialize`` already restarted those whose
+        queries left checkpoints), then the consumers in their order, planned with the final graph."""
         self.defer_consumers = False
+        for node in list(self.streams.values()):
+            if node.own_query is not None and node.name not in self.materialized:
+                self._compute_from_create(node.name)
         for c in [c for c in self.consumers.values() if c.deferred]:
             del self.consumers[c.id]
             c.deferred = False
@@ -349,7 +384,11 @@ class Topology(TopologyQueries, TopologyViews):
                 node.state = st.RUNNING
 
     def plan_chain(self, consumer: Consumer) -> graph.Chain:
-        """The chain ``consumer``'s query runs with the current graph."""
+        """The chain ``consumer``'s query runs with the current graph (a materialized stream's own query
+        computes the stream as its last stage)."""
+        if consumer.kind == "journal":
+            return graph.plan(consumer.target, self.sources, self.streams, self.materialized,
+                              consumer=consumer.target)
         select_stage = consumer.select_stage
         targets = list(select_stage[2]) if select_stage else [consumer.target]
         return graph.plan_reading(targets, self.sources, self.streams, self.materialized, select_stage)
@@ -378,6 +417,8 @@ class Topology(TopologyQueries, TopologyViews):
             for name in consumer.stage_names:
                 if name in self.streams:
                     self.streams[name].state = st.STOPPED
+            if consumer.kind == "journal":  # its readers see the stream's log end
+                journal.end(consumer.target)
             consumer.done = True
             if consumer.cursor is not None:
                 consumer.cursor.finish()

@@ -6,6 +6,11 @@ exactly one consumer is fused into the query (a *stage*); a source, or a stream 
 (computed once by its own query that appends its output to the journal because several consumers read
 it), is an *input* read from the journal.
 
+A stream whose outputs depend on earlier tuples (windows over more than its tuple, aggregates,
+ISTREAM/DSTREAM, MATCH_RECOGNIZE, Timeplus windows, UDSFs, calls reaching states) is materialized at its
+CREATE (``computed_from_create``), as SensorBee computes a stream from its CREATE on; memoryless streams
+fuse.
+
 A stream already fused into a running query that later gains a second consumer is split out of that
 query with its state (``replan.py``), so it is still computed once.
 """
@@ -104,6 +109,23 @@ def shared_streams(target: str, sources: dict[str, Any], streams: dict[str, Any]
 
     visit(target)
     return out
+
+
+def computed_from_create(stage: Any) -> str | None:
+    """Why a stream must be computed by its own query from its CREATE on (None: it need not).
+
+    SensorBee connects a stream to its inputs when it is created: its windows, emitters and UDS calls
+    see every tuple from then on, and what it emits while nothing reads it is dropped. A stream whose
+    outputs can depend on earlier tuples (``stage`` is the planner's ``StagePlan``: not memoryless, or
+    calling functions that reach the topology's states) therefore starts computing at CREATE and is
+    materialized (its output journaled); consumers attaching later read its log from the journal HEAD,
+    which is what SensorBee's stream would send them. A memoryless stream's outputs do not depend on
+    when computing started, so it is fused into its consumers' queries as before."""
+    if stage.stateful_calls:
+        return f"it calls {', '.join(stage.stateful_calls)}, which may reach the topology's states"
+    if not stage.stateless:
+        return stage.why
+    return None
 
 
 def edges(sources: dict[str, Any], streams: dict[str, Any], sinks: dict[str, Any]) -> list[tuple[Any, Any]]:

@@ -1,10 +1,10 @@
 """A stream node (SensorBee's "box"): ``CREATE STREAM name AS SELECT ...``.
 
-Creating one compiles the SELECT with a dry ``build_processor`` (so every error surfaces at CREATE)
-but starts no Spark work: the stream runs inside the Spark query of the consumer that reads it (see
-``graph.py``). Its counters are filled from the query's ``stat`` rows; it becomes ``stopped`` when
-the query reports its ``end`` row (all inputs ended) or, if no query runs it, when all its inputs
-have stopped.
+Creating one compiles the SELECT with a dry ``build_processor`` (so every error surfaces at CREATE).
+A memoryless stream starts no Spark work: it runs inside the Spark query of the consumer that reads it;
+a stream whose outputs depend on earlier tuples starts its own query at CREATE (see ``graph.py``).
+Its counters are filled from the query's ``stat`` rows; it becomes ``stopped`` when the query reports
+its ``end`` row (all inputs ended) or, if no query runs it, when all its inputs have stopped.
 """
 from __future__ import annotations
 
@@ -93,6 +93,9 @@ class StreamNode:
         self.state = st.RUNNING
         self.error: str | None = None
         self.stats_owner: str | None = None  # id of the query whose stat rows this node shows
+        # why its own query computes it from its CREATE (``graph.computed_from_create``; None: memoryless,
+        # fused into its consumers' queries)
+        self.own_query: str | None = None
 
     def status(self, outputs: list[str]) -> dict[str, Any]:
         return st.stream_status(self.state, self.counters, outputs, self.error)
