@@ -23,6 +23,10 @@ torn or NUL-filled tail after a crash, and the bounded size of the logs:
   record and the deletions is finished by the recovery.
 - **Backlog** (``backlog(node, after_seq)``): how many of a node's tuples have seqs > ``after_seq``
   (the WAIT backpressure of ``nodes/backpressure.py``), from per-commit marks.
+- **History** (``retain(node, n)``): the node's log keeps at least its last ``n`` tuples for ``table()``
+  (a source's ``history`` parameter, ``server/history.py``): ``prune`` never goes above the newest mark
+  that leaves ``n`` tuples after it (``history_floor``), and ``pin_history`` holds a reader's range while
+  it reads (``unpin``).
 
 Example::
 
@@ -90,6 +94,9 @@ class JournalWriter:
         # node -> backlog marks (last seq, tuples up to it, tuples with the consecutive seqs up to it), ascending
         self._marks: dict[str, list[tuple[int, int, int]]] = {}
         self._ended: set[str] = set()
+        self._retain: dict[str, int] = {}  # node -> tuples its log keeps for table() (``retain``)
+        self._pins: dict[int, tuple[str, int]] = {}  # pin id -> (node, the seq its reader reads after)
+        self._pin_ids = 0
         self._batches: dict[str, list] = jf.read_head_batches(self.dir)  # node -> [query key, batch id]
         self._next_prune = 0.0
         self.pruned_bytes = 0  # bytes of log files deleted by ``prune`` since the start
@@ -302,10 +309,56 @@ class JournalWriter:
         mark at or below ``seq``."""
         with self._lock:
             marks = self._marks.get(node)
+            seq = min(seq, self._history_floor(node))  # the history floor is computed from marks
             if marks:
                 k = bisect.bisect_right(marks, (seq, INF, INF)) - 1
                 if k > 0:
                     del marks[:k]
+
+    # ------------------------------------------------------------ history (table())
+
+    def retain(self, node: str, tuples: int) -> None:
+        """Keep ``node``'s last ``tuples`` tuples in its log for ``table()`` (0: none, the default)."""
+        with self._lock:
+            if tuples > 0:
+                self._retain[node] = int(tuples)
+            else:
+                self._retain.pop(node, None)
+
+    def retained(self, node: str) -> int:
+        """How many of its last tuples ``node``'s log keeps for ``table()`` (0: no history)."""
+        return self._retain.get(node, 0)
+
+    def history_floor(self, node: str) -> float:
+        """The highest seq at and below which ``node``'s entries may be pruned without losing its
+        retained tuples or a pinned reader's range: the newest backlog mark with at least ``retain``
+        tuples after it (0 when none is old enough), INF for a node without history or pins."""
+        with self._lock:
+            return self._history_floor(node)
+
+    def _history_floor(self, node: str) -> float:
+        floor = min([INF] + [seq for n, seq in self._pins.values() if n == node])
+        keep = self._retain.get(node)
+        if not keep:
+            return floor
+        marks = self._marks.get(node) or []
+        k = bisect.bisect_right(marks, self._counts.get(node, 0) - keep, key=lambda m: m[1]) - 1
+        return min(floor, marks[k][0] if k >= 0 else 0)
+
+    def pin_history(self, node: str) -> tuple[int, int, int]:
+        """Start reading ``node``'s retained history: ``(pin id, after_seq, upto_seq)``; its entries with
+        ``after_seq < seq <= upto_seq`` (HEAD now) hold its last ``retained(node)`` tuples (or all it
+        has) and stay until ``unpin(pin id)``."""
+        with self._lock:
+            after = self._history_floor(node)
+            after = 0 if after == INF else int(after)
+            self._pin_ids += 1
+            self._pins[self._pin_ids] = (node, after)
+            return self._pin_ids, after, self._seq
+
+    def unpin(self, pin: int) -> None:
+        with self._lock:
+            self._pins.pop(pin, None)
 
     def log_bytes(self) -> int:
         """The size of every node log (bytes), as the writer knows it."""
@@ -333,7 +386,7 @@ class JournalWriter:
         freed = 0
         with self._lock:
             for node, parts in self._parts.items():
-                floor = min(floors.get(node, default), self._seq)
+                floor = min(floors.get(node, default), self._seq, self._history_floor(node))
                 marks = self._marks.get(node)
                 k = bisect.bisect_right(marks, (floor, INF, INF)) - 1 if marks else 0
                 if k > 0:  # no reader asks for a backlog below its floor
@@ -384,6 +437,7 @@ class JournalWriter:
             self._segments.pop(node, None)
             self._batches.pop(node, None)
             self._ended.discard(node)
+            self._retain.pop(node, None)
             shutil.rmtree(self.dir / node, ignore_errors=True)
 
     def close(self) -> None:

@@ -73,7 +73,9 @@ class TopologyQueries:
         from sbpy.bql.spark.compile import query_spec_stages
         from sbpy.plugins.loader import loaded_plugins
 
-        plan = consumer.plan  # planned by ``Topology._start``
+        from .history import bind_plan
+
+        plan = consumer.plan = bind_plan(self, consumer.plan)  # table(t): its snapshot now (server/history.py)
         consumer.on_driver = plan.execution is Execution.DRIVER
         # a sink fed by a stateless query gets its JSON lines encoded on the executors (no driver decode)
         json_lines = (self._starter is None and plan.execution is Execution.STATELESS and consumer.kind == "sink"
