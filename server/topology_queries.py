@@ -10,6 +10,7 @@ from the loaded plugin modules named in ``StageSpec.plugins``.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -65,7 +66,22 @@ class TopologyQueries:
         self._dry_build(select, inner)
         chain = graph.plan_reading(list(inputs), self.sources, self.streams, self.materialized,
                                    (name, text, list(inputs)))
-        return as_dict(self.plan_query(chain), {name: label})
+        plan = self.plan_query(chain)
+        notes = [self._computed_note(i) for i in plan.inputs if i in self.streams]
+        if isinstance(inner, ast.CreateStreamAsSelect):
+            why = graph.computed_from_create(plan.stages[-1])
+            if why is not None:
+                notes.append(f"{name} is computed by its own query from its CREATE ({why}); "
+                             "its consumers read its journal log")
+        plan = dataclasses.replace(plan, notes=(*plan.notes, *notes))
+        return as_dict(plan, {name: label})
+
+    def _computed_note(self, stream: str) -> str:
+        """How a stream read from the journal is computed (an EXPLAIN note)."""
+        why = self.streams[stream].own_query
+        if why is not None:
+            return f"{stream} is computed by its own query from its CREATE ({why}); read from its journal log"
+        return f"{stream} is computed by its own query (several nodes read it); read from its journal log"
 
     def start_query(self, consumer: Consumer) -> Any:
         """Launch ``consumer``'s planned query (``consumer.plan``) on Spark, or with the injected starter."""
