@@ -40,6 +40,7 @@ from ..ast import (
     DropNode,
     Explain,
     FunctionCall,
+    HistoryTable,
     InsertInto,
     Literal,
     LoadState,
@@ -202,6 +203,8 @@ class ScriptScope:
         selects = stmt.selects if isinstance(stmt, SelectUnion) else (stmt,) if isinstance(stmt, Select) else ()
         for select in selects:
             for item in select.from_items:
+                if isinstance(item, MatchRecognize) and isinstance(item.input, SubqueryRef):
+                    item = item.input
                 if isinstance(item, SubqueryRef):
                     self._reads(item.select, own)
                     continue
@@ -221,6 +224,10 @@ class ScriptScope:
             start = _start(item)
             end = item.span.end if item.span is not None else len(self._text)
             yield item.stream.lower(), self._word_in(item.stream, start + len(item.kind), end)
+        elif isinstance(item, HistoryTable):  # table(x): x must exist (its history: checked when run)
+            start = _start(item)
+            end = item.span.end if item.span is not None else len(self._text)
+            yield item.stream.lower(), self._word_in(item.stream, start + len("table"), end)
         elif isinstance(item, UdsfCall):
             arg = next((a for a in item.args if isinstance(a, Literal) and isinstance(a.value, str)), None)
             if arg is not None:

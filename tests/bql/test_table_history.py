@@ -241,3 +241,14 @@ def test_unparse_round_trips():
     for text in ("SELECT RSTREAM count(*) FROM table(s) AS h",
                  "SELECT RSTREAM a:x FROM s [RANGE 1 TUPLES] AS a, table(t) AS b WHERE a:k = b:k"):
         assert unparse(parse_one(text)) == text
+
+
+def test_sbpy_check_accepts_the_seed_examples_and_finds_unknown_tables(tmp_path):
+    from check_util import sbpy_check
+
+    script = ('CREATE SOURCE stream TYPE file WITH path = "x.jsonl", history = 1000;\n'
+              "SELECT count() FROM table(stream);\n"
+              "SELECT * FROM table(stream) ORDER BY a LIMIT 3 OFFSET 1;\n")
+    assert sbpy_check(tmp_path / "ok.bql", script) == (0, "")
+    rc, out = sbpy_check(tmp_path / "bad.bql", script + "SELECT count() FROM table(nothere);\n")
+    assert rc != 0 and "bad.bql:4:27: stream 'nothere' was not found" in out
