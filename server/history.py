@@ -30,6 +30,7 @@ import logging
 import threading
 from typing import Any
 
+from sbpy.bql import ast
 from sbpy.bql.errors import BQLError
 from sbpy.bql.history_query import history_streams, is_table_query, reads_history
 from sbpy.bql.runtime.processor import Tuple
@@ -56,9 +57,9 @@ def retain_history(topology: Any, name: str, stmt: Any) -> None:
 
 
 def check_tables(topology: Any, select: Any, stmt: Any, own: str | None = None) -> None:
-    """Every ``table(x)`` of ``select`` names a source that keeps history; a stream (``own``) cannot
-    be a table query."""
-    if own is not None and not hasattr(select, "selects") and is_table_query(select):
+    """Every ``table(x)`` of ``select`` names a source that keeps history; a stream (``stmt`` a CREATE
+    STREAM, named ``own``) cannot be a table query."""
+    if isinstance(stmt, ast.CreateStreamAsSelect) and not hasattr(select, "selects") and is_table_query(select):
         raise fail(f"stream '{own}' cannot be defined over table() alone: a query over table() is bounded "
                    "(issue the SELECT itself)", stmt)
     for name in history_streams(select):
@@ -102,6 +103,16 @@ def bind_plan(topology: Any, plan: Any) -> Any:
             stage = dataclasses.replace(stage, statement=statement)
         stages.append(stage)
     return dataclasses.replace(plan, stages=tuple(stages))
+
+
+def explain_table(select: Any, text: str) -> dict[str, Any]:
+    """EXPLAIN's answer for a table query: it runs once, on the driver, when it is issued."""
+    names = ", ".join(history_streams(select))
+    return {"execution": "table", "inputs": [], "tick_ms": 0,
+            "reason": f"a query over table() reads the retained history of {names} once, on the driver, "
+                      "when it is issued, answers its result and ends",
+            "stages": [{"node": "(select)", "kernel": "table", "runs_on": "driver", "inputs": [],
+                        "statement": text}]}
 
 
 def select_table(topology: Any, parsed: Any) -> SelectCursor:

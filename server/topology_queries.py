@@ -18,8 +18,10 @@ from typing import Any
 
 from sbpy.bql import ast
 from sbpy.bql.errors import BQLError
+from sbpy.bql.history_query import is_table_query
 from sbpy.bql.parsed import ParsedStatement
 
+from .history import bind_plan, explain_table
 from .node_update import fail, update_node
 from .nodes import status as st
 from .nodes.consumer import MAX_RESTARTS, Consumer, restart_delay
@@ -63,6 +65,8 @@ class TopologyQueries:
         else:
             name, select, label = "(select)", inner, "(select)"
         inputs = self._check_inputs(select, inner, own=name)
+        if isinstance(select, ast.Select) and is_table_query(select):  # runs once when issued (server/history.py)
+            return explain_table(select, text)
         self._dry_build(select, inner)
         chain = graph.plan_reading(list(inputs), self.sources, self.streams, self.materialized,
                                    (name, text, list(inputs)))
@@ -88,8 +92,6 @@ class TopologyQueries:
         from sbpy.bql.plan import Execution
         from sbpy.bql.spark.compile import query_spec_stages
         from sbpy.plugins.loader import loaded_plugins
-
-        from .history import bind_plan
 
         plan = consumer.plan = bind_plan(self, consumer.plan)  # table(t): its snapshot now (server/history.py)
         consumer.on_driver = plan.execution is Execution.DRIVER

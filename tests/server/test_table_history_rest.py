@@ -130,3 +130,16 @@ def test_statement_errors(local, tmp_path, statement, message):
                "CREATE STREAM x1 AS SELECT RSTREAM * FROM p [RANGE 1 TUPLES];")
     r = post(c, statement.replace('"in.jsonl"', f'"{tmp_path}/in.jsonl"'))
     assert r.status_code == 400 and message in r.text, r.text
+
+
+def test_explain_and_the_event_stream(local):
+    srv, c = local
+    plan = post(c, "EXPLAIN SELECT count() FROM table(h);").json()["plan"]
+    assert plan["execution"] == "table" and plan["inputs"] == [] and "history of h" in plan["reason"]
+    query = "SELECT RSTREAM v FROM table(h) WHERE v > 25;"
+    with srv.client() as cc, cc.stream("GET", "/topologies/t/select", params={"q": query}) as r:
+        lines = [line for line in r.iter_lines() if line]
+    assert lines[-1] == "event: end" or lines[-2] == "event: end"  # the query ended
+    data = [json.loads(line[6:]) for k, line in enumerate(lines)
+            if line.startswith("data: ") and (k == 0 or not lines[k - 1].startswith("event: "))]
+    assert data == select(c, query) == [{"v": v} for v in range(26, 30)]
