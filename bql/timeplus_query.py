@@ -7,10 +7,17 @@ clause, or with a ``tumble`` / ``hop`` / ``session`` FROM item, or reading a bar
 window. The analyzer and ``runtime.build_processor`` both decide by this one rule, so a query is checked
 by the same reading it runs under. The module needs only the AST, so either side imports it without a
 cycle.
+
+A *streaming tail* (``is_streaming_tail``) is the Timeplus query written with neither an emitter nor an
+EMIT clause over one bare stream: ``SELECT device, cpu_usage FROM devices_utils WHERE cpu_usage > 99``.
+It emits each input tuple's row as it arrives (a global aggregation written so emits every
+``GLOBAL_PERIOD``, Proton's default). Any other SELECT without an emitter keeps SensorBee's error.
 """
 from __future__ import annotations
 
-from .ast import Select, StreamRef, WindowFunction
+from .ast import Interval, Select, StreamRef, WindowFunction
+
+GLOBAL_PERIOD = Interval(2, "seconds", "2s")  # Proton's default emission of a global aggregation
 
 
 def is_timeplus_select(select: Select) -> bool:
@@ -23,3 +30,11 @@ def is_timeplus_select(select: Select) -> bool:
         if isinstance(item, StreamRef) and item.window is None:
             return True
     return False
+
+
+def is_streaming_tail(select: Select) -> bool:
+    """Whether ``select`` is a streaming tail: no emitter, no EMIT, FROM one stream without RANGE."""
+    if select.emitter is not None or select.emit is not None or len(select.from_items) != 1:
+        return False
+    item = select.from_items[0]
+    return isinstance(item, StreamRef) and item.window is None and select.left_join_on is None

@@ -160,4 +160,5 @@ def select_exprs(select: Select) -> list[tuple[str, Expr]]:
     out.extend(("group by", g) for g in select.group_by)
     if select.having is not None:
         out.append(("having", select.having))
+    out.extend(("partition by", e) for e in select.partition_by)  # Timeplus substreams
     return out

@@ -1,12 +1,14 @@
 """Emitters: RSTREAM, ISTREAM or DSTREAM is required, except for Timeplus-style queries.
 
 A Timeplus-style query (a window function such as ``tumble(...)`` in FROM, or an EMIT clause)
-defaults to RSTREAM and accepts only RSTREAM. MATCH_RECOGNIZE produces rows once per match, so
+defaults to RSTREAM and accepts only RSTREAM; so does a Timeplus streaming tail (one stream without
+RANGE, no emitter, no EMIT: ``timeplus_query.is_streaming_tail``). MATCH_RECOGNIZE produces rows once per match, so
 ISTREAM/DSTREAM (diffs of successive relations) make no sense there either.
 """
 from __future__ import annotations
 
 from ..ast import MatchRecognize, Select, Statement, WindowFunction
+from ..timeplus_query import is_streaming_tail
 from .context import Context, fail, selects_of
 
 EMITTERS = ("rstream", "istream", "dstream")
@@ -22,7 +24,7 @@ def check_emitter(stmt: Statement, ctx: Context) -> None:
         emitter = select.emitter.lower() if select.emitter else None
         if emitter is not None and emitter not in EMITTERS:
             raise fail(f"unknown emitter '{select.emitter}'", select)
-        if is_timeplus(select):
+        if is_timeplus(select) or is_streaming_tail(select):
             if emitter not in (None, "rstream"):
                 raise fail(
                     f"{emitter.upper()} cannot be used with a window function or EMIT clause; use RSTREAM",

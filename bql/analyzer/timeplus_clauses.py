@@ -16,7 +16,8 @@ A *Timeplus query* is a SELECT that runs in the Timeplus window operator: it has
   sbpy keeps no history to backfill); ``OFFSET`` needs a Timeplus query without ORDER BY; ``lag(x[, n[, d]])``
   stands only in the select list of a non-aggregating Timeplus query, outside other ``lag`` calls,
   with ``n`` an integer literal from 1 to ``MAX_LAG``; ``emit_version()`` stands only in the select list
-  or HAVING of an aggregating Timeplus query, outside aggregate calls.
+  or HAVING of an aggregating Timeplus query, outside aggregate calls; ``PERIODIC ... REPEAT`` cannot
+  take ``ON UPDATE``. ``PARTITION BY`` and ``SETTINGS``: ``timeplus_settings``.
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from ..timeplus_query import is_timeplus_select
 from ..transform_base import rewrite as transform
 from .aggregates import is_aggregating
 from .context import Context, fail, select_exprs, selects_of, walk
+from .timeplus_settings import check_query_clauses
 
 MAX_LAG = 1_048_575  # rows a lag call may look back (SensorBee's largest RANGE n TUPLES)
 
@@ -190,6 +192,8 @@ def _check_emit_extras(select: Select, ctx: Context) -> None:
         raise fail("EMIT ... TIMEOUT needs an aggregation over tumble, hop or session", emit.timeout)
     if emit.last is not None and aggregating and not _windowed(select) and emit.kind != "periodic":
         raise fail("EMIT LAST on a global aggregation needs EMIT PERIODIC (its default)", emit.last)
+    if emit.on_update and emit.repeat:
+        raise fail("EMIT PERIODIC ... REPEAT emits every group; it cannot be combined with ON UPDATE", emit)
 
 
 def check_timeplus_clauses(stmt: Statement, ctx: Context) -> None:
@@ -204,3 +208,4 @@ def check_timeplus_clauses(stmt: Statement, ctx: Context) -> None:
                 raise fail("OFFSET cannot be combined with ORDER BY", select.order_by[0])
         _check_lag(select, timeplus, ctx)
         _check_emit_version(select, timeplus, ctx)
+        check_query_clauses(select, timeplus, ctx)

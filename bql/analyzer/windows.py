@@ -3,11 +3,12 @@
 SensorBee's limits: TUPLES is a positive integer up to 1048575; SECONDS a positive number up to 86400;
 MILLISECONDS a positive number up to 86400000. BUFFER SIZE is an integer up to 131071, 0 meaning the
 default. A plain stream in FROM needs a window unless the query is a Timeplus global aggregation
-(it has an EMIT clause); the input of MATCH_RECOGNIZE needs none.
+(it has an EMIT clause) or streaming tail (no emitter, no EMIT); the input of MATCH_RECOGNIZE needs none.
 """
 from __future__ import annotations
 
 from ..ast import MatchRecognize, RangeWindow, Statement, StreamRef, UdsfCall
+from ..timeplus_query import is_streaming_tail
 from .context import Context, fail, selects_of
 
 MAX_TUPLES = 1048575
@@ -68,6 +69,8 @@ def check_from_needs_window(stmt: Statement, ctx: Context) -> None:
     for select in selects_of(stmt):
         if not select.from_items:
             raise fail("need at least one relation to select from", select)
+        if is_streaming_tail(select):  # a Timeplus streaming tail reads its stream as it comes
+            continue
         for item in select.from_items:
             if isinstance(item, (StreamRef, UdsfCall)) and item.window is None and select.emit is None:
                 name = item.name

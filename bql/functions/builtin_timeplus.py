@@ -10,6 +10,12 @@ values are skipped and a group without a non-NULL value gives NULL:
   first; equal values keep their arrival order and their type (``3`` and ``3.0`` both stay). ``k`` is a
   non-negative int; an empty group gives NULL, a group with fewer values a shorter array.
 
+``now64([precision[, zone]])`` is Proton's (ClickHouse's) current time as a timestamp cut to
+``precision`` decimal places of a second (0 to 9, default 3; sbpy keeps at most microseconds). Like
+``now()`` it reads the time of the evaluation (``Env.now``): in the Timeplus window operator that is the
+moment the tuple reached the operator, so ``tumble(s, now64(), 5s)`` windows by processing time. ``zone``
+names an IANA zone; BQL timestamps are instants, so it only has to exist.
+
 ``lag(x[, n[, default]])`` and ``emit_version()`` keep state of the query that calls them, so their
 specs here only declare their arity: the Timeplus window operator (``runtime/timeplus``) replaces
 them before compiling its query, and the analyzer accepts them only where that operator runs
@@ -18,6 +24,8 @@ anywhere else, the placeholder implementations raise.
 """
 from __future__ import annotations
 
+import datetime as _dt
+import zoneinfo
 from typing import Any
 
 from ..errors import BQLEvaluationError
@@ -70,6 +78,25 @@ def _min_k(xs: list, k: Any) -> Any:
     return _top("min_k", xs, k, largest=False)
 
 
+def _now64(env: Any, precision: Any = 3, zone: Any = None) -> _dt.datetime:
+    if type(precision) is not int:
+        raise type_error("now64", "precision", "'int'", precision)
+    if not 0 <= precision <= 9:
+        raise BQLEvaluationError(f"function 'now64': 'precision' must be from 0 to 9, got {precision}")
+    if zone is not None:
+        if not isinstance(zone, str):
+            raise type_error("now64", "zone", "'string'", zone)
+        try:
+            zoneinfo.ZoneInfo(zone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise BQLEvaluationError(f"function 'now64': unknown time zone {zone!r}") from None
+    now = env.now if env.now is not None else _dt.datetime.now(_dt.timezone.utc)
+    if precision < 6:
+        step = 10 ** (6 - precision)
+        now = now.replace(microsecond=now.microsecond - now.microsecond % step)
+    return now
+
+
 def _streaming_only(name: str):
     def impl(*args: Any) -> Any:
         raise BQLEvaluationError(f"function '{name}' can only be used in a Timeplus streaming query")
@@ -83,6 +110,7 @@ SPECS = [
     FunctionSpec("latest", _latest, 1, 1, aggregate=True),
     FunctionSpec("max_k", _max_k, 2, 2, aggregate=True, agg_params=(0,)),
     FunctionSpec("min_k", _min_k, 2, 2, aggregate=True, agg_params=(0,)),
+    FunctionSpec("now64", _now64, 0, 2, volatile=True, stream_only=True, context=True),
     FunctionSpec("lag", _streaming_only("lag"), 1, 3, volatile=True, stream_only=True),
     FunctionSpec("emit_version", _streaming_only("emit_version"), 0, 0, volatile=True, stream_only=True),
 ]

@@ -55,6 +55,7 @@ def _kernel(proc: Any) -> str:
         return "union"
     name = type(proc).__name__
     return {"MatchRecognizeProcessor": "match_recognize", "WindowProcessor": "timeplus",
+            "SubstreamProcessor": "timeplus",
             "SubqueryProcessor": "subquery"}.get(name, "custom")
 
 

@@ -47,6 +47,10 @@ def build_processor(stmt: Select | SelectUnion, context: ProcessorContext | None
 
         return MatchRecognizeProcessor(stmt, context)
     if is_timeplus_select(stmt):
+        if stmt.partition_by:  # PARTITION BY: one window processor per substream
+            from .timeplus.substreams import SubstreamProcessor
+
+            return SubstreamProcessor(stmt, context)
         from .timeplus import WindowProcessor
 
         return WindowProcessor(stmt, context)

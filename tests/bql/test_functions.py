@@ -119,7 +119,7 @@ def test_builtin_registry_copy_is_isolated():
                 "array_length", "coalesce", "array_agg", "avg", "bool_and", "bool_or", "count",
                 "json_object_agg", "max", "median", "min", "string_agg", "sum",
                 "encode_json", "decode_json", "blob_to_raw_string"}  # the last three: SensorBee init.go
-    timeplus = {"latest", "earliest", "any", "max_k", "min_k", "lag", "emit_version"}  # docs/timeplus.md
+    timeplus = {"latest", "earliest", "any", "max_k", "min_k", "lag", "emit_version", "now64"}  # docs/timeplus.md
     assert set(builtin_registry().list()) == expected | timeplus
 
 

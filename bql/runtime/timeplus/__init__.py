@@ -7,7 +7,8 @@ Modules: ``timecol`` (event time in epoch µs, bounds as epoch seconds), ``assig
 ``watermark`` (max event time, delay, late rule), ``sessions`` (per-key sessions, gap and max),
 ``panes`` (window instances and their grouped rows), ``emission`` (EMIT policies), ``emit_extras``
 (``AND TIMEOUT`` / ``AND LAST``), ``streaming_calls`` (``lag``, ``emit_version``), ``ticking`` (the wall
-clock), ``processor``. The Timeplus syntax beyond the window model is described in docs/timeplus.md.
+clock, processing-time windows), ``processor``, ``substreams`` (``PARTITION BY``: one processor per
+substream; ``build_processor`` picks it for a query with PARTITION BY). The Timeplus syntax beyond the window model is described in docs/timeplus.md.
 
 Native Spark equivalents (what could skip this operator; see design section 5): an aggregating
 ``tumble``/``hop`` query with ``EMIT AFTER WATERMARK [WITH DELAY d]`` ≈ ``withWatermark(col, d)`` +
@@ -19,5 +20,6 @@ update mode per batch (not per tuple; never with ``session_window``). Exact sema
 operator inside the stateful Spark operator.
 """
 from .processor import WindowProcessor
+from .substreams import SubstreamProcessor
 
-__all__ = ["WindowProcessor"]
+__all__ = ["SubstreamProcessor", "WindowProcessor"]

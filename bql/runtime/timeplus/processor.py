@@ -28,9 +28,10 @@ import heapq
 import pickle
 from typing import Any
 
-from ...ast import FieldRef, KeyStep, Select, StreamRef, WindowFunction
+from ...ast import EmitClause, FieldRef, KeyStep, Select, StreamRef, WindowFunction
 from ...errors import BQLError, UnsupportedFeatureError
 from ...eval import Env, Scope, compile_expr
+from ...timeplus_query import GLOBAL_PERIOD, is_streaming_tail
 from ...values import multiset_key
 from ..grouping import Grouping, compile_where, is_grouping
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
@@ -42,7 +43,7 @@ from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .sessions import SessionTracker
 from .streaming_calls import StreamingCalls, uses_streaming_calls
 from .ticking import WallClock
-from .timecol import bound_value, datetime_micros, to_micros
+from .timecol import bound_value, datetime_micros, is_processing_time, to_micros, utc_now
 from .watermark import Watermark
 
 
@@ -94,11 +95,16 @@ class WindowProcessor(WallClock):
         self.inputs: tuple[str, ...] = (stream,)
         scope = Scope((alias,), registry=registry)
         self.time_fn = compile_expr(time_expr, scope) if time_expr is not None else None
+        self.proctime = self.kind is not None and is_processing_time(time_expr)  # tumble(s, now64(), 5s)
+        self.clock = utc_now  # the processing-time source (``_now`` of each step); tests replace it
         self.where = compile_where(select.where, (alias,), registry)
         self.grouping = Grouping(select, (alias,), registry) if is_grouping(select, registry) else None
         self.select_list = None if self.grouping else SelectList(
             select.projections, (alias,), lambda e: compile_expr(e, scope))
-        self.policy = EmitPolicy(select.emit)
+        emit = select.emit
+        if emit is None and self.grouping is not None and is_streaming_tail(select):  # Proton's default
+            emit = EmitClause("periodic", period=GLOBAL_PERIOD, implicit=True)
+        self.policy = EmitPolicy(emit)
         if self.grouping is not None and self.kind is None and self.policy.kind == AFTER_WATERMARK:
             raise UnsupportedFeatureError(
                 "a global aggregation over a bare stream needs EMIT ON UPDATE or EMIT PERIODIC")
@@ -158,7 +164,7 @@ class WindowProcessor(WallClock):
         if self.done or self.finished:
             result.done = self.done
             return result
-        self._now = _dt.datetime.now(_dt.timezone.utc)
+        self._now = self.clock()
         self.last = (tup.ts, tup.seq)
         if self.timeout is not None:
             self.timeout.arrived(datetime_micros(self._now))
@@ -181,7 +187,7 @@ class WindowProcessor(WallClock):
             return result
         self.finished = True
         if self.grouping is not None and self.last is not None:
-            self._now = _dt.datetime.now(_dt.timezone.utc)
+            self._now = self.clock()
             self._expire_last_range()
             panes = list(self.panes.values()) + self.pending
             self._emit(self.policy.at_finish(panes, self._key), self.last, result)

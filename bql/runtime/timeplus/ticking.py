@@ -8,6 +8,9 @@ docs/architecture.md, "Wall-clock ticks"). Two things are driven by it:
   all) groups of the open panes and of the panes closed since the previous emission are emitted; with
   ``AND LAST x`` the rows that left the range go first (``emit_extras.LastRange``).
 - ``AND TIMEOUT t`` (``emit_extras.IdleTimeout``): ``t`` after the latest tuple every open window closes.
+- Processing-time windows (``tumble(s, now64(), 5s)``): the wall clock is their event time, so a tick at
+  ``now`` advances the watermark to ``now`` and closes every window with ``end <= now - delay`` even when
+  no tuple arrives; ``next_tick`` is the earliest such close while a window is open.
 
 ``WallClock`` is a mixin of ``processor.WindowProcessor`` and reads its state directly.
 """
@@ -34,6 +37,9 @@ class WallClock:
         cause = (now, self.last[1] if self.last else 0)
         if self.timeout is not None and self.timeout.expired(now_us):
             self._close_all(cause, result)
+        if self.proctime:
+            self.watermark.observe(now_us)
+            self._close(cause, result)
         if self.policy.due(now_us):
             self._expire_last_range()
             panes = list(self.panes.values()) + self.pending
@@ -59,17 +65,36 @@ class WallClock:
                 candidates.append(EPOCH if due is None else micros_datetime(due))
         if self.timeout is not None and self.panes and self.timeout.deadline() is not None:
             candidates.append(micros_datetime(self.timeout.deadline()))
+        if self.proctime and self.panes:
+            ends = [p.end for p in self.panes.values() if p.end is not None]
+            if ends:
+                candidates.append(micros_datetime(min(ends) + self.policy.delay))
         return min(candidates) if candidates else None
 
     def tick_period(self) -> _dt.timedelta | None:
-        """The wall-clock period of an aggregating query: ``EMIT PERIODIC n`` → n, ``AND TIMEOUT t`` → t
-        (both: their gcd); None when it needs no ticks."""
+        """The wall-clock period of an aggregating query: ``EMIT PERIODIC n`` → n, ``AND TIMEOUT t`` → t,
+        processing-time windows → the gcd of their intervals and delay (several: the gcd of all); None
+        when it needs no ticks."""
         if self.grouping is None:
             return None
         periods = [self.policy.period] if self.policy.kind == PERIODIC else []
         if self.timeout is not None:
             periods.append(self.timeout.span)
+        if self.proctime:
+            periods.extend(self.window_spans())
         return _dt.timedelta(microseconds=math.gcd(*periods)) if periods else None
+
+    def window_spans(self) -> list[int]:
+        """The intervals (µs) a processing-time window closes on: the grid's slide, size and origin, or
+        the session gap and max, and the delay; ticks at their gcd land on every possible close."""
+        spans = []
+        if self.fixed is not None:
+            spans += [self.fixed.slide, self.fixed.size] + ([self.fixed.origin] if self.fixed.origin else [])
+        if self.sessions is not None:
+            spans += [self.sessions.gap, self.sessions.longest]
+        if self.policy.delay:
+            spans.append(self.policy.delay)
+        return spans
 
     def _close_all(self, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
         """EMIT ... AND TIMEOUT: close every open window; the watermark moves to the largest end."""

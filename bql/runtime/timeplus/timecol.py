@@ -3,7 +3,9 @@
 Integers keep window arithmetic exact (``[start, end)`` boundaries, epoch alignment, ``end <= C``);
 floats would misplace events sitting exactly on a boundary. The time column of a window function may
 hold epoch seconds (int or float), a timestamp, or a string that converts to a timestamp; omitted, the
-tuple timestamp is used. Window bounds go back to BQL as epoch seconds: an int when the bound is a whole
+tuple timestamp is used; a call of ``now64()`` or ``now()`` makes the windows processing-time windows
+(``is_processing_time``): a tuple's time is the moment it reached the operator (``utc_now``, or the
+clock a test injects). Window bounds go back to BQL as epoch seconds: an int when the bound is a whole
 second, a float otherwise (MILLISECONDS sizes).
 """
 from __future__ import annotations
@@ -12,7 +14,7 @@ import datetime as _dt
 import math
 from typing import Any
 
-from ...ast import Interval
+from ...ast import Expr, FunctionCall, Interval
 from ...errors import BQLEvaluationError
 from ...values import cast
 
@@ -62,3 +64,16 @@ def bound_value(us: int) -> int | float:
 def micros_datetime(us: int) -> _dt.datetime:
     """Epoch microseconds as an aware UTC datetime (for output timestamps of wall-clock ticks)."""
     return EPOCH + _dt.timedelta(microseconds=us)
+
+
+PROCESSING_TIME_FUNCTIONS = frozenset({"now64", "now"})
+
+
+def utc_now() -> _dt.datetime:
+    """The wall clock as an aware UTC datetime (the operator's default processing-time source)."""
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+def is_processing_time(time_expr: Expr | None) -> bool:
+    """Whether a window function's time column is the processing time: ``now64(...)`` or ``now()``."""
+    return isinstance(time_expr, FunctionCall) and time_expr.name.lower() in PROCESSING_TIME_FUNCTIONS
