@@ -108,8 +108,10 @@ class JoinRules:
             _check_scope(value, names)
             cond = value
         if base in ("LEFT", "RIGHT"):
+            tail = any(isinstance(i, HistoryTable) for i in items)  # Timeplus: s LEFT JOIN table(t), s bare
             for item in items:
-                _check_outer_side(item, base)
+                if not (tail and isinstance(item, StreamRef) and item.window is None):
+                    _check_outer_side(item, base)
             pair = items if base == "LEFT" else (items[1], items[0])
             return JoinChain(pair, (), cond, base)
         return JoinChain(items, (*chain.conditions, cond))

@@ -167,6 +167,18 @@ def test_the_bare_stream_join_tail_by_hand(table, stream):
     assert join_outputs(tail, table, stream) == join_outputs(spelled, table, stream) == expected
 
 
+@settings(max_examples=40, deadline=None)
+@given(table=keyed, stream=stream_st)
+def test_the_bare_stream_left_join_tail_by_hand(table, stream):
+    """Timeplus' enrichment ``FROM s LEFT JOIN table(t) ON ...``: matches, or one NULL-padded row."""
+    tail = "SELECT s:id AS id, t:v AS v FROM s LEFT JOIN table(t) ON s:k = t:k"
+    expected = []
+    for s in stream:
+        matches = [{"id": s["id"], "v": t["v"]} for t in table if s["k"] == t["k"]]
+        expected += matches or [{"id": s["id"], "v": None}]
+    assert join_outputs(tail, table, stream) == expected
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(table=keyed, stream=stream_st, q=st.sampled_from(JOINS), cut=st.data())
 def test_a_restored_join_goes_on_with_its_own_table(table, stream, q, cut):
