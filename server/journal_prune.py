@@ -23,6 +23,10 @@ a re-plan moves an input from one query to another, an attach or detach changes 
 floors are computed and the files deleted under that lock. A checkpoint folder no consumer of the running topology owns
 (left by a plan that is no more) does not hold the journal back.
 
+A source created ``WITH history = n`` (``server/history.py``) keeps its last ``n`` tuples for
+``table()`` whatever its readers' positions: ``JournalWriter.prune`` lowers each node's floor to its
+``history_floor`` (and to the range of a ``table()`` read in progress), so these floors need not know.
+
 ``maybe_prune(topology)`` is called after each source commit and each consumer micro-batch; the journal
 throttles it (``JournalWriter.prune_due``: a closed file exists, at most every ``PRUNE_EVERY`` s).
 """
