@@ -5,8 +5,9 @@ stream. ``WITH a AS (s1), b AS (s2) body`` has no node of its own: every FROM re
 ``a [RANGE ...] [AS x]`` in a later CTE or in the body (inside their subqueries too) becomes
 ``(s1) [RANGE ...] AS x`` (alias defaulting to the CTE's name), so the rest of the system sees only
 subqueries. A CTE shadows a stream of the same name; a CTE nobody reads is dropped. A CTE may only be
-read as ``name [RANGE ...]`` — a Timeplus window function, a MATCH_RECOGNIZE or a UDSF over it is a
-syntax error — and two CTEs cannot share a name.
+read as ``name [RANGE ...]`` or by a MATCH_RECOGNIZE (``name MATCH_RECOGNIZE (...)``, which then reads the
+CTE's subquery) — a Timeplus window function or a UDSF over it is a syntax error — and two CTEs cannot
+share a name.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import dataclasses
 from typing import Any
 
 from .ast import (
+    SUBQUERY_ALIAS,
     MatchRecognize,
     RangeWindow,
     Select,
@@ -33,7 +35,7 @@ class CteRules:
         windows = [o for o in opts if isinstance(o, RangeWindow)]
         if len(windows) > 1:
             raise fail("a subquery in FROM takes one RANGE window", windows[1])
-        alias = next(o[1] for o in opts if isinstance(o, tuple))
+        alias = next((o[1] for o in opts if isinstance(o, tuple)), SUBQUERY_ALIAS)
         return SubqueryRef(select, windows[0] if windows else None, alias, span=span_of(meta))
 
     def cte(self, meta, name, select):
@@ -69,8 +71,16 @@ def _item(item: Any, ctes: dict[str, Any]) -> Any:
     if isinstance(item, WindowFunction) and item.stream in ctes:
         raise fail(f"'{item.kind}' cannot read the CTE '{item.stream}' (yet); read it as "
                    f"'{item.stream} [RANGE ...]'", item)
-    if isinstance(item, MatchRecognize) and item.input.name in ctes:
-        raise fail(f"MATCH_RECOGNIZE cannot read the CTE '{item.input.name}' (yet)", item.input)
+    if isinstance(item, MatchRecognize):
+        source = item.input
+        if isinstance(source, StreamRef) and source.name in ctes:
+            if source.window is not None:
+                raise fail(f"MATCH_RECOGNIZE reads the CTE '{source.name}' without a RANGE window", source.window)
+            return dataclasses.replace(item, input=SubqueryRef(ctes[source.name], None, source.name,
+                                                               span=source.span))
+        if isinstance(source, SubqueryRef):
+            inner = dataclasses.replace(source, select=substitute(source.select, ctes))
+            return dataclasses.replace(item, input=inner)
     if isinstance(item, UdsfCall):
         for arg in item.args:
             value = getattr(arg, "value", None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from lark import Token
 
 from .ast import (
+    SUBQUERY_ALIAS,
     AfterMatchSkip,
     Classifier,
     FieldRef,
@@ -29,6 +30,7 @@ from .ast import (
     PatternQuantified,
     PatternVar,
     StreamRef,
+    SubqueryRef,
     SubsetDef,
     VariableDef,
     Wildcard,
@@ -92,6 +94,16 @@ class MatchRules:
                                         name_span.column)
         source = StreamRef(ident(name), window, None, span=name_span)
         return MatchRecognize(source, alias=alias, span=span_of(meta), **body)
+
+    def match_recognize_subquery(self, meta, select, body, alias=None):
+        """``(select) MATCH_RECOGNIZE (...) [[AS] alias]``: the pattern runs over the subquery's output
+        stream, an input named like the subquery of ``(select) AS alias`` (docs/match-recognize.md)."""
+        alias = alias[1] if alias is not None else None
+        source = SubqueryRef(select, None, alias or SUBQUERY_ALIAS, span=span_of(meta))
+        return MatchRecognize(source, alias=alias, span=span_of(meta), **body)
+
+    def bare_alias(self, meta, tok):
+        return ("alias", ident(tok))
 
     def mr_body(self, meta, *parts):
         body = {

@@ -115,12 +115,14 @@ def quote(name: str) -> str:
 
 def selects_of(stmt: Statement) -> list[Select]:
     """Every SELECT of a statement: a UNION ALL gives each branch, a subquery in FROM (a CTE's
-    reference) its own SELECTs after the one reading it."""
+    reference, the input of ``(select) MATCH_RECOGNIZE``) its own SELECTs after the one reading it."""
     if isinstance(stmt, CreateStreamAsSelect):
         stmt = stmt.select
     if isinstance(stmt, Select):
         out = [stmt]
         for item in stmt.from_items:
+            if isinstance(item, MatchRecognize):
+                item = item.input
             if isinstance(item, SubqueryRef):
                 out += selects_of(item.select)
         return out

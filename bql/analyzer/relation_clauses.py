@@ -3,7 +3,8 @@ patterns written as constants (docs/sql-breadth.md).
 
 - ``DISTINCT`` and ``ORDER BY`` are run by the BQL SELECT kernel only: a Timeplus query (window
   function, bare stream, EMIT) and a MATCH_RECOGNIZE query reject them, as does a SELECT without an
-  emitter.
+  emitter — except ORDER BY over MATCH_RECOGNIZE, which sorts the match rows each step emits (the seed
+  001 query's ``ORDER BY MR.symbol, MR.start_tstamp``).
 - ``ORDER BY`` sorts the SELECT's output rows, so its keys read the output row: fields are output
   columns (written without a stream prefix), and ``*``, ``s:*``, ``ts()`` and aggregate calls are errors
   (name the aggregate in the select list and sort by its label). When the select list has no ``*`` and
@@ -69,6 +70,8 @@ def check_relation_clauses(stmt: Statement, ctx: Context) -> None:
         if clause is None:
             continue
         problem = _kernel_problem(select)
+        if clause == "ORDER BY" and problem == "a MATCH_RECOGNIZE query":
+            problem = None  # sorts the match rows of each step (runtime/match/processor.py)
         if problem is not None:
             at = select.order_by[0] if clause == "ORDER BY" else select
             raise fail(f"{clause} is not supported in {problem} (yet); "

@@ -3,6 +3,11 @@
 Inside a MATCH_RECOGNIZE clause (MEASURES and DEFINE) a field selector ``A.price`` whose first key
 names a pattern or subset variable (case-insensitively) means "price of the row mapped to A": it
 becomes ``PatternFieldRef(var="A", path=(price,))``. Everywhere else ``a.b`` stays a JSON path.
+
+A SELECT over MATCH_RECOGNIZE written without an emitter (``SELECT * FROM t MATCH_RECOGNIZE (...)``, as
+in the seeds' YQL and Flink examples) gets RSTREAM: it emits each match row once, Flink's "append table",
+which is what RSTREAM does with MATCH_RECOGNIZE (the only emitter it accepts). The input subquery of
+``(select) MATCH_RECOGNIZE (...)`` is prepared like a subquery in FROM.
 """
 from __future__ import annotations
 
@@ -90,12 +95,25 @@ def rewrite_match(mr: MatchRecognize) -> MatchRecognize:
 
 
 def rewrite_pattern_refs(select: Select) -> Select:
-    """``select`` with its MATCH_RECOGNIZE items rewritten (see module doc)."""
-    items = tuple(rewrite_match(f) if isinstance(f, MatchRecognize)
+    """``select`` with its MATCH_RECOGNIZE items rewritten and a missing emitter of a MATCH_RECOGNIZE
+    query made RSTREAM (see module doc)."""
+    items = tuple(_prepare_match(f) if isinstance(f, MatchRecognize)
                   else _prepare_subquery(f) if isinstance(f, SubqueryRef) else f for f in select.from_items)
-    if all(a is b for a, b in zip(items, select.from_items)):
-        return select
-    return dataclasses.replace(select, from_items=items)
+    changes: dict[str, Any] = {}
+    if not all(a is b for a, b in zip(items, select.from_items)):
+        changes["from_items"] = items
+    if select.emitter is None and select.emit is None and any(isinstance(f, MatchRecognize) for f in items):
+        changes["emitter"] = "rstream"
+    return dataclasses.replace(select, **changes) if changes else select
+
+
+def _prepare_match(mr: MatchRecognize) -> MatchRecognize:
+    mr = rewrite_match(mr)
+    if isinstance(mr.input, SubqueryRef):
+        source = _prepare_subquery(mr.input)
+        if source is not mr.input:
+            mr = dataclasses.replace(mr, input=source)
+    return mr
 
 
 def _prepare_subquery(item: SubqueryRef) -> SubqueryRef:

@@ -83,13 +83,14 @@ class WindowFunction(FromItem):
 
 @node
 class MatchRecognize(FromItem):
-    """``stream [RANGE ..] MATCH_RECOGNIZE ( ... ) [AS alias]``.
+    """``stream [RANGE ..] MATCH_RECOGNIZE ( ... ) [[AS] alias]``, or ``(select) MATCH_RECOGNIZE ...``
+    whose ``input`` is then a ``SubqueryRef`` without window (aliased like the MATCH_RECOGNIZE).
 
     ``rows_per_match`` is ``one`` or ``all``; ``empty_matches`` (ALL ROWS only) is ``show`` (default),
     ``omit`` or ``with_unmatched``.
     """
 
-    input: StreamRef
+    input: StreamRef | SubqueryRef
     partition_by: tuple[Expr, ...]
     order_by: tuple[SortKey, ...]
     measures: tuple[Measure, ...]
@@ -113,6 +114,11 @@ class HistoryTable(FromItem):
     stream: str
     alias: str | None = None
     snapshot: tuple | None = None
+
+
+# The alias of a subquery written without one (a Timeplus query's ``FROM (SELECT ...) GROUP BY ...``, the
+# input of ``(SELECT ...) MATCH_RECOGNIZE (...)``): not an identifier, so no field prefix names it by accident.
+SUBQUERY_ALIAS = "(subquery)"
 
 
 @node

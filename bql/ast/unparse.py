@@ -11,6 +11,7 @@ from __future__ import annotations
 from .base import Node
 from .expressions import Literal
 from .patterns import Interval
+from .statements import SUBQUERY_ALIAS, SubqueryRef
 from .unparse_expr import AND, EXPR_RULES, expr, path_text, pattern, quote
 
 __all__ = ["unparse", "quote", "RULES"]
@@ -149,6 +150,8 @@ def _HistoryTable(f) -> str:
 
 
 def _SubqueryRef(f) -> str:
+    if f.alias == SUBQUERY_ALIAS:  # written without an alias (a Timeplus query's FROM (SELECT ...))
+        return f"({unparse(f.select)}){_window(f.window)}"
     return f"({unparse(f.select)}){_window(f.window)} AS {f.alias}"
 
 
@@ -241,7 +244,10 @@ def _MatchRecognize(m) -> str:
     parts.append("DEFINE " + ", ".join(_VariableDef(d) for d in m.defines))
     if m.settings:
         parts.append("SETTINGS " + ", ".join(_MatchSetting(x) for x in m.settings))
-    source = m.input.name + _window(m.input.window)
+    if isinstance(m.input, SubqueryRef):  # (select) MATCH_RECOGNIZE (...)
+        source = f"({unparse(m.input.select)})"
+    else:
+        source = m.input.name + _window(m.input.window)
     return f"{source} MATCH_RECOGNIZE ({' '.join(parts)})" + _alias(m.alias)
 
 

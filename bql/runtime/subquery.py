@@ -1,5 +1,6 @@
 """Subqueries in FROM (and CTEs, which desugar to them): a SELECT whose FROM items include
-``(select) [RANGE ...] AS t`` runs as a small chain of processors inside one stage.
+``(select) [RANGE ...] AS t`` — or ``(select) MATCH_RECOGNIZE (...)``, whose input is such a subquery
+without a window — runs as a small chain of processors inside one stage.
 
 Each subquery gets its own processor (``build_processor``, so it may itself be a Timeplus aggregation,
 a MATCH_RECOGNIZE or hold subqueries); the outer SELECT is built with every subquery item replaced by a
@@ -24,12 +25,18 @@ import pickle
 from collections import deque
 from typing import Any
 
-from ..ast import Select, StreamRef, SubqueryRef
+from ..ast import MatchRecognize, Select, StreamRef, SubqueryRef
 from .processor import ProcessorContext, StepResult, Tuple, next_tick_of, tick_period_of
 
 
 def has_subquery(select: Select) -> bool:
-    return any(isinstance(item, SubqueryRef) for item in select.from_items)
+    """Whether a FROM item of ``select`` is a subquery or a MATCH_RECOGNIZE over one."""
+    return any(isinstance(_source(item), SubqueryRef) for item in select.from_items)
+
+
+def _source(item: Any) -> Any:
+    """The item a FROM item reads tuples of: a MATCH_RECOGNIZE's input, else the item itself."""
+    return item.input if isinstance(item, MatchRecognize) else item
 
 
 class SubqueryProcessor:
@@ -42,10 +49,12 @@ class SubqueryProcessor:
         self.inner: list[tuple[str, Any]] = []  # (internal stream name, processor), FROM order
         items = []
         for i, item in enumerate(select.from_items):
-            if isinstance(item, SubqueryRef):
-                name = f"({item.alias}#{i})"
-                self.inner.append((name, build_processor(item.select, context)))
-                items.append(StreamRef(name, item.window, item.alias, span=item.span))
+            source = _source(item)
+            if isinstance(source, SubqueryRef):
+                name = f"({source.alias}#{i})"
+                self.inner.append((name, build_processor(source.select, context)))
+                ref = StreamRef(name, source.window, source.alias, span=source.span)
+                items.append(dataclasses.replace(item, input=ref) if item is not source else ref)
             else:
                 items.append(item)
         self.outer = build_processor(dataclasses.replace(select, from_items=tuple(items)), context)

@@ -33,6 +33,9 @@ def select_inputs(select: ast.Select | ast.SelectUnion) -> list[str]:
                 name = item.name
             elif isinstance(item, ast.WindowFunction):
                 name = item.stream
+            elif isinstance(item, ast.MatchRecognize) and isinstance(item.input, ast.SubqueryRef):
+                names += [n for n in select_inputs(item.input.select) if n not in names]
+                continue
             elif isinstance(item, ast.MatchRecognize):
                 name = item.input.name
             elif isinstance(item, ast.UdsfCall):

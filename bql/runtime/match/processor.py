@@ -23,6 +23,7 @@ from ...eval import Env, Scope, compile_expr
 from ...values import multiset_key
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList, default_label
+from ..relation_shape import RelationShape
 from .engine import build_engine
 from .exprs import Blocked, MRContext
 from .fastpath import OneRowMeasures, field_key
@@ -146,6 +147,10 @@ class MatchRecognizeProcessor:
                 and okeys[0] is not None and type(self.bound) in (int, float) and self.time_order.is_default):
             self.fast_keys = (keys[0] if keys else None, okeys[0])
         self.by_str: dict[str, _Partition] = {}  # partitions by their one str PARTITION BY value
+        # the SELECT's ORDER BY sorts the rows one step emits (a step's relation, docs/sql-breadth.md)
+        self.shape = RelationShape.of(select, registry) if select.order_by else None
+        if self.shape is not None:
+            self.process = self._shaped_process
 
     def engine_description(self) -> str:
         """Which engine matches the pattern, for EXPLAIN: ``deterministic automaton (n states built so
@@ -249,6 +254,25 @@ class MatchRecognizeProcessor:
         for part in self.parts.values():
             part.rows.end()
             self._run(part, None, result)
+        return self._shaped(result) if self.shape is not None else result
+
+    def _shaped_process(self, tup: Tuple) -> StepResult:
+        return self._shaped(MatchRecognizeProcessor.process(self, tup))
+
+    def _shaped(self, result: StepResult) -> StepResult:
+        """``result`` with its output rows in the SELECT's ORDER BY order (stable); a key that cannot be
+        evaluated drops the step's rows, reported with the tuple that produced the first of them."""
+        outputs = result.outputs
+        if len(outputs) < 2:
+            return result
+        try:
+            rows = self.shape.apply([t.data for t in outputs])
+        except BQLError as err:
+            result.dropped.append(Dropped(outputs[0], f"MATCH_RECOGNIZE ORDER BY: {err}", "output"))
+            result.outputs = []
+            return result
+        by_id = {id(t.data): t for t in outputs}
+        result.outputs = [by_id[id(row)] for row in rows]
         return result
 
     def tick(self, now: _dt.datetime) -> StepResult:
