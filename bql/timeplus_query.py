@@ -10,12 +10,14 @@ cycle.
 
 A *streaming tail* (``is_streaming_tail``) is the Timeplus query written with neither an emitter nor an
 EMIT clause over one bare stream: ``SELECT device, cpu_usage FROM devices_utils WHERE cpu_usage > 99``.
+The stream may be a subquery or a CTE read without RANGE (seed 003's ``FROM (SELECT ...) GROUP BY
+device``): the subquery's output stream is then read as it comes, as a bare stream is.
 It emits each input tuple's row as it arrives (a global aggregation written so emits every
 ``GLOBAL_PERIOD``, Proton's default). Any other SELECT without an emitter keeps SensorBee's error.
 """
 from __future__ import annotations
 
-from .ast import Interval, Select, StreamRef, WindowFunction
+from .ast import Interval, Select, StreamRef, SubqueryRef, WindowFunction
 
 GLOBAL_PERIOD = Interval(2, "seconds", "2s")  # Proton's default emission of a global aggregation
 
@@ -27,9 +29,14 @@ def is_timeplus_select(select: Select) -> bool:
     for item in select.from_items:
         if isinstance(item, WindowFunction):
             return True
-        if isinstance(item, StreamRef) and item.window is None:
+        if is_bare(item):
             return True
     return False
+
+
+def is_bare(item: object) -> bool:
+    """A stream or a subquery (a CTE's reference) read without a RANGE window: Timeplus' bare stream."""
+    return isinstance(item, (StreamRef, SubqueryRef)) and item.window is None
 
 
 def is_streaming_tail(select: Select) -> bool:
@@ -37,4 +44,4 @@ def is_streaming_tail(select: Select) -> bool:
     if select.emitter is not None or select.emit is not None or len(select.from_items) != 1:
         return False
     item = select.from_items[0]
-    return isinstance(item, StreamRef) and item.window is None and select.left_join_on is None
+    return is_bare(item) and select.left_join_on is None
