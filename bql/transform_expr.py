@@ -64,7 +64,10 @@ class ExpressionRules:
         return Literal(int_value(tok), span=span_of(tok))
 
     def float_lit(self, meta, tok):
-        return Literal(float(str(tok)), span=span_of(tok))
+        value = float(str(tok))
+        if value in (float("inf"), float("-inf")):  # ast.go NewFloatLiteral: ParseFloat's range error panics
+            raise fail(f"float literal {tok} is out of the range of float64", tok)
+        return Literal(value, span=span_of(tok))
 
     def string_lit(self, meta, tok):
         return Literal(unquote(tok), span=span_of(tok))
