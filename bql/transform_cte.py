@@ -5,9 +5,9 @@ stream. ``WITH a AS (s1), b AS (s2) body`` has no node of its own: every FROM re
 ``a [RANGE ...] [AS x]`` in a later CTE or in the body (inside their subqueries too) becomes
 ``(s1) [RANGE ...] AS x`` (alias defaulting to the CTE's name), so the rest of the system sees only
 subqueries. A CTE shadows a stream of the same name; a CTE nobody reads is dropped. A CTE may only be
-read as ``name [RANGE ...]`` or by a MATCH_RECOGNIZE (``name MATCH_RECOGNIZE (...)``, which then reads the
-CTE's subquery) — a Timeplus window function or a UDSF over it is a syntax error — and two CTEs cannot
-share a name.
+read as ``name [RANGE ...]``, by a MATCH_RECOGNIZE (``name MATCH_RECOGNIZE (...)``) or by a Timeplus window
+function (``tumble(name, ...)``), which then read the CTE's subquery — a UDSF over it is a syntax error —
+and two CTEs cannot share a name.
 """
 from __future__ import annotations
 
@@ -68,9 +68,11 @@ def _item(item: Any, ctes: dict[str, Any]) -> Any:
         return SubqueryRef(ctes[item.name], item.window, item.alias or item.name, span=item.span)
     if isinstance(item, SubqueryRef):
         return dataclasses.replace(item, select=substitute(item.select, ctes))
+    if isinstance(item, WindowFunction) and item.source is not None:
+        source = dataclasses.replace(item.source, select=substitute(item.source.select, ctes))
+        return dataclasses.replace(item, source=source)
     if isinstance(item, WindowFunction) and item.stream in ctes:
-        raise fail(f"'{item.kind}' cannot read the CTE '{item.stream}' (yet); read it as "
-                   f"'{item.stream} [RANGE ...]'", item)
+        return dataclasses.replace(item, source=SubqueryRef(ctes[item.stream], None, item.stream, span=item.span))
     if isinstance(item, MatchRecognize):
         source = item.input
         if isinstance(source, StreamRef) and source.name in ctes:

@@ -7,7 +7,7 @@ from lark import Token
 
 from .ast import (
     AliasPath, EmitClause, Expr, FieldRef, Interval, KeyStep, Projection, RangeWindow,
-    HistoryTable, Select, SelectUnion, StreamRef, UdsfCall, WindowFunction,
+    HistoryTable, Select, SelectUnion, StreamRef, UdsfCall, WindowFunction, SUBQUERY_ALIAS, SubqueryRef,
 )
 from .transform_base import fail, ident, present, span_of
 from .transform_interval import shorthand_interval, time_zone_name
@@ -128,6 +128,7 @@ class SelectRules:
             if window is not None:
                 raise fail(f"window function '{fname}' cannot have a RANGE window", window)
             return self._window_function(meta, fname, name, args, alias)
+        _no_subquery(args if fname != "table" else args[1:])
         if fname == "table":
             return self._history_table(meta, name, args, window, alias)
         for a in args:
@@ -144,11 +145,16 @@ class SelectRules:
             raise fail("table() is a bounded relation and cannot have a RANGE window", window)
         return HistoryTable(args[0].path[0].key.lower(), alias, span=span_of(meta))
 
+    def subquery_arg(self, meta, select):
+        return SubqueryRef(select, None, SUBQUERY_ALIAS, span=span_of(meta))
+
     def _window_function(self, meta, kind, name_tok, args, alias) -> WindowFunction:
-        if not args or not _is_plain_name(args[0]):
+        source = args[0] if args and isinstance(args[0], SubqueryRef) else None
+        if source is None and (not args or not _is_plain_name(args[0])):
             at = args[0] if args else name_tok
             raise fail(f"the first argument of '{kind}' must be a stream name", at)
-        stream = args[0].path[0].key.lower()
+        _no_subquery(args[1:])
+        stream = source.alias if source is not None else args[0].path[0].key.lower()
         rest = args[1:]
         time_expr = None
         if rest and isinstance(rest[0], Expr):
@@ -161,7 +167,7 @@ class SelectRules:
                 raise fail(f"'{kind}' expects an interval such as '5 SECONDS' here", a)
         if not rest:
             raise fail(f"'{kind}' needs a window size interval such as '5 SECONDS'", meta)
-        return WindowFunction(kind, stream, time_expr, tuple(rest), alias, zone, span=span_of(meta))
+        return WindowFunction(kind, stream, time_expr, tuple(rest), alias, zone, source, span=span_of(meta))
 
     @staticmethod
     def _window_alias(opts):
@@ -260,3 +266,9 @@ def _is_plain_name(expr) -> bool:
     return (isinstance(expr, FieldRef) and expr.stream is None and len(expr.path) == 1
             and isinstance(expr.path[0], KeyStep) and not expr.path[0].bracket)
 
+
+def _no_subquery(args) -> None:
+    """Only the stream argument of tumble/hop/session may be a ``(select)``."""
+    for a in args:
+        if isinstance(a, SubqueryRef):
+            raise fail("a subquery can only be the stream (first) argument of tumble, hop or session", a)

@@ -26,6 +26,7 @@ from ..ast import (
     SelectUnion,
     Statement,
     SubqueryRef,
+    WindowFunction,
 )
 from ..errors import BQLAnalysisError, BQLError, Span
 
@@ -123,6 +124,8 @@ def selects_of(stmt: Statement) -> list[Select]:
         for item in stmt.from_items:
             if isinstance(item, MatchRecognize):
                 item = item.input
+            elif isinstance(item, WindowFunction) and item.source is not None:
+                item = item.source
             if isinstance(item, SubqueryRef):
                 out += selects_of(item.select)
         return out

@@ -205,6 +205,8 @@ class ScriptScope:
             for item in select.from_items:
                 if isinstance(item, MatchRecognize) and isinstance(item.input, SubqueryRef):
                     item = item.input
+                elif isinstance(item, WindowFunction) and item.source is not None:
+                    item = item.source
                 if isinstance(item, SubqueryRef):
                     self._reads(item.select, own)
                     continue

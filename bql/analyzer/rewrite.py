@@ -28,6 +28,7 @@ from ..ast import (
     SelectUnion,
     Statement,
     SubqueryRef,
+    WindowFunction,
 )
 from .history import prepare_history
 from .timeplus_clauses import prepare_timeplus
@@ -98,13 +99,22 @@ def rewrite_pattern_refs(select: Select) -> Select:
     """``select`` with its MATCH_RECOGNIZE items rewritten and a missing emitter of a MATCH_RECOGNIZE
     query made RSTREAM (see module doc)."""
     items = tuple(_prepare_match(f) if isinstance(f, MatchRecognize)
-                  else _prepare_subquery(f) if isinstance(f, SubqueryRef) else f for f in select.from_items)
+                  else _prepare_subquery(f) if isinstance(f, SubqueryRef)
+                  else _prepare_window_source(f) if isinstance(f, WindowFunction)
+                  else f for f in select.from_items)
     changes: dict[str, Any] = {}
     if not all(a is b for a, b in zip(items, select.from_items)):
         changes["from_items"] = items
     if select.emitter is None and select.emit is None and any(isinstance(f, MatchRecognize) for f in items):
         changes["emitter"] = "rstream"
     return dataclasses.replace(select, **changes) if changes else select
+
+
+def _prepare_window_source(item: WindowFunction) -> WindowFunction:
+    if item.source is None:
+        return item
+    source = _prepare_subquery(item.source)
+    return item if source is item.source else dataclasses.replace(item, source=source)
 
 
 def _prepare_match(mr: MatchRecognize) -> MatchRecognize:

@@ -71,7 +71,9 @@ class UdsfCall(FromItem):
 class WindowFunction(FromItem):
     """Timeplus-style ``tumble(s, [time,] size)``, ``hop(s, [time,] slide, size)``,
     ``session(s, [time,] gap [, max])``. ``kind`` lower-case. ``intervals`` as written. ``time_zone``: the
-    optional last argument of tumble/hop (a checked zone name; windows stay UTC-aligned, docs/timeplus.md)."""
+    optional last argument of tumble/hop (a checked zone name; windows stay UTC-aligned, docs/timeplus.md).
+    ``source``: the subquery the window reads when its stream is a CTE or ``(select)`` (seed 003's
+    "tumble over tumble"); ``stream`` is then the CTE's name or the subquery's alias."""
 
     kind: str
     stream: str
@@ -79,6 +81,7 @@ class WindowFunction(FromItem):
     intervals: tuple[Interval, ...]
     alias: str | None = None
     time_zone: str | None = None
+    source: SubqueryRef | None = None
 
 
 @node

@@ -183,7 +183,7 @@ def _UdsfCall(f) -> str:
 
 
 def _WindowFunction(f) -> str:
-    args = [f.stream]
+    args = [f"({unparse(f.source.select)})" if f.source is not None else f.stream]
     if f.time_expr is not None:
         args.append(expr(f.time_expr))
     args += [_Interval(i) for i in f.intervals]

@@ -1,6 +1,7 @@
 """Subqueries in FROM (and CTEs, which desugar to them): a SELECT whose FROM items include
-``(select) [RANGE ...] AS t`` — or ``(select) MATCH_RECOGNIZE (...)``, whose input is such a subquery
-without a window — runs as a small chain of processors inside one stage.
+``(select) [RANGE ...] AS t`` — or ``(select) MATCH_RECOGNIZE (...)`` and ``tumble((select), ...)`` (also
+written with a CTE), which read such a subquery without a window — runs as a small chain of processors
+inside one stage.
 
 Each subquery gets its own processor (``build_processor``, so it may itself be a Timeplus aggregation,
 a MATCH_RECOGNIZE or hold subqueries); the outer SELECT is built with every subquery item replaced by a
@@ -25,7 +26,7 @@ import pickle
 from collections import deque
 from typing import Any
 
-from ..ast import MatchRecognize, Select, StreamRef, SubqueryRef
+from ..ast import MatchRecognize, Select, StreamRef, SubqueryRef, WindowFunction
 from .processor import ProcessorContext, StepResult, Tuple, next_tick_of, tick_period_of
 
 
@@ -35,8 +36,22 @@ def has_subquery(select: Select) -> bool:
 
 
 def _source(item: Any) -> Any:
-    """The item a FROM item reads tuples of: a MATCH_RECOGNIZE's input, else the item itself."""
-    return item.input if isinstance(item, MatchRecognize) else item
+    """The item a FROM item reads tuples of: a MATCH_RECOGNIZE's input, a window function's subquery,
+    else the item itself."""
+    if isinstance(item, MatchRecognize):
+        return item.input
+    if isinstance(item, WindowFunction) and item.source is not None:
+        return item.source
+    return item
+
+
+def _reading(item: Any, source: SubqueryRef, ref: StreamRef) -> Any:
+    """``item`` reading the stream ``ref`` instead of its subquery ``source``."""
+    if item is source:
+        return ref
+    if isinstance(item, WindowFunction):
+        return dataclasses.replace(item, stream=ref.name, source=None)
+    return dataclasses.replace(item, input=ref)
 
 
 class SubqueryProcessor:
@@ -54,7 +69,7 @@ class SubqueryProcessor:
                 name = f"({source.alias}#{i})"
                 self.inner.append((name, build_processor(source.select, context)))
                 ref = StreamRef(name, source.window, source.alias, span=source.span)
-                items.append(dataclasses.replace(item, input=ref) if item is not source else ref)
+                items.append(_reading(item, source, ref))
             else:
                 items.append(item)
         self.outer = build_processor(dataclasses.replace(select, from_items=tuple(items)), context)

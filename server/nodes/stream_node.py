@@ -36,6 +36,9 @@ def select_inputs(select: ast.Select | ast.SelectUnion) -> list[str]:
             elif isinstance(item, ast.MatchRecognize) and isinstance(item.input, ast.SubqueryRef):
                 names += [n for n in select_inputs(item.input.select) if n not in names]
                 continue
+            elif isinstance(item, ast.WindowFunction) and item.source is not None:
+                names += [n for n in select_inputs(item.source.select) if n not in names]
+                continue
             elif isinstance(item, ast.MatchRecognize):
                 name = item.input.name
             elif isinstance(item, ast.UdsfCall):

@@ -89,6 +89,29 @@ def test_bare_subquery_read_equals_the_two_stream_form(case, rows):
     assert fused(f"WITH x AS ({inner}) {outer}", rows) == expected
 
 
+WINDOWED = [  # a window function over a subquery: tumble over tumble (seed 003), hop over a filter
+    ("SELECT device, avg(cpu) AS a, any(window_start) AS start FROM tumble(s, 5s) GROUP BY device, window_start",
+     "SELECT device, max(a), window_end FROM tumble({}, start, 10s) GROUP BY device, window_end"),
+    ("SELECT * FROM s WHERE cpu > 30", "SELECT count(*) AS n, window_start FROM hop({}, 2s, 4s) GROUP BY window_start"),
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(WINDOWED), ROWS)
+def test_window_function_over_a_subquery_equals_the_two_stream_form(case, rows):
+    inner, outer = case
+    expected = two_streams(inner, outer.format("x"), rows)
+    assert fused(outer.format(f"({inner})"), rows) == expected
+    assert fused(f"WITH x AS ({inner}) " + outer.format("x"), rows) == expected
+
+
+def test_only_the_stream_argument_may_be_a_subquery():
+    from sbpy.bql.errors import BQLSyntaxError
+
+    with pytest.raises(BQLSyntaxError, match="only be the stream"):
+        parse_select("SELECT count(*) FROM tumble(s, (SELECT * FROM s), 5s) GROUP BY window_start")
+
+
 @pytest.mark.parametrize("query,message", [
     # a bare subquery is Timeplus' bare stream only where a bare stream is (a tail or EMIT)
     ("SELECT RSTREAM x FROM (SELECT RSTREAM x FROM src [RANGE 1 TUPLES]) AS t",
@@ -102,3 +125,14 @@ def test_where_a_bare_subquery_is_refused(query, message):
     with pytest.raises(BQLAnalysisError) as err:
         parse_select(query)
     assert message in str(err.value)
+
+
+def test_unparse_round_trips():
+    from sbpy.bql.ast.unparse import unparse
+    from sbpy.bql.parser import parse_one
+
+    for inner, outer in WINDOWED:
+        stmt = parse_one(outer.format(f"({inner})"))
+        assert parse_one(unparse(stmt)) == stmt
+    stmt = parse_one(f"SELECT device, max(cpu) FROM ({CASES[0][0]}) GROUP BY device")
+    assert parse_one(unparse(stmt)) == stmt
