@@ -159,6 +159,9 @@ class ExpressionRules:
             return TimestampRef(None, span=span_of(meta))
         return FunctionCall(fname, tuple(items), order, span=span_of(meta))
 
+    def func_call_distinct(self, meta, name, arg):
+        return FunctionCall(ident(name), (arg,), (), True, span=span_of(meta))
+
     def call_selector(self, meta, call, *steps):
         if not isinstance(call, FunctionCall):  # ts() takes no selector
             raise fail("a selector can only follow a function call", call)

@@ -40,9 +40,29 @@ _VARLIKE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
 def check_match_recognize(stmt: Statement, ctx: Context) -> None:
+    allowed: set[int] = set()
     for select in selects_of(stmt):
         for mr in match_items(select):
             _check_one(mr, ctx)
+            for clause in (*mr.measures, *mr.defines):
+                allowed.update(id(n) for n in walk(clause) if isinstance(n, FunctionCall) and n.distinct)
+    _check_distinct_calls(stmt, allowed, ctx)
+
+
+def _check_distinct_calls(stmt: Statement, allowed: set[int], ctx: Context) -> None:
+    """``agg(DISTINCT x)`` (YQL's ``COUNT(DISTINCT B1.zone_id)``, seed 000): an aggregate of one argument
+    over the distinct values of ``x`` among the rows it aggregates, in MATCH_RECOGNIZE's MEASURES and
+    DEFINE only (the other kernels do not run it)."""
+    for n in walk(stmt):
+        if not isinstance(n, FunctionCall) or not n.distinct:
+            continue
+        if id(n) not in allowed:
+            raise fail(f"{n.name}(DISTINCT ...) can only be used in MATCH_RECOGNIZE's MEASURES and DEFINE "
+                       "(yet)", n)
+        if not ctx.is_aggregate(n):
+            raise fail(f"DISTINCT can only be used in an aggregate call; '{n.name}' is not an aggregate", n)
+        if isinstance(n.args[0], Wildcard):
+            raise fail(f"{n.name}(DISTINCT *) is not supported; name the field: {n.name}(DISTINCT A.x)", n)
 
 
 def _check_one(mr: MatchRecognize, ctx: Context) -> None:

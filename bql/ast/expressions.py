@@ -177,6 +177,7 @@ class FunctionCall(Expr):
     name: str
     args: tuple[Expr, ...] = ()
     order_by: tuple[SortKey, ...] = ()
+    distinct: bool = False  # ``count(DISTINCT x)``: an aggregate over distinct values (MATCH_RECOGNIZE only)
 
 
 @node

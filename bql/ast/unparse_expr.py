@@ -193,6 +193,8 @@ def _FunctionCall(e) -> str:
     args = ", ".join(expr(a) for a in e.args)
     if e.order_by:
         args += " ORDER BY " + ", ".join(_SortKey(k) for k in e.order_by)
+    if e.distinct:
+        args = "DISTINCT " + args
     return f"{e.name}({args})"
 
 

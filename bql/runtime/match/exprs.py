@@ -32,7 +32,7 @@ from ...ast import (
 )
 from ...eval import Env, Scope, compile_aggregate, compile_expr
 from ...eval.paths import compile_path
-from ...values import MISSING
+from ...values import MISSING, multiset_key
 from .levels import referenced_vars
 from .match_time import MatchTime, ProcessingClock, rowtime
 
@@ -173,8 +173,24 @@ class _Aggregates:
         view = self.view
         agg, var = view.ctx.aggregates[slot]
         envs = [Env({MR: Bound(view, idx)}) for idx in view.rows_of(var)]
+        distinct = view.ctx.distinct.get(slot)
+        if distinct is not None:
+            envs = _distinct(envs, distinct)
         value = self.cache[slot] = agg.evaluate(envs)
         return value
+
+
+def _distinct(envs: list[Env], key: Callable[[Env], Any]) -> list[Env]:
+    """The rows of ``count(DISTINCT x)`` and the like: the first row of each value of ``x`` (values equal
+    as GROUP BY compares them: 2 equals 2.0)."""
+    seen: set = set()
+    out = []
+    for env in envs:
+        k = multiset_key(key(env))
+        if k not in seen:
+            seen.add(k)
+            out.append(env)
+    return out
 
 
 def _view(env: Env) -> Any:
@@ -204,6 +220,7 @@ class MRContext:
         self.input_alias = input_alias
         self.proc_clock = ProcessingClock()
         self.aggregates: list[tuple[Any, str | None]] = []
+        self.distinct: dict[int, Callable[[Env], Any]] = {}  # slot -> argument of an aggregate(DISTINCT x)
         self._pending: list[FunctionCall] = []
         self.scope = Scope((MR,), registry, self._slot, True, {
             PatternFieldRef: self._c_ref,
@@ -315,6 +332,8 @@ class MRContext:
                 call = dataclasses.replace(call, args=tuple(
                     Wildcard(None, span=a.span) if type(a) is Wildcard else a for a in call.args))
             self.aggregates[slot] = (compile_aggregate(call, self.scope), var)
+            if call.distinct:
+                self.distinct[slot] = compile_expr(call.args[0], self.scope)
 
     # ------------------------------------------------------------ node compilers
 
