@@ -1,8 +1,10 @@
 """``WindowProcessor``: a Timeplus-style streaming query over one stream, one tuple at a time.
 
 FROM is ``tumble(s, [time,] size)``, ``hop(s, [time,] slide, size)``, ``session(s, [time,] gap[, max])``
-or a bare stream ``s`` (global aggregation, needs ``EMIT ON UPDATE`` / ``PERIODIC``). The semantics are
-design/timeplus-semantics.md section 4:
+or a bare stream ``s`` (a streaming tail, or a global aggregation with ``EMIT ON UPDATE`` / ``PERIODIC``,
+``PERIODIC 2s`` when a tail aggregates). A ``now64()`` / ``now()`` time makes processing-time windows: the
+time is ``clock()`` when the tuple arrives (``clock`` is replaceable for tests) and ticks close windows
+(``ticking.py``). The semantics are design/timeplus-semantics.md section 4:
 
 *Aggregating* queries (GROUP BY or an aggregate call) keep one pane per window (``panes.py``): each step
 computes the tuple's event time, advances the watermark (``watermark.py``; before WHERE), drops a late
