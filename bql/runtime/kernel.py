@@ -59,7 +59,9 @@ class Slot:
         self.index = index
         self.udsf = None
         self.next_eid = first_eid  # the first eid after this slot's preloaded entries
-        if isinstance(item, HistoryTable):
+        self.is_table = isinstance(item, HistoryTable)
+        self.table_index = None  # table_index.TableIndex, set by attach_table_indexes
+        if self.is_table:
             self.alias = item.alias or item.stream
             self.window, self.next_eid = table_window(item, first_eid)
             self.sources: tuple[str, ...] = ()
@@ -105,6 +107,12 @@ class SelectProcessor:
         self.aliases = tuple(s.alias for s in self.slots)
         self.inputs: tuple[str, ...] = tuple(dict.fromkeys(n for s in self.slots for n in s.sources))
         self.where = compile_where(select.where, self.aliases, registry)
+        if any(s.is_table for s in self.slots) and select.left_join_on is None:
+            from . import use_incremental
+            from .table_index import attach_table_indexes
+
+            if use_incremental(context):  # the reference kernel enumerates every table row
+                attach_table_indexes(self.slots, select.where, self.aliases, registry)
         self.grouping = Grouping(select, self.aliases, registry) if is_grouping(select, registry) else None
         scope = Scope(self.aliases, registry=registry)
         self.select_list = None if self.grouping else SelectList(
@@ -238,7 +246,9 @@ class SelectProcessor:
         for i, k in enumerate(order):
             choices = []
             for slot in self.slots:
-                entries = list(slot.window.entries)
+                hits = None if slot.table_index is None else slot.table_index.candidates(
+                    slot.window, k, new[k].tuple)  # table(): only rows WHERE's first conjunct may keep
+                entries = list(slot.window.entries) if hits is None else hits
                 if slot.index == k:
                     entries = [new[k]]
                 elif slot.index in new and order.index(slot.index) < i:
