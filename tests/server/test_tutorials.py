@@ -8,6 +8,8 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 
 from sbpy.bql.parser import parse_script
 from sbpy.plugins.examples import tweets
@@ -219,9 +221,12 @@ def test_runfile_saves_only_the_listed_states(tmp_path, monkeypatch, capsys):
     assert sorted(p.name for p in (tmp_path / "uds").iterdir()) == ["s-a-default.state", "s-b-default.state"]
 
 
+@pytest.mark.spark
 def test_sbpy_run_with_the_wordcount_config_and_the_shell(tmp_path):
     """``sbpy run -c`` (a real process) with examples/wordcount/sensorbee.yaml (port, data folder and
-    Spark warm-up changed for the test) and the tutorial's first shell statements."""
+    Spark warm-up changed for the test) and the tutorial's first shell statements. Its streams compute
+    from their CREATE (``words`` calls a UDSF, ``word_counts`` aggregates), so the server starts their
+    Spark queries while it loads the topology: a Spark test."""
     import signal
     import socket
     import subprocess
@@ -245,7 +250,7 @@ def test_sbpy_run_with_the_wordcount_config_and_the_shell(tmp_path):
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # the topology is readable once its queries started on Spark
         while True:
             try:
                 r = httpx.get(url + "api/v1/topologies/wordcount/sources/sentences", timeout=2)
@@ -263,4 +268,4 @@ def test_sbpy_run_with_the_wordcount_config_and_the_shell(tmp_path):
         assert shell.stdout.split("\n")[:3] == ["2", "5.656854249492381", '"Hello, world!"'], shell.stderr
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
+        proc.communicate(timeout=120)
