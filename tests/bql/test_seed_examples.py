@@ -2,7 +2,8 @@
 
 Each file of ``tests/fixtures/seed_examples`` holds one example (see the README there): ``sbpy check``
 (``server/cli/check.py``, the command's own ``main``) must accept the file, and the example — every
-SELECT of the file — runs in process over the file's ``-- input`` rows; where the file gives
+SELECT of the file — runs in process over the file's ``-- input`` rows (a MATCH_RECOGNIZE example with
+the backtracking matcher and with the automaton); where the file gives
 ``-- output`` rows (the seed's result table, or computed by hand as the file says) the outputs must be
 exactly those, in order, and the rows dropped exactly those of its ``-- dropped`` lines (none unless
 given). A ``table(s)`` query reads the input rows as the stream's history. A file marked ``-- expect: error MESSAGE`` is an example the seed itself calls
@@ -97,10 +98,13 @@ def run(query: str, ex: Example) -> RunResult:
 
 
 def _params():
+    """(path, engine) per fixture; a MATCH_RECOGNIZE seed's example runs with each pattern engine."""
     for path in sorted(FIXTURES.glob("*.bql")):
         ex = Example.read(path)
         marks = [pytest.mark.xfail(strict=True, reason=f"pending: {ex.pending}")] if ex.pending else []
-        yield pytest.param(path, marks=marks, id=path.stem)
+        engines = ("matcher", "automaton") if path.name[:3] in ("000", "001", "002") else (None,)
+        for engine in engines:
+            yield pytest.param(path, engine, marks=marks, id=path.stem + (f"-{engine}" if engine else ""))
 
 
 def sbpy_check(path: Path) -> tuple[int, str]:
@@ -109,8 +113,10 @@ def sbpy_check(path: Path) -> tuple[int, str]:
     return check.main(argparse.Namespace(file=str(path)), stdin=io.StringIO(""), stdout=out), out.getvalue()
 
 
-@pytest.mark.parametrize("path", list(_params()))
-def test_seed_example_is_accepted_and_runs(path):
+@pytest.mark.parametrize("path,engine", list(_params()))
+def test_seed_example_is_accepted_and_runs(path, engine, monkeypatch):
+    if engine is not None:  # as tests/bql/runtime/conftest.py runs every MATCH_RECOGNIZE test
+        monkeypatch.setenv("SBPY_MATCH_ENGINE", engine)
     ex = Example.read(path)
     rc, out = sbpy_check(path)
     if ex.error is not None:
