@@ -181,7 +181,15 @@ class Topology(TopologyQueries, TopologyViews):
             node.state = st.STARTING
         self.streams[name] = node
         if node.own_query is not None and not self.defer_consumers:
-            self._compute_from_create(name)
+            try:
+                self._compute_from_create(name)
+            except Exception:  # its query did not start: the statement fails, the stream is not created
+                del self.streams[name]
+                own = self.consumers.pop(name, None)
+                if own is not None:
+                    own.stop(remove_checkpoint=True)
+                self.materialized.discard(name)
+                raise
         self.cascade()
 
     def _describe(self, node: StreamNode) -> Any:

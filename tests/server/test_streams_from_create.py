@@ -158,3 +158,20 @@ def test_a_stream_created_after_its_inputs_ended_is_stopped_and_its_readers_end(
     assert topo.node("stream", "w")["state"] == "stopped"
     cursor = topo.select(_parsed("SELECT RSTREAM * FROM w [RANGE 1 TUPLES];"))
     assert list(cursor) == []  # the stream's log ended: the SELECT ends too
+
+
+def test_a_stream_whose_query_cannot_start_is_not_created(tmp_path):
+    def starter(**spec):
+        if spec["query_id"] == "t.w":
+            raise RuntimeError("no Spark")
+        return start_local(**spec)
+
+    t = Topology("t", GatedCtx(tmp_path / "data"), query_starter=starter)
+    try:
+        with pytest.raises(RuntimeError, match="no Spark"):
+            run(t, f"CREATE PAUSED SOURCE src TYPE gated WITH n = {N}, first = {N}; CREATE STREAM w AS {COUNT};")
+        assert "w" not in t.streams and "w" not in t.consumers and "w" not in t.materialized
+        run(t, "CREATE STREAM f AS SELECT RSTREAM a FROM src [RANGE 1 TUPLES];")  # memoryless: starts nothing
+        assert sorted(t.streams) == ["f"] and not t.consumers
+    finally:
+        t.stop()
