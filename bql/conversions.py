@@ -23,6 +23,8 @@ _INT_MIN = -(1 << 63)
 _INT_MAX = (1 << 63) - 1
 _TWO63 = float(1 << 63)
 
+_GO_SPACE = " \t\n\v\f\r\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009" \
+            "\u200a\u2028\u2029\u202f\u205f\u3000"
 _TRUE_STRINGS = frozenset(("t", "true", "y", "yes", "on", "1"))
 _FALSE_STRINGS = frozenset(("f", "false", "n", "no", "off", "0"))
 _INT_RE = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|[0-9]+)\Z")
@@ -143,7 +145,7 @@ def to_bool(v: Any) -> Any:
     if t is float:
         return not (v == 0.0 or v != v)
     if t is str:
-        s = v.strip().lower()
+        s = v.strip(_GO_SPACE).lower()  # strings.TrimSpace: unicode.IsSpace (not Python's \x1c-\x1f)
         if s in _TRUE_STRINGS:
             return True
         if s in _FALSE_STRINGS:
@@ -307,7 +309,8 @@ def to_blob(v: Any) -> Any:
         return bytes(v)
     if t is str:
         try:
-            return base64.b64decode(v.encode("ascii"), validate=True)
+            # Go's base64.StdEncoding skips '\r' and '\n' anywhere in the input
+            return base64.b64decode(v.replace("\r", "").replace("\n", "").encode("ascii"), validate=True)
         except (binascii.Error, ValueError, UnicodeEncodeError):
             raise BQLEvaluationError(f"cannot decode string '{v}' as base64") from None
     raise _fail(v, "blob")

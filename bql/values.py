@@ -181,6 +181,30 @@ def sort_key(value: Any) -> tuple:
     return (1, type_name(value), to_json(value))
 
 
+_SENSORBEE_TYPE_RANK = {type(None): 0, bool: 1, int: 2, float: 2, str: 3, bytes: 4, _dt.datetime: 5, list: 6,
+                        dict: 7}
+
+
+def sensorbee_sort_key(value: Any) -> tuple:
+    """SensorBee's ``data.Less`` as a key, the order of ``ORDER BY`` inside an aggregate call
+    (bql/execution/sort.go sorts with ``data.Equal``/``data.Less``, data/hash.go):
+    NULL < bool < int/float < string < blob < timestamp < array < map; false < true; numbers by value
+    (int and float compared); strings bytewise; blobs, arrays and maps by length first (then by their
+    JSON text, where SensorBee compares hash values -- an order it leaves unspecified). NULL is the
+    smallest value, so it comes first ascending and last descending."""
+    t = type(value)
+    rank = _SENSORBEE_TYPE_RANK.get(t, 8)
+    if rank == 2:
+        return (2, 0, value) if value == value else (2, -1, 0)
+    if rank in (1, 3, 5):
+        return (rank, 0, value)
+    if rank in (4, 6, 7):
+        from .jsonio import to_json
+
+        return (rank, len(value), to_json(value))
+    return (rank, 0, 0)
+
+
 # ---------------------------------------------------------------- multiset keys
 
 
@@ -252,6 +276,7 @@ __all__ = [
     "is_number",
     "multiset_key",
     "parse_timestamp",
+    "sensorbee_sort_key",
     "sort_key",
     "to_json",
     "type_name",

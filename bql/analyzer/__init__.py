@@ -19,7 +19,9 @@ from .builtin_params import check_builtin_params
 from .context import AnalysisWarning, Context
 from .emitters import check_emitter
 from .history import check_history
-from .expressions import check_arity, check_casts, check_eval, check_is_missing, check_match_only_forms
+from .expressions import (
+    check_arity, check_casts, check_eval, check_is_missing, check_match_only_forms, check_wildcard_positions,
+)
 from .match import check_match_recognize
 from .names import check_node_name, is_reserved
 from .paths import check_field_paths, check_labels
@@ -43,6 +45,7 @@ RULES = (
     check_labels,
     check_casts,
     check_is_missing,
+    check_wildcard_positions,
     check_arity,
     check_window_functions,
     check_timeplus_clauses,

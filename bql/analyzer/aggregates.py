@@ -76,23 +76,27 @@ def field_text(ref: FieldRef) -> str:
     return f"{ref.stream}:{out}" if ref.stream else out
 
 
+def _written(path: tuple) -> tuple:
+    """A path as SensorBee compares GROUP BY columns: as written, so ``a["x"]`` is not ``a.x``."""
+    return tuple((step_key(s), isinstance(s, KeyStep) and s.bracket) for s in path)
+
+
 class _Groups:
     """The grouping keys of one SELECT; answers whether a field reference is grouped."""
 
     def __init__(self, select: Select):
-        self.keys = [(g.stream, tuple(step_key(s) for s in g.path)) for g in select.group_by
-                     if isinstance(g, FieldRef)]
+        self.keys = [(g.stream, _written(g.path)) for g in select.group_by if isinstance(g, FieldRef)]
         self.windowed = any(isinstance(f, WindowFunction) for f in select.from_items)
-        if self.windowed and any(len(p) == 1 and p[0][1] in WINDOW_COLUMNS for _, p in self.keys):
+        if self.windowed and any(len(p) == 1 and p[0][0][1] in WINDOW_COLUMNS for _, p in self.keys):
             # window_start and window_end determine each other
-            streams = {s for s, p in self.keys if len(p) == 1 and p[0][1] in WINDOW_COLUMNS}
+            streams = {s for s, p in self.keys if len(p) == 1 and p[0][0][1] in WINDOW_COLUMNS}
             for s in streams:
-                self.keys += [(s, (("key", c),)) for c in WINDOW_COLUMNS]
+                self.keys += [(s, ((("key", c), False),)) for c in WINDOW_COLUMNS]
 
     def has(self, ref: FieldRef) -> bool:
         """True when ``ref`` is one of the GROUP BY keys. The whole path must match: SensorBee compares
         the column as written (``GROUP BY a`` does not group ``a.b``, transform_plan.go)."""
-        path = tuple(step_key(s) for s in ref.path)
+        path = _written(ref.path)
         return any(s == ref.stream and path == p for s, p in self.keys)
 
 

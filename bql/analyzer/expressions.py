@@ -6,24 +6,30 @@
 - MATCH_RECOGNIZE-only forms (navigation, CLASSIFIER, MATCH_NUMBER, RUNNING/FINAL) stay inside it.
 - EVAL without ON cannot read fields; EVAL never aggregates, never evaluates a bare ``*`` and has no
   ``ts()`` (the ON map carries no timestamp).
+- ``*`` / ``s:*`` stand only where SensorBee's grammar has ``ExpressionOrWildcard``: a select-list item,
+  a function argument, an array element, a map value and a ``THEN`` result -- never as an operand
+  (``* IS NULL``, ``WHERE *``, ``* + 1`` are syntax errors in bql.peg).
 - ``IS [NOT] MISSING`` applies to a field selector only (``a + 2 IS MISSING`` is invalid: SensorBee's
   grammar has ``RowValue IS [NOT] MISSING`` and the reference document says so).
 """
 from __future__ import annotations
 
 from ..ast import (
+    ArrayLit,
     Cast,
     Classifier,
     Eval,
     FieldRef,
     FunctionCall,
     IsMissing,
+    MapLit,
     MatchNumber,
     Navigation,
     PatternFieldRef,
     RunningFinal,
     Statement,
     TimestampRef,
+    WhenClause,
     Wildcard,
 )
 from .aggregates import field_text
@@ -132,3 +138,33 @@ def check_is_missing(stmt: Statement, ctx: Context) -> None:
     for n in walk(stmt):
         if isinstance(n, IsMissing) and not isinstance(n.operand, (FieldRef, PatternFieldRef)):
             raise fail("IS [NOT] MISSING can only be applied to a field selector, not to an expression", n)
+
+
+def _check_stars(node, allowed: bool) -> None:
+    if isinstance(node, Wildcard):
+        if not allowed:
+            raise fail("'*' can only be a select-list item, a function argument, an array element, "
+                       "a map value or a THEN result", node)
+        return
+    if isinstance(node, FunctionCall):
+        ok: set[int] | None = {id(a) for a in node.args}
+    elif isinstance(node, (ArrayLit, MapLit)):
+        ok = None
+    elif isinstance(node, WhenClause):
+        ok = {id(node.result)}
+    else:
+        ok = set()
+    for child in node.children():
+        _check_stars(child, ok is None or id(child) in ok)
+
+
+def check_wildcard_positions(stmt: Statement, ctx: Context) -> None:
+    """bql.peg: ``ExpressionOrWildcard`` only in Projection, FuncParams, ArrayExpr, KeyValuePair and
+    WhenThenPair's THEN; everywhere else ``*`` is not an expression."""
+    if isinstance(stmt, Eval):
+        if not isinstance(stmt.expr, Wildcard):  # a bare EVAL * has its own message (check_eval)
+            _check_stars(stmt.expr, True)
+        return
+    for select in selects_of(stmt):
+        for clause, expr in select_exprs(select):
+            _check_stars(expr, clause == "select")

@@ -4,7 +4,8 @@ Field selectors (seed "Extended Descend Operators"): a slice or ``..key`` cannot
 component; at most one list-returning step (``list[1:3]..foo`` and ``foo..bar..hoge`` are invalid);
 a slice that is invalid independent of the data (step 0, or bounds of one sign running against
 the step, such as ``foo[2:1]``) is an error, while always-empty ``[2:2]`` and data-dependent
-``[4:-4]`` are fine. Output labels (``AS x.y[3].z``) take keys and non-negative indexes only.
+``[4:-4]`` are fine. Indexes and slice bounds must fit int32 (data/jsonpath.go parses them with
+``strconv.ParseInt(s, 10, 32)``). Output labels (``AS x.y[3].z``) take keys and non-negative indexes only.
 """
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ def check_field_path(ref: FieldRef) -> None:
         raise fail("a field selector must start with a key, not a slice or '..'", ref)
     list_steps = 0
     for step in ref.path:
+        numbers = (step.index,) if isinstance(step, IndexStep) else (
+            (step.start, step.end, step.step) if isinstance(step, SliceStep) else ())
+        for n in numbers:
+            if n is not None and not -(1 << 31) <= n < (1 << 31):
+                raise fail(f"index {n} of a field selector is out of the int32 range", step)
         if isinstance(step, (SliceStep, RecursiveStep)):
             list_steps += 1
             if list_steps > 1:

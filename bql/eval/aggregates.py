@@ -1,8 +1,9 @@
 """Aggregate calls over a group of rows: ``compile_aggregate(call, scope).evaluate(envs)``.
 
 The aggregation-parameter arguments (``FunctionSpec.agg_params``) are evaluated once per row and
-passed to the aggregate as lists, ordered by the call's ``ORDER BY`` (stable; ASC puts NULLs last,
-DESC first, as PostgreSQL). The other arguments (e.g. ``string_agg``'s separator) are evaluated once,
+passed to the aggregate as lists, ordered by the call's ``ORDER BY`` (stable, in SensorBee's ``data.Less``
+order, ``values.sensorbee_sort_key``: NULL is the smallest value, first ascending and last descending).
+The other arguments (e.g. ``string_agg``'s separator) are evaluated once,
 on the group's first row (NULL for an empty group). ``count(*)`` receives one ``True`` per row.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any, Sequence
 
 from ..ast import FunctionCall, Wildcard
 from ..errors import BQLAnalysisError, BQLError, BQLEvaluationError
-from ..values import sort_key
+from ..values import sensorbee_sort_key
 from .compiler import compile_expr
 from .env import Env, Scope
 
@@ -40,7 +41,7 @@ class CompiledAggregate:
             idx = list(range(len(envs)))
             for k in range(len(self._order) - 1, -1, -1):
                 desc = self._order[k][1]
-                idx.sort(key=lambda i: sort_key(keyed[i][k]), reverse=desc)
+                idx.sort(key=lambda i: sensorbee_sort_key(keyed[i][k]), reverse=desc)
             rows = [envs[i] for i in idx]
         args = []
         for pos, f in enumerate(self._args):

@@ -3,10 +3,11 @@
 A getter maps the row's data (a map) to the selected value or ``MISSING`` when a step finds nothing:
 a key absent from a map, a key step on a non-map, an index out of range or an index step on a
 non-array. Slices are Python-like (``foo[1:2].bar`` is ``[2]``); a slice and ``..key`` (recursive
-descent: every value below the current node whose key matches, in depth-first order) return a list, and
-the remaining steps apply to each element. After a slice a failing element makes the whole path
-MISSING; after recursive descent failing elements are skipped (a search finds what exists, so
-``foo..x`` without any ``x`` is ``[]``).
+descent: every value below the current node whose key matches, in depth-first order, without looking
+inside a matched value) return a list, and the remaining steps apply to each element. A failing element
+makes the whole path MISSING, after a slice as after recursive descent (data/jsonpath.go evaluate:
+``list[1:3].foo`` is ``[list[1].foo, list[2].foo]`` and fails as that would); ``foo..x`` without any
+``x`` is ``[]``.
 """
 from __future__ import annotations
 
@@ -95,8 +96,9 @@ def _build(steps: tuple, i: int) -> Getter:
             out = []
             for x in found:
                 r = rest(x)
-                if r is not MISSING:
-                    out.append(r)
+                if r is MISSING:
+                    return MISSING
+                out.append(r)
             return out
         return recursive_step
     raise TypeError(f"unknown path step {step!r}")
@@ -105,9 +107,9 @@ def _build(steps: tuple, i: int) -> Getter:
 def _descend(v: Any, key: str, found: list) -> None:
     if type(v) is dict:
         for k, x in v.items():
-            if k == key:
+            if k == key:  # recursiveExtractor: a match is taken, not searched further
                 found.append(x)
-            if type(x) is dict or type(x) is list:
+            elif type(x) is dict or type(x) is list:
                 _descend(x, key, found)
     elif type(v) is list:
         for x in v:

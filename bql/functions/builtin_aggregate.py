@@ -2,15 +2,20 @@
 
 Each gets its aggregation parameters as lists of per-row values (already in ORDER BY order). Except for
 ``count``, an empty input gives NULL; NULL inputs are skipped except by ``array_agg``; an input with
-only NULLs gives NULL. ``max``/``min`` keep the type of the winning value (the later of equal values
-wins, so ``max(3.0, 3)`` is ``3``); ``sum`` is int unless a float is present; ``avg``/``median`` are float.
+only NULLs gives NULL (but ``string_agg`` of only NULLs is ``""``). ``max``/``min`` take ints and floats
+(or only timestamps) and keep the type of the winning value, an int winning a tie (``max(3.0, 3)`` and
+``max(3, 3.0)`` are both ``3``); ``sum`` is int unless a float is present; ``avg``/``median`` are float.
+The rules are SensorBee's bql/udf/builtin/aggregate.go, ties and NaN included.
 """
 from __future__ import annotations
 
+import datetime as _dt
+import math
 from typing import Any
 
 from ..errors import BQLEvaluationError
 from ..values import check_int
+from .builtin_string import join_written
 from .registry import FunctionSpec
 from .signatures import boolean, number, string, type_error
 
@@ -65,24 +70,54 @@ def _json_object_agg(keys: list, values: list) -> Any:
     return out
 
 
+_MAX_FLOAT = 1.7976931348623157e308
+_INT64_MAX = (1 << 63) - 1
+
+
+def _extreme(fn: str, xs: list, larger: bool) -> Any:
+    """SensorBee's maxFunc/minFunc: when the first non-NULL value is a timestamp, every value must be
+    one; otherwise the largest int and the largest float are kept apart (starting from MinInt64 and
+    -MaxFloat64, so NaN never wins) and the int wins when ``float64(maxInt) >= maxFloat``."""
+    vals = [x for x in xs if x is not None]
+    if not vals:
+        return None
+    if type(vals[0]) is _dt.datetime:
+        best = vals[0]
+        for v in vals:
+            if type(v) is not _dt.datetime:
+                raise type_error(fn, "x", "'timestamp'", v)
+            if (v > best) if larger else (v < best):
+                best = v
+        return best
+    sign = 1 if larger else -1
+    best_int = -sign * _INT64_MAX - (1 if larger else 0)
+    best_float = -sign * _MAX_FLOAT
+    for v in vals:
+        t = type(v)
+        if t is int:
+            if (v > best_int) if larger else (v < best_int):
+                best_int = v
+        elif t is float:
+            if (v > best_float) if larger else (v < best_float):
+                best_float = v
+        else:
+            raise type_error(fn, "x", "'int' or 'float'", v)
+    if (float(best_int) >= best_float) if larger else (float(best_int) <= best_float):
+        return best_int
+    return best_float
+
+
 def _max(xs: list) -> Any:
-    best = None
-    for v in _numbers("max", xs):
-        if best is None or v >= best:
-            best = v
-    return best
+    return _extreme("max", xs, True)
 
 
 def _min(xs: list) -> Any:
-    best = None
-    for v in _numbers("min", xs):
-        if best is None or v <= best:
-            best = v
-    return best
+    return _extreme("min", xs, False)
 
 
 def _median(xs: list) -> Any:
-    vals = sorted(float(v) for v in _numbers("median", xs))
+    # Go's sort.Float64s puts NaN first
+    vals = sorted((float(v) for v in _numbers("median", xs)), key=lambda f: (not math.isnan(f), f if f == f else 0.0))
     n = len(vals)
     if n == 0:
         return None
@@ -93,12 +128,14 @@ def _median(xs: list) -> Any:
 
 
 def _string_agg(xs: list, sep: Any) -> Any:
-    vals = [string("string_agg", "x", x) for x in xs if x is not None]
-    if not vals:
+    """SensorBee's stringAggFuncTmpl: no rows give NULL, the separator must be a string (NULL is an
+    error), rows whose values are all NULL give ``""``, and the separator is written only after
+    something (``join_written``: ``["", "a"]`` gives ``"a"``). (With no rows the separator is not evaluated
+    here, see ``CompiledAggregate``: NULL stands for it.)"""
+    if not xs:
         return None
-    if sep is None:
-        sep = ""
-    return string("string_agg", "sep", sep).join(vals)
+    sep = string("string_agg", "sep", sep)
+    return join_written(sep, [string("string_agg", "x", x) for x in xs if x is not None])
 
 
 def _sum(xs: list) -> Any:

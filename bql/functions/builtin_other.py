@@ -22,10 +22,14 @@ _UTC = _dt.timezone.utc
 
 
 def _distance_us(u: Any, v: Any) -> int:
+    """``t2.Sub(t1).Nanoseconds() / 1000`` (time.go diffUsFuncTmpl): Go's ``Sub`` saturates at the
+    int64 nanosecond range (about 292 years), so longer distances give +-9223372036854775."""
     a = timestamp("distance_us", "u", u)
     b = timestamp("distance_us", "v", v)
     d = b - a
-    return (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
+    ns = ((d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds) * 1000
+    ns = max(INT_MIN, min(INT_MAX, ns))
+    return ns // 1000 if ns >= 0 else -(-ns // 1000)
 
 
 def _clock_timestamp() -> _dt.datetime:

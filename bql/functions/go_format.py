@@ -1,9 +1,14 @@
 """A Go ``fmt.Sprintf`` work-alike for BQL values (the ``format`` function).
 
-Supported verbs: ``%v %s %q %d %b %o %x %X %c %U %e %E %f %F %g %G %t %%`` with the flags
-``+ - # 0 space``, width and precision (``*`` is not supported). Mismatches are written as Go does:
-``%!d(string=abc)``, ``%!d(MISSING)``, ``%!(EXTRA int=1)``. NULL prints as ``<nil>``; arrays and maps as
-Go prints slices and maps (``[1 2]``, ``map[a:1]``).
+Supported verbs: ``%v %s %q %d %b %o %x %X %c %U %e %E %f %F %g %G %t %T %%`` with the flags
+``+ - # 0 space``, width and precision (``*`` is not supported).
+
+What Go sees (SensorBee's formatFunc, bql/udf/builtin/string.go): a string argument is a Go ``string``, a
+float a ``float64``, anything else the ``data.Value`` itself (``data.Int``, ``data.Bool``, ``data.Null``,
+``data.Array`` ...). Those are ``fmt.Stringer``s, so ``%v %s %q %x %X`` print their ``String()`` -- the
+JSON text: ``null``, ``true``, ``[2]``, ``{"a":3}``, a timestamp or blob as a quoted JSON string -- while
+``%d`` of an int and ``%t`` of a bool format the underlying number/bool. Mismatches are written as Go
+does, with Go's type names: ``%!f(data.Int=6)``, ``%!d(MISSING)``, ``%!(EXTRA string=b)``.
 """
 from __future__ import annotations
 
@@ -11,34 +16,37 @@ import datetime as _dt
 import re
 from typing import Any, Sequence
 
-from ..conversions import format_float, format_timestamp
-from ..values import type_name
+from ..conversions import format_float, go_json
 
 _SPEC = re.compile(r"%([-+# 0]*)(\d+)?(?:\.(\d*))?([a-zA-Z%])")
 
 
+_GO_TYPES = {type(None): "data.Null", bool: "data.Bool", int: "data.Int", float: "float64", str: "string",
+             bytes: "data.Blob", _dt.datetime: "data.Timestamp", list: "data.Array", dict: "data.Map"}
+
+
+def go_type(v: Any) -> str:
+    """Go's ``%T`` of the argument SensorBee passes to ``fmt.Sprintf``."""
+    return _GO_TYPES.get(type(v), "data.Value")
+
+
+def _float_text(v: float, plus: bool = False) -> str:
+    """Go's ``%v`` of a float64: shortest ``%g``; infinities keep their sign (``+Inf``)."""
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "+Inf" if v > 0 else "-Inf"
+    return format_float(v)
+
+
 def go_value(v: Any) -> str:
-    """Go's ``%v`` of a value."""
+    """Go's ``%v`` of the argument: a string itself, a float64's ``%g``, else ``data.Value.String()``."""
     t = type(v)
-    if v is None:
-        return "<nil>"
-    if t is bool:
-        return "true" if v else "false"
-    if t is float:
-        return format_float(v)
     if t is str:
         return v
-    if t is int:
-        return str(v)
-    if t is bytes:
-        return "[" + " ".join(str(b) for b in v) + "]"
-    if t is _dt.datetime:
-        return format_timestamp(v)
-    if t is list:
-        return "[" + " ".join(go_value(x) for x in v) + "]"
-    if t is dict:
-        return "map[" + " ".join(f"{k}:{go_value(v[k])}" for k in sorted(v)) + "]"
-    return str(v)
+    if t is float:
+        return _float_text(v)
+    return go_json(v)
 
 
 def _pad(s: str, flags: str, width: int | None, zero_ok: bool = True) -> str:
@@ -54,7 +62,7 @@ def _pad(s: str, flags: str, width: int | None, zero_ok: bool = True) -> str:
 
 
 def _bad(verb: str, v: Any) -> str:
-    return f"%!{verb}({type_name(v)}={go_value(v)})"
+    return f"%!{verb}({go_type(v)}={go_value(v)})"
 
 
 def _format_one(flags: str, width: int | None, prec: int | None, verb: str, v: Any) -> str:
@@ -66,19 +74,20 @@ def _format_one(flags: str, width: int | None, prec: int | None, verb: str, v: A
         if prec is not None:
             s = s[:prec]
         return _pad(s, flags, width, zero_ok=False)
+    if verb == "T":
+        return _pad(go_type(v), flags, width, zero_ok=False)
     if verb == "q":
-        if t is not str:
-            return _bad(verb, v)
-        return _pad('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"', flags, width, False)
+        s = go_value(v)
+        return _pad('"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"', flags, width, False)
+    if verb in "xX" and t is not float:
+        s = go_value(v).encode("utf-8").hex()  # a string, or a Stringer's String() (data.Int 255: "323535")
+        return _pad(s.upper() if verb == "X" else s, flags, width, False)
     if verb == "t":
         if t is not bool:
             return _bad(verb, v)
         return _pad("true" if v else "false", flags, width, False)
     if verb in "dboxXcU":
         if t is not int:
-            if verb in "xX" and t is str:
-                s = v.encode("utf-8").hex()
-                return _pad(s.upper() if verb == "X" else s, flags, width, False)
             return _bad(verb, v)
         if verb == "c":
             return _pad(chr(v), flags, width, False)
@@ -98,11 +107,12 @@ def _format_one(flags: str, width: int | None, prec: int | None, verb: str, v: A
         if t is not float:
             return _bad(verb, v)
         if v != v or v in (float("inf"), float("-inf")):
+            # Go's fmtFloat: "+Inf" keeps its sign, NaN gets one only with '+' or ' '
             s = "NaN" if v != v else ("+Inf" if v > 0 else "-Inf")
-            if v == v and v < 0:
-                s = "-Inf"
-            elif v == v and "+" not in flags:
-                s = "Inf" if v > 0 else s
+            if v != v and ("+" in flags or " " in flags):
+                s = ("+" if "+" in flags else " ") + s
+            elif v == float("inf") and " " in flags and "+" not in flags:
+                s = " Inf"
             return _pad(s, flags, width, zero_ok=False)
         sign = "+" if "+" in flags and v >= 0 else (" " if " " in flags and v >= 0 else "")
         if verb in "gG" and prec is None:
@@ -114,7 +124,7 @@ def _format_one(flags: str, width: int | None, prec: int | None, verb: str, v: A
             if verb in "eE":
                 s = re.sub(r"([eE][+-])(\d)$", r"\g<1>0\2", s)
         return _pad(sign + s, flags, width)
-    return f"%!{verb}({type_name(v)}={go_value(v)})"
+    return _bad(verb, v)
 
 
 def go_sprintf(fmt: str, args: Sequence[Any]) -> str:
@@ -138,6 +148,6 @@ def go_sprintf(fmt: str, args: Sequence[Any]) -> str:
         i += 1
     out.append(fmt[pos:])
     if i < len(args):
-        extra = ", ".join(f"{type_name(a)}={go_value(a)}" for a in args[i:])
+        extra = ", ".join(f"{go_type(a)}={go_value(a)}" for a in args[i:])
         out.append(f"%!(EXTRA {extra})")
     return "".join(out)

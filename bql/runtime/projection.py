@@ -3,7 +3,8 @@
 Label rules (SensorBee's code, see design/sensorbee-server.md section 6):
 
 - a plain top-level field ``a`` or ``s:a`` whose name matches ``^[a-z][a-zA-Z0-9_]*$`` → that name;
-- a function call ``f(...)`` → ``f``; ``ts()`` / ``s:ts()`` → ``ts``;
+- a function call ``f(...)`` → ``f``; ``ts()`` / ``s:ts()`` → ``ts``; a function call with a selector
+  ``f(...).x`` → ``f_i`` (transform_plan.go: ``FuncAppSelectorAST`` is named ``<function>_<i>``);
 - anything else → ``col_i`` with ``i`` the item's position in the select list;
 - ``*`` / ``s:*`` copy the keys of the input map(s); ``x AS *`` merges the map ``x`` into the row
   (an error if ``x`` is not a map). Keys set by an explicit item always beat keys from a wildcard item;
@@ -15,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..ast import FieldRef, FunctionCall, IndexStep, KeyStep, Projection, TimestampRef, Wildcard
+from ..ast import CallSelector, FieldRef, FunctionCall, IndexStep, KeyStep, Projection, TimestampRef, Wildcard
 from ..errors import BQLEvaluationError
 
 LABEL_RE = re.compile(r"^[a-z][a-zA-Z0-9_]*$")
@@ -33,6 +34,8 @@ def default_label(expr: Any, position: int) -> str:
         return expr.name
     if isinstance(expr, TimestampRef):
         return "ts"
+    if isinstance(expr, CallSelector) and isinstance(expr.call, FunctionCall):
+        return f"{expr.call.name}_{position}"
     return f"col_{position}"
 
 

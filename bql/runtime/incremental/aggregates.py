@@ -13,8 +13,9 @@ rows are added in position order, so insertion-ordered dicts iterate in the refe
   them are floats (``sum`` of floats and ``sum`` of their ``float()`` are the same additions).
 - ``avg``: as ``sum``; an all-int group whose absolute values add up to at most 2**53 needs no recompute
   (every partial float sum is then exact).
-- ``max`` / ``min``: a sorted list of ``(value, pos)``; among equal values the later row wins, as in the
-  reference's ``>=`` / ``<=`` scan. NaN is not accepted (it has no order).
+- ``max`` / ``min``: a sorted list of ``(value, pos)``; among equal values an int wins, as in the
+  reference (SensorBee keeps the largest int and the largest float apart). NaN and ints beyond 2**53
+  (whose float may tie with a float they do not equal) are not accepted.
 - ``median``: a sorted list of ``(float(value), pos)`` — the reference's stable sort.
 - ``bool_and`` / ``bool_or``: counts of true and false values.
 
@@ -26,7 +27,7 @@ when the group changes.
 """
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, insort
 from typing import Any, Callable
 
 from ...ast import Wildcard
@@ -35,7 +36,6 @@ from ...values import check_int
 
 _BUILTIN_IMPLS = {spec.impl: spec.name for spec in SPECS}
 _EXACT_FLOAT_INTS = 1 << 53
-_INF = float("inf")
 
 
 def _is_number(v: Any) -> bool:
@@ -177,7 +177,7 @@ class _OrderedState:
 
     @staticmethod
     def accepts(v: Any) -> bool:
-        return v is None or (_is_number(v) and v == v)
+        return v is None or (_is_number(v) and v == v and -_EXACT_FLOAT_INTS <= v <= _EXACT_FLOAT_INTS)
 
     def _value(self, v: Any) -> Any:
         return v
@@ -193,7 +193,7 @@ class _OrderedState:
         if v is None:
             return True
         t = type(v)
-        if (t is not int and t is not float) or v != v:
+        if (t is not int and t is not float) or v != v or not -_EXACT_FLOAT_INTS <= v <= _EXACT_FLOAT_INTS:
             return False
         self.add(pos, v)
         return True
@@ -206,11 +206,24 @@ class _OrderedState:
         del self.sorted[i]
 
 
+def _int_among_equal(s: list, indexes: range) -> Any:
+    """The value at the first index; an int equal to it when one is found first (an int wins a tie)."""
+    top = s[indexes[0]][0]
+    for i in indexes:
+        v = s[i][0]
+        if v != top:
+            break
+        if type(v) is int:
+            return v
+    return top
+
+
 class MaxState(_OrderedState):
     __slots__ = ()
 
     def result(self) -> Any:
-        return self.sorted[-1][0] if self.sorted else None
+        s = self.sorted
+        return _int_among_equal(s, range(len(s) - 1, -1, -1)) if s else None
 
 
 class MinState(_OrderedState):
@@ -218,10 +231,7 @@ class MinState(_OrderedState):
 
     def result(self) -> Any:
         s = self.sorted
-        if not s:
-            return None
-        i = bisect_right(s, (s[0][0], _INF))
-        return s[i - 1][0]
+        return _int_among_equal(s, range(len(s))) if s else None
 
 
 class MedianState(_OrderedState):
