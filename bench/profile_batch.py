@@ -10,7 +10,7 @@ journal, wait until foreachBatch has seen them, repeat ``--batches`` times. For 
   restoring state, ``Pipeline.run``, pickling the snapshots, ``state.update``, building the output frame;
 * timers in the driver's foreachBatch: the Arrow collect + decode, and the callback.
 
-The operator function here is an instrumented copy of ``bql/spark/operator.state_function`` (same
+The operator function here is an instrumented copy of ``bql/spark/state_function.state_function`` (same
 ``Pipeline`` and worker cache); the query is built like ``bql/spark/query.start_query`` — neither
 module is changed. Variants: the production settings (RocksDB), HDFS-backed state store, RocksDB with
 changelog checkpointing, checkpoints on tmpfs, no operator at all (journal → foreachBatch), a 2000-tuple
@@ -68,7 +68,7 @@ VARIANTS: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
 
 
 def instrumented_state_function(query_id: str, stages: list[Any], log_path: str) -> Callable:
-    """``operator.state_function``'s ``run_batch`` with timers, appended as JSON lines to ``log_path``."""
+    """``state_function``'s ``run_batch`` with timers, appended as JSON lines to ``log_path``."""
     cache_key = (query_id, tuple(s.key() for s in stages))
 
     def run_batch(key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
@@ -77,7 +77,8 @@ def instrumented_state_function(query_id: str, stages: list[Any], log_path: str)
 
         import pandas as pd
 
-        from sbpy.bql.spark.operator import _PIPELINES, OUTPUT_COLUMNS, _pipeline
+        from sbpy.bql.spark.operator import OUTPUT_COLUMNS
+        from sbpy.bql.spark.state_function import _PIPELINES, _pipeline
 
         t = {"start": _t.time()}
         c0 = _t.perf_counter()

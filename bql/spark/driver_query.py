@@ -2,7 +2,7 @@
 
 A user-defined state (UDS) is a Python object of the ``sbpy run`` process; a Python worker cannot reach
 it. A query whose stages call a function or UDSF that may use the topology's states therefore runs its
-``Pipeline`` (the same per-tuple operator ``operator.state_function`` hosts on executors) on the driver:
+``Pipeline`` (the same per-tuple operator ``state_function`` hosts on executors) on the driver:
 
     sbpy_journal (Spark reads the journal; offsets checkpointed, replayable)
       → foreachBatch(bridge) on the driver: rows sorted by seq → Pipeline.run with the topology's

@@ -12,7 +12,7 @@ operators in Append mode without watermarks; the per-key operator is the ``apply
 because it is the cheaper one per key group (docs/spark-facts). Each operator keeps its state as one
 pickled snapshot per group (``snap binary``): the router's Pipeline + key list, the tail's Pipeline,
 and per key that partition's matcher state. Warm cores are cached per Python worker and reused while
-Spark's state equals what they saved (as ``operator._pipeline`` does).
+Spark's state equals what they saved (as ``state_function._pipeline`` does).
 """
 from __future__ import annotations
 

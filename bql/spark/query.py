@@ -26,7 +26,8 @@ from typing import Any
 from . import journal_format as jf
 from .journal_source import NAME as SOURCE_NAME, register as register_source
 from .keyed_plan import plan_keyed
-from .operator import OUTPUT_SCHEMA, STATE_SCHEMA, StageSpec, state_function, tick_interval_ms
+from .operator import OUTPUT_SCHEMA, STATE_SCHEMA, StageSpec, tick_interval_ms
+from .state_function import state_function
 
 log = logging.getLogger("sbpy.spark")
 
