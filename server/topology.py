@@ -39,7 +39,7 @@ from sbpy.bql.spark import journal_format as jf
 from . import history
 from .journal import JournalWriter
 from .node_update import fail, fold_params
-from .nodes import graph, replan
+from .nodes import from_create, graph, replan
 from .nodes import status as st
 from .nodes.consumer import Consumer
 from .nodes.cursor import SelectCursor
@@ -180,9 +180,9 @@ class Topology(TopologyQueries, TopologyViews):
         if self.defer_consumers:  # restored: its query starts once the replay has ended
             node.state = st.STARTING
         self.streams[name] = node
-        if node.own_query is not None and not self.defer_consumers:
+        if node.own_query is not None and not self.defer_consumers and from_create.reachable(self, name):
             try:
-                self._compute_from_create(name)
+                self.compute_from_create(name)
             except Exception:  # its query did not start: the statement fails, the stream is not created
                 del self.streams[name]
                 own = self.consumers.pop(name, None)
@@ -199,11 +199,11 @@ class Topology(TopologyQueries, TopologyViews):
         return describe_stage(node.name, node.text, node.inputs, self.processor_context(),
                               self.plugins.stateful_calls)
 
-    def _compute_from_create(self, name: str) -> None:
+    def compute_from_create(self, name: str) -> None:
         """Start the query computing stream ``name`` from now on, as SensorBee connects a stream to its
-        inputs at CREATE (``graph.computed_from_create``); a memoryless upstream stream it shares with
-        another running query is split out first, so it is still computed once."""
-        self._materialize_shared([name], [])
+        inputs at CREATE (``graph.computed_from_create``; when: ``nodes/from_create.py``); a memoryless
+        upstream stream it shares with another running query is split out first (computed once)."""
+        self.materialize_shared([name], [])
         self.materialize(name)
 
     def _check_inputs(self, select: Any, stmt: Any, own: str | None = None) -> list[str]:
@@ -273,17 +273,22 @@ class Topology(TopologyQueries, TopologyViews):
             node.stop(end=True)
             del self.sources[name]
         elif kind == "stream":
-            del self.streams[name]
             for c in list(self.consumers.values()):
                 if name in c.stage_names or name in c.chain.inputs:
+                    if c.id != name:
+                        from_create.hand_over(self, c, dropped=name)
                     self._detach(c, remove_checkpoint=True)
+            del self.streams[name]
             self.materialized.discard(name)
         else:
             for c in list(self.consumers.values()):
                 if c.sink is node:
+                    from_create.hand_over(self, c)
                     self._detach(c, remove_checkpoint=True)
             node.close()
             del self.sinks[name]
+        if not self.recovering:
+            from_create.start_reachable(self)
         self.cascade()
 
     def _control(self, parsed: ParsedStatement) -> None:
@@ -301,6 +306,8 @@ class Topology(TopologyQueries, TopologyViews):
         if action == "pause":
             node.pause()
         elif action == "resume":
+            if not self.defer_consumers:
+                from_create.before_resume(self, name)  # pending streams downstream see its tuples
             node.resume()
         elif not self.recovering:  # a replayed REWIND would emit the file again
             node.rewind()
@@ -314,6 +321,7 @@ class Topology(TopologyQueries, TopologyViews):
             if self._stopped:
                 raise _fail(f"topology '{self.name}' is stopped", stmt)
             inputs = self._check_inputs(stmt, stmt)
+            from_create.before_select(self, inputs)  # the cursor's query never computes them
             if isinstance(stmt, ast.Select) and is_table_query(stmt):  # bounded: runs now (server/history.py)
                 return history.select_table(self, parsed)
             self._dry_build(stmt, stmt)
@@ -347,11 +355,11 @@ class Topology(TopologyQueries, TopologyViews):
             return
         select_stage = consumer.select_stage
         targets = select_stage[2] if select_stage else [consumer.target]
-        self._materialize_shared(list(targets), list(select_stage[2]) if select_stage else [])
+        self.materialize_shared(list(targets), list(select_stage[2]) if select_stage else [])
         consumer.chain = self.plan_chain(consumer)
         self._start(consumer)
 
-    def _materialize_shared(self, targets: list[str], extra: list[str]) -> None:
+    def materialize_shared(self, targets: list[str], extra: list[str]) -> None:
         """Compute on its own every stream upstream of ``targets`` that several nodes read (``extra``:
         readers not in the graph, an ad-hoc SELECT's inputs): split out of the running query that has it
         fused (``nodes/replan.py``), or started on its own."""
@@ -374,19 +382,19 @@ class Topology(TopologyQueries, TopologyViews):
         return consumer
 
     def start_deferred(self) -> None:
-        """Plan and start what a persistence replay recorded: first the streams computed from their
-        CREATE (creation order, so upstream first; ``replan.rematerialize`` already restarted those whose
-        queries left checkpoints), then the consumers in their order, planned with the final graph."""
+        """Plan and start what a persistence replay recorded (``replan.rematerialize`` has restarted the
+        streams whose own queries left checkpoints): the consumers in their order, planned with the final
+        graph (pending streams fused where that plan left a checkpoint, ``from_create.prefer_checkpointed``),
+        then the streams computing from their CREATE that a tuple can reach (``nodes/from_create.py``)."""
         self.defer_consumers = False
-        for node in list(self.streams.values()):
-            if node.own_query is not None and node.name not in self.materialized:
-                self._compute_from_create(node.name)
         for c in [c for c in self.consumers.values() if c.deferred]:
             del self.consumers[c.id]
             c.deferred = False
             if c.sink is not None and c.sink not in self.sinks.values():
                 continue
+            from_create.prefer_checkpointed(self, c)
             self._attach(c)
+        from_create.start_reachable(self)
         for node in [*self.streams.values(), *self.sinks.values()]:
             if node.state == st.STARTING:
                 node.state = st.RUNNING

@@ -55,7 +55,7 @@ class TopologyQueries:
 
         from sbpy.bql.plan.explain import as_dict
 
-        from .nodes import graph
+        from .nodes import from_create, graph
 
         inner = parsed.stmt.statement
         text = re.sub(r"^\s*EXPLAIN\s+", "", parsed.text, flags=re.IGNORECASE).strip().rstrip(";")
@@ -74,9 +74,16 @@ class TopologyQueries:
         notes = [self._computed_note(i) for i in plan.inputs if i in self.streams]
         if isinstance(inner, ast.CreateStreamAsSelect):
             why = graph.computed_from_create(plan.stages[-1])
-            if why is not None:
+            reachable = not inputs or any(from_create.reachable(self, i) if i in self.streams
+                                          else self.sources[i].state not in (st.PAUSED, st.STOPPED)
+                                          for i in inputs)
+            if why is not None and reachable:
                 notes.append(f"{name} is computed by its own query from its CREATE ({why}); "
                              "its consumers read its journal log")
+            elif why is not None:
+                notes.append(f"{name} computes from its CREATE ({why}); no tuple can reach it yet (its "
+                             "sources are paused), so its first reader's query computes it, fused, until "
+                             "a source upstream resumes")
         plan = dataclasses.replace(plan, notes=(*plan.notes, *notes))
         return as_dict(plan, {name: label})
 

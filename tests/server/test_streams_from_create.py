@@ -119,7 +119,7 @@ def test_memoryless_streams_fuse_and_read_a_computed_stream(topo, tmp_path):
     path, rows = _source(tmp_path)
     out = tmp_path / "out.jsonl"
     run(topo, f"""
-        CREATE PAUSED SOURCE src TYPE file WITH path = "{path}";
+        CREATE SOURCE src TYPE gated WITH n = {N}, first = 0;
         CREATE STREAM f AS SELECT RSTREAM a FROM src [RANGE 1 TUPLES] WHERE a % 2 = 0;
         CREATE STREAM w AS SELECT RSTREAM count(*) AS n, max(a) AS last FROM f [RANGE 10 TUPLES];
         CREATE STREAM big AS SELECT RSTREAM n, last FROM w [RANGE 1 TUPLES] WHERE n = 10;""")
@@ -130,7 +130,8 @@ def test_memoryless_streams_fuse_and_read_a_computed_stream(topo, tmp_path):
     plan = topo.execute(_parsed("EXPLAIN SELECT RSTREAM * FROM big [RANGE 1 TUPLES];"))["plan"]
     assert plan["inputs"] == ["w"] and [s["node"] for s in plan["stages"]] == ["big", "(select)"]
     assert any("w is computed by its own query" in line for line in plan["text"].splitlines())
-    run(topo, f'CREATE SINK k TYPE file WITH path = "{out}"; INSERT INTO k FROM big; RESUME SOURCE src;')
+    run(topo, f'CREATE SINK k TYPE file WITH path = "{out}"; INSERT INTO k FROM big;')
+    GATE.set()
     assert topo.consumers["k"].chain.inputs == ["w"] and topo.consumers["k"].stage_names == ["big"]
     assert sorted(topo.consumers) == ["k", "w"]  # the memoryless big runs fused in the sink's query
     evens = run_query("SELECT RSTREAM a FROM src [RANGE 1 TUPLES] WHERE a % 2 = 0", {"src": rows})
@@ -142,9 +143,12 @@ def test_memoryless_streams_fuse_and_read_a_computed_stream(topo, tmp_path):
 
 def test_explain_create_stream_says_it_runs_from_its_create(topo, tmp_path):
     path, _ = _source(tmp_path)
-    run(topo, f'CREATE PAUSED SOURCE src TYPE file WITH path = "{path}";')
+    run(topo, f'CREATE PAUSED SOURCE p TYPE file WITH path = "{path}";')
+    run(topo, f"CREATE SOURCE src TYPE gated WITH n = {N}, first = 0;")
     stateful = topo.execute(_parsed(f"EXPLAIN CREATE STREAM w AS {COUNT};"))["plan"]
     assert "w is computed by its own query from its CREATE" in stateful["text"]
+    paused = topo.execute(_parsed(f"EXPLAIN CREATE STREAM w AS {COUNT.replace('src', 'p')};"))["plan"]
+    assert "its first reader's query computes it, fused, until a source upstream resumes" in paused["text"]
     fused = topo.execute(_parsed("EXPLAIN CREATE STREAM f AS SELECT RSTREAM a FROM src [RANGE 1 TUPLES];"))
     assert "own query" not in fused["plan"]["text"]
     assert not topo.consumers and not topo.streams  # EXPLAIN creates and starts nothing
@@ -169,9 +173,32 @@ def test_a_stream_whose_query_cannot_start_is_not_created(tmp_path):
     t = Topology("t", GatedCtx(tmp_path / "data"), query_starter=starter)
     try:
         with pytest.raises(RuntimeError, match="no Spark"):
-            run(t, f"CREATE PAUSED SOURCE src TYPE gated WITH n = {N}, first = {N}; CREATE STREAM w AS {COUNT};")
+            run(t, f"CREATE SOURCE src TYPE gated WITH n = {N}, first = 0; CREATE STREAM w AS {COUNT};")
         assert "w" not in t.streams and "w" not in t.consumers and "w" not in t.materialized
         run(t, "CREATE STREAM f AS SELECT RSTREAM a FROM src [RANGE 1 TUPLES];")  # memoryless: starts nothing
         assert sorted(t.streams) == ["f"] and not t.consumers
     finally:
         t.stop()
+
+
+def test_paused_sources_keep_one_fused_query_and_a_dropped_sink_hands_the_stream_over(topo, tmp_path):
+    """Created while its source is paused, ``w`` is pending: the sink attached before RESUME computes it
+    fused (one query, as a script builds it). Dropping that sink splits ``w`` out with its windows: a
+    later sink still gets full windows, the very outputs ``w`` computes from its CREATE."""
+    expected = run_query(COUNT, {"src": [{"a": i} for i in range(N)]})
+    k1, k2 = tmp_path / "k1.jsonl", tmp_path / "k2.jsonl"
+    run(topo, f"""
+        CREATE PAUSED SOURCE src TYPE gated WITH n = {N}, first = 15;
+        CREATE STREAM w AS {COUNT};
+        CREATE SINK k1 TYPE file WITH path = "{k1}";
+        INSERT INTO k1 FROM w;""")
+    assert sorted(topo.consumers) == ["k1"] and topo.consumers["k1"].stage_names == ["w"]
+    run(topo, "RESUME SOURCE src;")
+    assert sorted(topo.consumers) == ["k1"]  # w is computed (fused): nothing else starts
+    assert wait_until(lambda: len(lines(k1)) == 15, 30)
+    run(topo, "DROP SINK k1;")
+    assert "w" in topo.materialized and topo.consumers["w"].stage_names == ["w"]  # split out, not lost
+    run(topo, f'CREATE SINK k2 TYPE file WITH path = "{k2}"; INSERT INTO k2 FROM w;')
+    GATE.set()
+    assert wait_until(lambda: len(lines(k2)) == N - 15, 30), lines(k2)
+    assert lines(k1) == expected[:15] and lines(k2) == expected[15:]  # windows went on through the drop
