@@ -3,7 +3,8 @@
 Statements run on the driver and answer at once (errors before any Spark work): CREATE [PAUSED]
 SOURCE starts a source thread that journals tuples; CREATE STREAM compiles (dry build) and, when its
 outputs depend on earlier tuples, starts the query computing it from now on (SensorBee connects a stream
-at CREATE; ``graph.computed_from_create``), a memoryless one starts nothing; INSERT INTO and an ad-hoc
+at CREATE; ``graph.computed_from_create``; while its sources are paused it waits, ``nodes/from_create.py``),
+a memoryless one starts nothing; INSERT INTO and an ad-hoc
 SELECT attach a *consumer* whose Spark query runs the fused chain (``nodes/graph.py``,
 ``nodes/consumer.py``); DROP SOURCE writes the source's end marker so downstream
 streams drain and stop; DROP STREAM stops the queries that read it; DROP SINK stops its queries and

@@ -117,8 +117,8 @@ def computed_from_create(stage: Any) -> str | None:
     SensorBee connects a stream to its inputs when it is created: its windows, emitters and UDS calls
     see every tuple from then on, and what it emits while nothing reads it is dropped. A stream whose
     outputs can depend on earlier tuples (``stage`` is the planner's ``StagePlan``: not memoryless, or
-    calling functions that reach the topology's states) therefore starts computing at CREATE and is
-    materialized (its output journaled); consumers attaching later read its log from the journal HEAD,
+    calling functions that reach the topology's states) therefore is materialized (its output journaled)
+    from its CREATE on — as soon as a tuple can reach it (``from_create.py``); consumers attaching later read its log from the journal HEAD,
     which is what SensorBee's stream would send them. A memoryless stream's outputs do not depend on
     when computing started, so it is fused into its consumers' queries as before."""
     if stage.stateful_calls:
