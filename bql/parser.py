@@ -198,6 +198,7 @@ _TERMINAL_WORDS = {
     "$END": "the end of the statement", "RUNNING_FINAL": "RUNNING or FINAL",
     "INTERVAL_SHORT": "an interval such as 5s",
     "VAR_STAR": "a variable's rows (A.*)", "INTERVAL_TEXT": "a quoted number ('10')",
+    "EMITTER_OPEN": "'['",
 }
 _EXPR_START = {"IDENT", "INT", "FLOAT", "STRING", "LPAR", "LSQB", "LBRACE", "MINUS"}
 
@@ -230,7 +231,8 @@ def expected_tokens_hint(expected) -> str:
     if _EXPR_START <= names:
         words.append("an expression")
         names -= _EXPR_START | {"PLUS", "STAR", "NOT", "TRUE", "FALSE", "NULL", "CASE", "CAST",
-                                "RUNNING_FINAL", "LBRACE", "DISTINCT", "VAR_STAR"}  # DISTINCT: the select list's
+                                "RUNNING_FINAL", "LBRACE", "DISTINCT", "VAR_STAR",
+                                "EMITTER_OPEN"}  # DISTINCT, EMITTER_OPEN ('[' of emitter options): the select list's
     others = sorted({_terminal_word(n) for n in names})
     if len(others) > 6:  # a reduce state: its merged lookaheads say little
         others = []

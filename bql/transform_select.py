@@ -6,7 +6,7 @@ from __future__ import annotations
 from lark import Token
 
 from .ast import (
-    AliasPath, EmitClause, Expr, FieldRef, Interval, KeyStep, Projection, RangeWindow,
+    AliasPath, EmitClause, EmitterOption, Expr, FieldRef, Interval, KeyStep, Projection, RangeWindow,
     HistoryTable, Select, SelectUnion, StreamRef, UdsfCall, WindowFunction, SUBQUERY_ALIAS, SubqueryRef,
 )
 from .transform_base import fail, ident, present, span_of
@@ -46,7 +46,7 @@ class SelectRules:
 
     def select(self, meta, *children):
         items = list(children)
-        emitter = items.pop(0) if isinstance(items[0], str) else None
+        emitter, emitter_options = items.pop(0) if isinstance(items[0], tuple) else (None, ())
         distinct = items[0] is _DISTINCT
         if distinct:
             items.pop(0)
@@ -56,10 +56,41 @@ class SelectRules:
                                                    tail.where, tail.emit)
         return Select(emitter, projections, from_items, where, tail.group_by, tail.having,
                       tail.limit, tail.emit, distinct, tail.order_by, tail.offset, left_on,
-                      partition_by=tail.partition_by, settings=tail.settings, span=span_of(meta))
+                      partition_by=tail.partition_by, settings=tail.settings,
+                      emitter_options=emitter_options, span=span_of(meta))
 
-    def emitter(self, meta, tok):
-        return str(tok).lower()
+    def emitter(self, meta, tok, options=()):
+        return str(tok).lower(), options
+
+    # SensorBee's emitter options: ``[LIMIT n]``, ``[EVERY k-TH TUPLE]``, ``[EVERY x SECONDS]``, ``[SAMPLE x%]``
+
+    def emitter_options(self, meta, _open, *options):
+        return tuple(options)
+
+    def emitter_limit(self, meta, n):
+        if not isinstance(n, int):
+            raise fail("LIMIT takes an integer", meta)
+        return EmitterOption("limit", n, span=span_of(meta))
+
+    def every_tuple(self, meta, k, suffix):
+        if not isinstance(k, int):
+            raise fail("EVERY k-TH TUPLE takes an integer", meta)
+        return EmitterOption("every_tuple", k, suffix=suffix, span=span_of(meta))
+
+    def every_time(self, meta, value, unit):
+        return EmitterOption("every_time", value, unit=str(unit).lower(), span=span_of(meta))
+
+    def sample(self, meta, value):
+        return EmitterOption("sample", value, span=span_of(meta))
+
+    def emit_number(self, meta, *toks):
+        """SensorBee's NumericLiteral / FloatLiteral: ``-``? digits [``.`` digits]."""
+        tok = toks[-1]
+        value = float(tok) if tok.type == "FLOAT" else int(tok)
+        return -value if len(toks) == 2 else value
+
+    def ordinal_suffix(self, meta, tok):
+        return str(tok).upper()
 
     def distinct(self, meta, tok):
         return _DISTINCT

@@ -170,6 +170,24 @@ class EmitClause(Node):
 
 
 @node
+class EmitterOption(Node):
+    """One SensorBee emitter option inside ``SELECT ISTREAM [ ... ]`` (bql.peg ``EmitterOptions``).
+
+    ``kind`` is ``limit`` (``LIMIT n``: the statement stops after n emitted tuples), ``every_tuple``
+    (``EVERY k-TH TUPLE``: the 1st, (k+1)-th, (2k+1)-th ... output tuple), ``every_time`` (``EVERY x
+    SECONDS|MILLISECONDS``: the latest output tuple once per x of wall-clock time) or ``sample``
+    (``SAMPLE x%``: each output tuple with probability x/100). ``value`` is the number as written
+    (int or float) and ``unit`` is ``seconds``/``milliseconds`` for ``every_time``, else ``""``; the
+    ordinal suffix of ``k-TH`` is any of ST/ND/RD/TH, as in SensorBee (``suffix`` keeps it).
+    """
+
+    kind: str
+    value: int | float
+    unit: str = ""
+    suffix: str = ""
+
+
+@node
 class Select(Statement):
     """``SELECT emitter [DISTINCT] items FROM ... [WHERE] [GROUP BY] [HAVING] [ORDER BY] [LIMIT n] [EMIT ...]``.
 
@@ -198,6 +216,8 @@ class Select(Statement):
     # ``SETTINGS k = v, ...`` holds its query settings (``MatchSetting`` nodes; docs/timeplus.md).
     partition_by: tuple[Expr, ...] = ()
     settings: tuple[MatchSetting, ...] = ()
+    # SensorBee's ``RSTREAM [LIMIT n]`` etc.: at most one sampling option, then at most one LIMIT.
+    emitter_options: tuple[EmitterOption, ...] = ()
 
 
 @node

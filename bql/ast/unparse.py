@@ -8,6 +8,8 @@ Statements, SELECT parts and MATCH_RECOGNIZE are here; expressions and row patte
 """
 from __future__ import annotations
 
+from decimal import Decimal
+
 from .base import Node
 from .expressions import Literal
 from .patterns import Interval
@@ -109,6 +111,8 @@ def _Select(s) -> str:
     out = ["SELECT"]
     if s.emitter:
         out.append(s.emitter.upper())
+    if s.emitter_options:
+        out.append("[" + " ".join(_EmitterOption(o) for o in s.emitter_options) + "]")
     if s.distinct:
         out.append("DISTINCT")
     out.append(", ".join(_Projection(p) for p in s.projections))
@@ -134,6 +138,25 @@ def _Select(s) -> str:
     if s.settings:
         out.append("SETTINGS " + ", ".join(_MatchSetting(x) for x in s.settings))
     return " ".join(out)
+
+
+def _EmitterOption(o) -> str:
+    """SensorBee's spelling (ast.go ``EmitterAST.string``), the numbers as written."""
+    if o.kind == "limit":
+        return f"LIMIT {o.value}"
+    if o.kind == "every_tuple":
+        return f"EVERY {o.value}-{o.suffix} TUPLE"
+    if o.kind == "every_time":
+        return f"EVERY {_plain_number(o.value)} {o.unit.upper()}"
+    return f"SAMPLE {_plain_number(o.value)}%"
+
+
+def _plain_number(value: int | float) -> str:
+    """An int as digits, a float in positional notation with a '.' (the grammar has no exponents)."""
+    if isinstance(value, int):
+        return str(value)
+    text = format(Decimal(repr(value)), "f")
+    return text if "." in text else text + ".0"
 
 
 def _Projection(p) -> str:
