@@ -61,6 +61,7 @@ def _kernel(proc: Any) -> str:
 
 def _memoryless(proc: Any) -> tuple[bool, str]:
     """Whether every step of ``proc`` depends on its own tuple only, and why (not)."""
+    from sbpy.bql.runtime.emitter_options import EmitterOptionsProcessor
     from sbpy.bql.runtime.kernel import SelectProcessor
     from sbpy.bql.runtime.union import UnionProcessor
 
@@ -68,6 +69,9 @@ def _memoryless(proc: Any) -> tuple[bool, str]:
         verdicts = [_memoryless(b) for b in proc.branches]
         bad = [why for ok, why in verdicts if not ok]
         return (not bad, "every UNION ALL branch is memoryless" if not bad else bad[0])
+    if isinstance(proc, EmitterOptionsProcessor):
+        return False, ("emitter options ([LIMIT n], [EVERY ...], [SAMPLE x%]) count, sample or hold back "
+                       "the tuples emitted so far")
     if not isinstance(proc, SelectProcessor):
         return False, f"a {_kernel(proc).replace('_', ' ')} stage keeps state across tuples"
     if proc.limit is not None:

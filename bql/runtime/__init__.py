@@ -12,7 +12,9 @@
   (``ProcessorContext.kernel="reference"`` or ``SBPY_KERNEL=reference``), else ``kernel.SelectProcessor``;
 - ``SELECT ... UNION ALL ...`` → ``union.UnionProcessor`` over one processor per branch;
 - a subquery in FROM (a CTE's reference) → ``subquery.SubqueryProcessor`` (a processor per subquery
-  feeding the outer SELECT's).
+  feeding the outer SELECT's);
+- SensorBee's emitter options (``RSTREAM [LIMIT n]`` ...) → ``emitter_options.EmitterOptionsProcessor``
+  around the processor of the same SELECT without them.
 """
 from __future__ import annotations
 
@@ -34,6 +36,13 @@ def build_processor(stmt: Select | SelectUnion, context: ProcessorContext | None
         from .union import UnionProcessor
 
         return UnionProcessor([build_processor(s, context) for s in stmt.selects])
+    if stmt.emitter_options:  # SensorBee's [LIMIT n] / [EVERY ...] / [SAMPLE x%] over the plain query
+        from dataclasses import replace
+
+        from .emitter_options import EmitterOptionsProcessor
+
+        return EmitterOptionsProcessor(build_processor(replace(stmt, emitter_options=()), context),
+                                       stmt.emitter_options)
     from .subquery import SubqueryProcessor, has_subquery
 
     if has_subquery(stmt):

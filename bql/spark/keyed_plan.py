@@ -70,6 +70,8 @@ def partition_exprs(spec: StageSpec) -> tuple | None:
         stmt = stmt.select
     if not isinstance(stmt, Select) or len(stmt.from_items) != 1:
         return None
+    if stmt.emitter_options:
+        return None  # [LIMIT n] / [EVERY ...] / [SAMPLE x%] count the emitted tuples of all partitions
     item = stmt.from_items[0]
     if not isinstance(item, MatchRecognize) or not item.partition_by:
         return None
