@@ -86,7 +86,12 @@ class SelectRules:
     def emit_number(self, meta, *toks):
         """SensorBee's NumericLiteral / FloatLiteral: ``-``? digits [``.`` digits]."""
         tok = toks[-1]
-        value = float(tok) if tok.type == "FLOAT" else int(tok)
+        if tok.type == "FLOAT":
+            value = float(str(tok))
+            if value == float("inf"):  # ast.go NewFloatLiteral: ParseFloat's range error panics
+                raise fail(f"float literal {tok} is out of the range of float64", tok)
+        else:
+            value = int_value(tok)  # ast.go NewNumericLiteral: beyond int64 panics
         return -value if len(toks) == 2 else value
 
     def ordinal_suffix(self, meta, tok):

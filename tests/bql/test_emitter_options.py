@@ -82,6 +82,7 @@ def test_a_bracket_after_the_emitter_is_still_an_array():
     "SELECT RSTREAM [EVERY 2 TUPLES] 1 FROM a [RANGE 1 TUPLES]",
     "SELECT RSTREAM [SAMPLE 5] 1 FROM a [RANGE 1 TUPLES]",
     "SELECT RSTREAM [] 1 FROM a [RANGE 1 TUPLES]",
+    "SELECT RSTREAM [LIMIT 99999999999999999999] 1 FROM a [RANGE 1 TUPLES]",  # NewNumericLiteral: int64
 ])
 def test_forms_the_peg_does_not_accept_are_syntax_errors(text):
     with pytest.raises(BQLSyntaxError):
