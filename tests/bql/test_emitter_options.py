@@ -342,3 +342,12 @@ def test_a_stage_with_emitter_options_is_not_memoryless():
     for option in ["LIMIT 3", "EVERY 2-ND TUPLE", "SAMPLE 50%", "EVERY 1 SECONDS"]:
         stage = describe_stage("n", f"SELECT RSTREAM [{option}] x FROM s [RANGE 1 TUPLES]", ["s"])
         assert not stage.stateless and "emitter options" in stage.why
+
+
+def test_the_native_tier_does_not_compile_a_stage_with_emitter_options():
+    from sbpy.bql.spark.native_stage import Unsupported, stage_parts
+
+    assert stage_parts(build_processor(parse_select("SELECT RSTREAM x FROM s [RANGE 1 TUPLES]")))
+    for option in ["LIMIT 3", "EVERY 2-ND TUPLE", "SAMPLE 50%", "EVERY 1 SECONDS"]:
+        with pytest.raises(Unsupported):
+            stage_parts(build_processor(parse_select(f"SELECT RSTREAM [{option}] x FROM s [RANGE 1 TUPLES]")))
