@@ -16,6 +16,9 @@ In order, each refusal answered with SensorBee's error envelope:
 5. a body over ``network.max_request_bytes``: at once from ``Content-Length``, else while it streams in
    (bytes counted, never buffered here) → 413 J0009.
 
+Before a refusal is answered, what the client still sends of the body is read and thrown away (up to
+``DRAIN_BYTES``), so closing the connection cannot reset it under the client's feet.
+
 A pure ASGI middleware (not ``BaseHTTPMiddleware``) so streamed SELECT responses pass through
 untouched and client disconnects stay visible to them.
 """
@@ -148,6 +151,7 @@ class RequestContextMiddleware:
         rejection = (self._check_host(scope, headers) or self._check_auth(scope, headers)
                      or self._check_origin(scope, headers) or self._check_body(scope, headers))
         if rejection is not None:
+            await _drain(receive)
             await _reject(str(rid), rejection, send)
             return
         limit = self.policy.max_request_bytes
@@ -233,14 +237,18 @@ class RequestContextMiddleware:
     async def _call_limited(self, scope: Scope, receive: Receive, send: Send, rid: str, limit: int) -> None:
         received = 0
         started = False
+        body_left = True  # the client may still be sending the body
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, body_left
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
+                body_left = bool(message.get("more_body", False))
                 if received > limit:
                     raise RequestTooLarge(limit)
+            else:
+                body_left = False
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -254,7 +262,29 @@ class RequestContextMiddleware:
         except RequestTooLarge:
             if started:
                 raise
+            if body_left:
+                await _drain(receive)
             await _reject(rid, Rejection(413, TOO_LARGE, too_large_message(limit), {"limit": limit}), send)
+
+
+DRAIN_BYTES = 1 << 20  # the most of a refused body read (and thrown away) before the answer
+
+
+async def _drain(receive: Receive, cap: int = DRAIN_BYTES) -> None:
+    """Read and discard the rest of a refused request's body, up to ``cap`` bytes, before answering.
+
+    The answer closes the connection; closing a socket with unread bytes in it makes the kernel send a
+    reset, which can reach the client while it is still sending and destroy the answer before it is read
+    (the client sees "connection reset" instead of the error envelope). A body beyond ``cap`` is not
+    read: the connection is closed on it."""
+    read = 0
+    while read <= cap:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        read += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 async def _reject(rid: str, rejection: Rejection, send: Send) -> None:
