@@ -20,6 +20,8 @@ from .ast import (
     MatchSetting,
     MatchTime,
     Measure,
+    Projection,
+    Select,
     Navigation,
     PatternAlt,
     PatternAnchor,
@@ -37,6 +39,7 @@ from .ast import (
 )
 from .transform_base import fail, ident, rewrite, span_of
 from .transform_expr import int_value
+from .transform_select import WINDOW_FUNCTIONS
 
 NAVIGATIONS = frozenset({"prev", "next", "first", "last"})
 _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
@@ -101,6 +104,21 @@ class MatchRules:
         alias = alias[1] if alias is not None else None
         source = SubqueryRef(select, None, alias or SUBQUERY_ALIAS, span=span_of(meta))
         return MatchRecognize(source, alias=alias, span=span_of(meta), **body)
+
+    def match_recognize_call(self, meta, name, *rest):
+        """``tumble|hop|session(...) MATCH_RECOGNIZE (...) [[AS] alias]``: the pattern runs over the window
+        function's rows (each input row with its ``window_start``/``window_end``), exactly as over
+        ``(SELECT * FROM tumble(...)) MATCH_RECOGNIZE (...)``, which is what this builds."""
+        parts = list(rest)
+        alias = parts.pop() if parts and isinstance(parts[-1], tuple) else None
+        body = parts.pop()
+        if ident(name) not in WINDOW_FUNCTIONS:
+            raise fail("MATCH_RECOGNIZE reads a stream, a subquery or a window function (tumble, hop, "
+                       f"session), not '{ident(name)}(...)'", name)
+        window = self.from_call(meta, name, *parts)
+        span = span_of(meta)
+        select = Select(None, (Projection(Wildcard(span=span), span=span),), (window,), span=span)
+        return self.match_recognize_subquery(meta, select, body, alias)
 
     def bare_alias(self, meta, tok):
         return ("alias", ident(tok))

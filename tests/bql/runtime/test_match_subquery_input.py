@@ -114,3 +114,41 @@ def test_sbpy_check_resolves_the_subquery_inputs(tmp_path):
     assert (rc, out) == (0, "")
     rc, out = sbpy_check(tmp_path / "bad.bql", f"SELECT * FROM ({INNERS[0]}) MATCH_RECOGNIZE ({BODY}) MR;\n")
     assert rc == 1 and "stream 's' was not found" in out
+
+
+# ``tumble|hop|session(...) MATCH_RECOGNIZE (...)``: the window function's rows (window_start/window_end
+# added) are the pattern's input, as with the subquery `(SELECT * FROM tumble(...))` written out.
+WINDOW_BODY = ("PARTITION BY k ORDER BY t MEASURES FIRST(A.t) AS t0, LAST(B.window_start) AS ws, "
+               "LAST(B.window_end) AS we, count(B.*) AS nb PATTERN (A B+) "
+               "DEFINE A AS A.v > 0, B AS B.window_start = A.window_start AND B.v > PREV(B.v)")
+WINDOWS = ["tumble(s, 5s)", "hop(s, 2s, 4s)", "tumble(s, t, 3 SECONDS)"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(WINDOWS), ROWS)
+def test_window_function_input_equals_the_two_stream_form(window, rows):
+    expected = two_streams(f"SELECT * FROM {window}", rows, WINDOW_BODY)
+    assert fused(f"SELECT * FROM {window} MATCH_RECOGNIZE ({WINDOW_BODY}) MR", rows) == expected
+    assert fused(f"SELECT RSTREAM * FROM (SELECT * FROM {window}) MATCH_RECOGNIZE ({WINDOW_BODY})", rows) == expected
+
+
+def test_window_function_input_finds_the_matches():
+    rows = [("a", 1), ("a", 2), ("a", 3), ("a", 4), ("a", 5), ("a", 6), ("a", 7)]  # t = 0 .. 6 seconds
+    out, dropped = fused(f"SELECT * FROM tumble(s, 5s) MATCH_RECOGNIZE ({WINDOW_BODY})", rows)
+    # ONE ROW PER MATCH, SKIP PAST LAST ROW: B+ runs to the end of a 5-second window, whose end is
+    # known when the next row (of the next window, or the end of input) fails B
+    assert [row for row, _ in out] == [
+        {"k": "a", "t0": 0, "ws": 1704067200, "we": 1704067205, "nb": 4},
+        {"k": "a", "t0": 5, "ws": 1704067205, "we": 1704067210, "nb": 1},
+    ]
+    assert dropped == []
+
+
+def test_only_window_functions_feed_match_recognize():
+    import pytest
+    from sbpy.bql.errors import BQLError
+
+    with pytest.raises(BQLError, match="MATCH_RECOGNIZE reads a stream, a subquery or a window function"):
+        parse_one(f"SELECT * FROM my_udsf(s, 3) MATCH_RECOGNIZE ({WINDOW_BODY})")
+    stmt = parse_one(f"SELECT RSTREAM * FROM hop(s, 2s, 4s) MATCH_RECOGNIZE ({WINDOW_BODY}) AS m")
+    assert parse_one(unparse(stmt)) == stmt
