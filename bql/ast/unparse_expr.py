@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from .base import Node
 from .expressions import (
-    BinaryOp, FieldRef, IndexStep, KeyStep, Literal, RecursiveStep, SliceStep, UnaryOp,
+    BinaryOp, IndexStep, KeyStep, Literal, RecursiveStep, SliceStep, UnaryOp,
 )
 from .patterns import PatternAlt, PatternConcat, PatternQuantified
 

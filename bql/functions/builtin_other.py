@@ -10,7 +10,6 @@ import datetime as _dt
 from typing import Any
 
 import json
-import math
 
 from ..conversions import go_json, to_blob
 from ..errors import BQLEvaluationError
