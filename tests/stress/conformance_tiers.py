@@ -27,7 +27,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,10 @@ import time
 from pathlib import Path
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+
+from cluster import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = next((p for p in (REPO.parent / "shared", Path("/work/shared")) if (p / "conformance").exists()),
@@ -49,14 +52,8 @@ MODES = {
 RUNS = re.compile(r"query '([^']*)' runs (\w+) \(tiers: ([^)]*)\)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start(workdir: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str, Path]:
-    port = _free_port()
+    port = free_port()
     log = workdir / "server.log"
     config = workdir / "sbpy.yaml"
     # the runner writes its input and output files in a temporary folder of its own
