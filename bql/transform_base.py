@@ -55,6 +55,16 @@ def present(items: list[Any]) -> list[Any]:
     return [c for c in items if c is not None]
 
 
+def unique_settings(settings: tuple[Any, ...], what: str) -> tuple[Any, ...]:
+    """``settings`` (``MatchSetting`` nodes) unchanged, or a syntax error at the first name given twice
+    (``"<what> '<name>' is given more than once"``)."""
+    names = [s.name for s in settings]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise fail(f"{what} '{name}' is given more than once", settings[i])
+    return settings
+
+
 def rewrite(value: Any, fn: Callable[[Node], Node | None]) -> Any:
     """Rebuild ``value`` bottom-up, replacing every node ``n`` for which ``fn(n)`` is not None.
 

@@ -37,7 +37,7 @@ from .ast import (
     VariableDef,
     Wildcard,
 )
-from .transform_base import fail, ident, rewrite, span_of
+from .transform_base import fail, ident, rewrite, span_of, unique_settings
 from .transform_expr import int_value
 from .transform_select import WINDOW_FUNCTIONS
 
@@ -199,11 +199,7 @@ class MatchRules:
         return str(tok).lower()
 
     def mr_settings(self, meta, *settings):
-        names = [s.name for s in settings]
-        for i, name in enumerate(names):
-            if name in names[:i]:
-                raise fail(f"MATCH_RECOGNIZE setting '{name}' is given more than once", settings[i])
-        return ("settings", tuple(settings))
+        return ("settings", unique_settings(settings, "MATCH_RECOGNIZE setting"))
 
     def mr_setting(self, meta, name, value):
         if isinstance(value, Token):

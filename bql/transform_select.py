@@ -9,7 +9,7 @@ from .ast import (
     AliasPath, EmitClause, EmitterOption, Expr, FieldRef, Interval, KeyStep, Projection, RangeWindow,
     HistoryTable, Select, SelectUnion, StreamRef, UdsfCall, WindowFunction, SUBQUERY_ALIAS, SubqueryRef,
 )
-from .transform_base import fail, ident, present, span_of
+from .transform_base import fail, ident, present, span_of, unique_settings
 from .transform_interval import shorthand_interval, time_zone_name
 from .transform_expr import int_value
 from .transform_join import flatten_joins
@@ -125,11 +125,7 @@ class SelectRules:
         return ("partition_by", tuple(exprs))
 
     def select_settings(self, meta, *settings):
-        names = [s.name for s in settings]
-        for i, name in enumerate(names):
-            if name in names[:i]:
-                raise fail(f"setting '{name}' is given more than once", settings[i])
-        return ("settings", tuple(settings))
+        return ("settings", unique_settings(settings, "setting"))
 
     def limit(self, meta, tok, offset=None):
         return ("limit", (int_value(tok), None if offset is None else int_value(offset)))
