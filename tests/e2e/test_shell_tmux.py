@@ -9,6 +9,7 @@ presses Ctrl-C while the status line shows, so it never waits for Spark, but the
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -28,11 +29,17 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow,
 class Terminal:
     """One tmux session on a private server socket running ``command``."""
 
-    def __init__(self, command: list[str], env: dict[str, str]):
+    def __init__(self, command: list[str], env: dict[str, str], status_file: Path):
         self.socket = f"sbpy-test-{uuid.uuid4().hex[:8]}"
         self.env = env
-        self._tmux("new-session", "-d", "-s", "shell", "-x", "110", "-y", "45", " ".join(command))
-        self._tmux("set-option", "-t", "shell", "remain-on-exit", "on")  # keep the pane to read its exit
+        self.status_file = status_file
+        # sh reaps the command and writes its status: tmux 3.3a under load can leave the exited command a
+        # zombie with its pane alive for more than 30 s, so the pane's state is no witness of the exit.
+        # (``trap : INT``: Ctrl-C is for the command; a handler, unlike an ignored signal, is not inherited)
+        script = f"trap : INT; {shlex.join(command)}; echo $? > {shlex.quote(str(status_file))}.tmp" \
+                 f" && mv {shlex.quote(str(status_file))}.tmp {shlex.quote(str(status_file))}"
+        self._tmux("new-session", "-d", "-s", "shell", "-x", "110", "-y", "45", shlex.join(["sh", "-c", script]))
+        self._tmux("set-option", "-t", "shell", "remain-on-exit", "on")  # keep the pane to read the screen
 
     def _tmux(self, *args: str) -> str:
         proc = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True,
@@ -64,18 +71,8 @@ class Terminal:
             time.sleep(0.1)
 
     def exit_status(self) -> str | None:
-        """None until tmux has reaped the command, then its exit status ("signal N" if a signal ended it).
-
-        tmux marks a pane dead when its terminal closes, which can come before it has reaped the
-        process: until then both the status and the signal read empty, and this still answers None."""
-        fields = self._tmux("list-panes", "-t", "shell", "-F",
-                            "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}").strip().split("|")
-        dead, status, signal_number = fields
-        if dead != "1":
-            return None
-        if status:
-            return status
-        return f"signal {signal_number}" if signal_number else None
+        """None while the command runs, then its exit status as ``sh`` reported it."""
+        return self.status_file.read_text().strip() if self.status_file.exists() else None
 
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30, check=False)
@@ -110,7 +107,7 @@ def test_shell_on_a_terminal(server: Server, tmp_path: Path):
                         "CREATE STREAM words AS SELECT RSTREAM * FROM src [RANGE 1 TUPLES];")
     env = {**os.environ, "HOME": str(tmp_path), "TERM": "xterm-256color"}
     term = Terminal([sys.executable, "-m", "sbpy.server.cli.main", "shell", "-t", "t", "--uri",
-                     f"http://127.0.0.1:{server.port}/"], env)
+                     f"http://127.0.0.1:{server.port}/"], env, tmp_path / "shell.status")
     try:
         term.wait_for(lambda s: s.rstrip().endswith("t>"), "the prompt")
 
