@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import pytest
 
 from sbpy.server.cli import run as run_module
 from sbpy.server.cli.main import SUBCOMMANDS, build_parser, main
+from loopback import free_port as _free_port
 
 # ---------------------------------------------------------------- run --listen
 
@@ -38,11 +38,6 @@ def test_a_malformed_listen_is_an_error(capsys):
     assert capsys.readouterr().err.strip() == (
         "sbpy run: --listen: listen_on must look like 'host:port' or ':port', got 'localhost'")
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_real_server_listens_where_told(tmp_path):

@@ -13,18 +13,17 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+_TESTS = str(Path(__file__).resolve().parents[1])  # tests/ (standalone scripts add only tests/e2e)
+if _TESTS not in sys.path:
+    sys.path.append(_TESTS)
+from loopback import free_port  # noqa: E402 - re-exported for server_process, crash_harness, the stress scripts
 
 
 def spark_home() -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import paho.mqtt.client as paho
 import pytest
+from loopback import free_port as _free_port
 
 
 def mosquitto_binary() -> str | None:
@@ -33,11 +34,6 @@ def wait_for(pred: Callable[[], bool], timeout: float = 10.0) -> bool:
         time.sleep(0.01)
     return pred()
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _accepts(port: int) -> bool:

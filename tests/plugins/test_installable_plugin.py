@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import tomllib
 from pathlib import Path
 
 import httpx
+from loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ROOT / "examples" / "my_plugin"
@@ -50,11 +50,6 @@ def sbpy(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sbpy.server.cli.main", *args], env=env, capture_output=True,
                           text=True, timeout=120)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def check_discovered(site: Path, tmp_path: Path) -> None:
