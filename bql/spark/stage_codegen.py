@@ -144,9 +144,14 @@ class _Writer:
             raise _Unsupported(f"literal of type {tc.__name__}")
 
 
-def generate(where: Any, projections: list[tuple[str, Any]], alias: str) -> Callable[[Any], Any] | None:
+def generate(where: Any, projections: list[tuple[str, Any]], alias: str,
+             copy: Callable[[Any], Any] | None = None) -> Callable[[Any], Any] | None:
     """``step(data)`` for a stage with WHERE ``where`` (or None) and ``projections`` ``[(key, expr)]``;
-    None when the stage uses anything outside the supported subset."""
+    None when the stage uses anything outside the supported subset.
+
+    With ``copy`` a projected map or array value is emitted as ``copy(value)`` (the in-process kernel
+    gives each output row its own containers, ``kernel._copy``); without it the output shares them
+    with the input row (the Spark tier serialises the row at once)."""
     w = _Writer(alias)
     try:
         if where is not None:
@@ -155,7 +160,9 @@ def generate(where: Any, projections: list[tuple[str, Any]], alias: str) -> Call
         items = []
         for key, expr in projections:
             if isinstance(expr, FieldRef):
-                items.append((key, w.field(expr, "    ")))
+                var = w.field(expr, "    ")
+                items.append((key, var if copy is None else
+                              f"(COPY({var}) if type({var}) is dict or type({var}) is list else {var})"))
             elif isinstance(expr, Literal) and type(expr.value) in (int, float, str, bool, type(None)):
                 items.append((key, w.const(expr.value)))
             else:
@@ -170,7 +177,7 @@ def generate(where: Any, projections: list[tuple[str, Any]], alias: str) -> Call
         w.lines.extend(f"    row[{k!r}] = {v}" for k, v in items)
         w.lines.append("    return row")
     source = "def step(d):\n" + "\n".join(w.lines) + "\n"
-    scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, **w.consts}
+    scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, "COPY": copy, **w.consts}
     exec(compile(source, f"<stage {alias}>", "exec"), scope)  # noqa: S102 - generated from the AST above
     step = scope["step"]
     step.source = source  # for tests and debugging
@@ -180,8 +187,16 @@ def generate(where: Any, projections: list[tuple[str, Any]], alias: str) -> Call
 def fast_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str] | None:
     """``(where, [(output key, expr)], alias)`` of a kernel ``SelectProcessor`` in its fast form (RSTREAM
     over ``[RANGE 1 TUPLES]`` of one input, each projection under one top-level key), or None."""
+    if not proc.fast:
+        return None
+    return row_parts(proc)
+
+
+def row_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str] | None:
+    """``fast_parts`` without the fast form: a one-FROM-item, non-grouping ``SelectProcessor`` whose
+    projections each set one top-level key (its WHERE and select list per row, whatever the window)."""
     sl = proc.select_list
-    if not proc.fast or sl is None or sl.wild:
+    if len(proc.aliases) != 1 or sl is None or sl.wild:
         return None
     exprs = [p.expr for p in proc.select.projections]
     if len(exprs) != len(sl.explicit):
@@ -194,7 +209,7 @@ def fast_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str] | None:
     return proc.select.where, projections, proc.aliases[0]
 
 
-def generate_for(proc: Any) -> Callable[[Any], Any] | None:
+def generate_for(proc: Any, copy: Callable[[Any], Any] | None = None) -> Callable[[Any], Any] | None:
     """``generate`` for a kernel ``SelectProcessor`` in its fast form, or None."""
     parts = fast_parts(proc)
-    return None if parts is None else generate(*parts)
+    return None if parts is None else generate(*parts, copy=copy)

@@ -6,7 +6,6 @@ for deterministic expressions. A statement stays on the reference ``SelectProces
 
 - calls a volatile function (``now()``, ``random()`` ...), a function that reads the evaluation
   context, or a function the registry does not know (``eval.is_volatile``);
-- is the reference's fast form (RSTREAM over ``[RANGE 1 TUPLES]`` of one input): it is O(1) already;
 - has a ``RANGE n TUPLES`` window with ``n < 1`` (a new entry would leave its window in its own step);
 - reads a FROM item the BQL kernel does not read (the reference raises the error);
 - has DISTINCT or ORDER BY (the reference shapes each step's whole relation, ``relation_shape.py``).
@@ -37,12 +36,4 @@ def ineligible_reason(select: Select, registry: Any = None) -> str | None:
     for e in exprs:
         if is_volatile(e, registry):
             return "a volatile or unknown function"
-    if (len(select.from_items) == 1 and isinstance(select.from_items[0], StreamRef)
-            and (select.emitter or "rstream") == "rstream" and not select.group_by):
-        window = select.from_items[0].window
-        if window is None or (window.unit == "tuples" and window.value == 1):
-            from ...eval import contains_aggregate
-
-            if not any(contains_aggregate(e, registry) for e in exprs):
-                return "RSTREAM over [RANGE 1 TUPLES] takes the reference's fast path"
     return None

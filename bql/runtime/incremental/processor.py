@@ -21,6 +21,7 @@ from __future__ import annotations
 import pickle
 
 from ...ast import Select
+from ...spark.stage_codegen import FALLBACK, generate, generate_for, row_parts
 from ...eval import Env
 from ..kernel import SelectProcessor, _copy, _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
@@ -59,13 +60,33 @@ class IncrementalSelectProcessor(SelectProcessor):
         self.project_row = (plain_evaluator(self.select_list, select.projections, self.aliases)
                             if self.select_list is not None else None)
         self.delegate = self.fast  # run as the reference kernel (fast path, or restored from its snapshot)
+        # the fast form's generated, type-guarded step (``stage_codegen``); other rows take the reference
+        self.generated = (generate_for(self, _copy) if self.fast and self.limit is None and not self.has_udsf
+                          else None)
+        self.source = self.slots[0].sources[0] if self.generated is not None else None
+        # one FROM item, no grouping: WHERE and the select list of a new row as one generated step
+        parts = row_parts(self) if self.single and self.grouping is None and not self.fast else None
+        self.row_step = generate(*parts) if parts is not None else None
         self.targets: dict[str, list[int]] = {}
         for slot in self.slots:
             for name in slot.sources:
                 self.targets.setdefault(name, []).append(slot.index)
 
     def process(self, tup: Tuple) -> StepResult:
-        """``SelectProcessor.process`` with the FROM items of each input looked up once."""
+        """``SelectProcessor.process`` with the FROM items of each input looked up once; the fast form
+        runs its generated step first (``None``: WHERE is false; ``FALLBACK``: the reference's step)."""
+        generated = self.generated
+        if generated is not None:
+            if tup.input != self.source:
+                return StepResult()
+            out = generated(tup.data)
+            if out is None:
+                return StepResult()
+            if out is not FALLBACK:
+                return StepResult([Tuple(out, tup.ts, tup.seq, "")])
+            result = StepResult()
+            super()._step(tup, [0], result)
+            return result
         if self.has_udsf:
             return super().process(tup)
         result = StepResult()
@@ -80,6 +101,9 @@ class IncrementalSelectProcessor(SelectProcessor):
 
     def kernel_description(self) -> str:
         """A short account of how this statement runs (for EXPLAIN)."""
+        if self.generated is not None:
+            return ("generated type-guarded code (RSTREAM over [RANGE 1 TUPLES]; the reference fast path for"
+                    " rows outside its guards)")
         if self.fast:
             return "reference fast path (RSTREAM over [RANGE 1 TUPLES])"
         if self.delegate:
@@ -156,6 +180,11 @@ class IncrementalSelectProcessor(SelectProcessor):
     def _advance_single(self, tup: Tuple) -> list[Tuple]:
         """``_advance`` for one FROM item: one new entry, one candidate row."""
         window, relation, groups = self.slots[0].window, self.relation, self.groups
+        row_step = self.row_step
+        if row_step is not None and not relation.pending:
+            data = row_step(tup.data)  # side-effect free: a FALLBACK leaves nothing to undo
+            if data is not FALLBACK:
+                return self._advance_generated(tup, data)
         entry = Entry(self.next_eid, tup)
         self.next_eid += 1
         left = window.add(entry)
@@ -174,6 +203,27 @@ class IncrementalSelectProcessor(SelectProcessor):
         if groups is None:
             return self._project(tup)
         return self._group(tup)
+
+    def _advance_generated(self, tup: Tuple, data: dict | None) -> list[Tuple]:
+        """``_advance_single`` when the generated row step decided the new row: ``data`` is its
+        projection, or None when WHERE is false (no earlier row waits for its projection)."""
+        window, relation, delta = self.slots[0].window, self.relation, self.delta
+        eid = self.next_eid
+        self.next_eid = eid + 1
+        left = window.add(Entry(eid, tup))
+        if self.timed:
+            left += window.prune(tup.ts)
+        for old in left:
+            relation.drop_entry(old.eid)
+        if data is not None:
+            row = relation.add_projected(eid, data)
+            if delta is not None:
+                row.ekey, row.nan = row_key(data)
+        ts, seq = tup.ts, tup.seq
+        if delta is None:
+            return [Tuple(emitted_copy(row.data), ts, seq, "") for row in relation.rows.values()]
+        removed, added = relation.take_changes()
+        return [Tuple(emitted_copy(item.data), ts, seq, "") for item in delta.apply(removed, added)]
 
     def _project(self, tup: Tuple) -> list[Tuple]:
         relation = self.relation

@@ -101,7 +101,6 @@ def test_global_aggregate_over_an_empty_window_yields_one_row():
 @pytest.mark.parametrize("query, reason", [
     ("SELECT ISTREAM a:x AS x, now() AS t FROM s1 [RANGE 3 TUPLES] AS a", "volatile"),
     ("SELECT ISTREAM a:x AS x FROM s1 [RANGE 3 TUPLES] AS a WHERE random() < 0.5", "volatile"),
-    ("SELECT RSTREAM a:x AS x FROM s1 [RANGE 1 TUPLES] AS a", "fast path"),
 ])
 def test_statements_that_stay_on_the_reference(query, reason):
     assert type(build_processor(parse_select(query))) is SelectProcessor, reason
