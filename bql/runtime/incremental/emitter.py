@@ -17,6 +17,7 @@ touches only the keys of the items that changed. An item has ``pos`` (its place 
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
@@ -67,6 +68,24 @@ def row_key(data: dict[str, Any]) -> tuple[Any, bool]:
             nan = nan or has_nan(v)
             parts.append((k, multiset_key(v)))
     return ("m", frozenset(parts)), nan
+
+
+def row_key_for(labels: list[str]) -> Callable[[dict[str, Any]], tuple[Any, bool]]:
+    """``row_key`` for rows with exactly the keys ``labels`` (a generated select list's rows): straight-line
+    code keys int, float and str values as ``row_key`` does; a row holding any other value is keyed by
+    ``row_key`` itself. The keys are equal to ``row_key``'s (a frozenset of the same pairs)."""
+    lines = ["def key(data):", "    nan = False"]
+    pairs = []
+    for i, label in enumerate(labels):
+        v, p = f"v{i}", f"p{i}"
+        lines += [f"    {v} = data[{label!r}]", f"    t = type({v})", f"    if t is int: {p} = {v}",
+                  f"    elif t is str: {p} = ('s', {v})", "    elif t is float:", f"        {p} = {v}",
+                  f"        if {v} != {v}: nan = True", "    else: return row_key(data)"]
+        pairs.append(f"({label!r}, {p})")
+    lines.append(f"    return ('m', frozenset(({', '.join(pairs)},))), nan")
+    scope: dict[str, Any] = {"row_key": row_key}
+    exec(compile("\n".join(lines) + "\n", "<row key>", "exec"), scope)  # noqa: S102 - labels are repr()'d
+    return scope["key"]
 
 
 class KeyClass:
@@ -126,6 +145,14 @@ class DeltaEmitter:
             if fast is not None:
                 return fast
         return self._apply_general(istream, removed, added)
+
+    def apply_one(self, removed: list[Any], new: Any) -> list[Any]:
+        """``apply(removed, [new])``, the one-change step tried first."""
+        if not self.nans.pos and len(removed) <= 1:
+            fast = self._one_change(self.kind == "istream", removed[0] if removed else None, new)
+            if fast is not None:
+                return fast
+        return self.apply(removed, [new])
 
     def _apply_general(self, istream: bool, removed: list[Any], added: list[Any]) -> list[Any]:
         """``apply`` for any change: per changed key, ``c - p`` from the key's class."""

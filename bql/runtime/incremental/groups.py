@@ -240,7 +240,7 @@ class IncrementalGrouping:
 
     def current(self, table: GroupTable) -> list[GroupItem]:
         """Every item of the output relation, in order (RSTREAM)."""
-        items = [g.item for g in table.groups.values() if g.item is not None]
+        items = list(filter(None, map(_group_item, table.groups.values())))  # items are never falsy
         if table.empty_item is not None:
             items.append(table.empty_item)
         items.sort(key=_item_pos)
@@ -320,3 +320,4 @@ def _first_pos(group: Group) -> int:
 
 
 _item_pos = attrgetter("pos")
+_group_item = attrgetter("item")

@@ -26,7 +26,7 @@ from ...eval import Env
 from ..kernel import SelectProcessor, _copy, _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..windows import Entry
-from .emitter import DeltaEmitter, row_key
+from .emitter import DeltaEmitter, row_key, row_key_for
 from .groups import GroupTable, IncrementalGrouping
 from .join import JoinPlan
 from .ordered_window import OrderedWindow
@@ -63,10 +63,15 @@ class IncrementalSelectProcessor(SelectProcessor):
         # the fast form's generated, type-guarded step (``stage_codegen``); other rows take the reference
         self.generated = (generate_for(self, _copy) if self.fast and self.limit is None and not self.has_udsf
                           else None)
-        self.source = self.slots[0].sources[0] if self.generated is not None else None
         # one FROM item, no grouping: WHERE and the select list of a new row as one generated step
         parts = row_parts(self) if self.single and self.grouping is None and not self.fast else None
         self.row_step = generate(*parts) if parts is not None else None
+        self.row_key = (row_key_for(list(dict.fromkeys(label for label, _ in parts[1])))
+                        if self.row_step is not None else row_key)
+        # without LIMIT or a UDSF, ``process`` runs a generated row's whole step itself (``_advance_generated``)
+        self.fused = self.row_step is not None and self.limit is None and not self.has_udsf
+        if self.generated is not None or self.fused:
+            self.source = self.slots[0].sources[0]
         self.targets: dict[str, list[int]] = {}
         for slot in self.slots:
             for name in slot.sources:
@@ -87,6 +92,17 @@ class IncrementalSelectProcessor(SelectProcessor):
             result = StepResult()
             super()._step(tup, [0], result)
             return result
+        if self.fused and not self.delegate and not self.relation.pending:
+            if tup.input != self.source:
+                return StepResult()
+            data = self.row_step(tup.data)  # side-effect free: a FALLBACK leaves nothing to undo
+            if data is not FALLBACK:
+                try:
+                    outputs = self._advance_generated(tup, data)
+                except Exception as err:  # as ``_step``: only this step is lost
+                    return StepResult([], [Dropped(tup, _message(err), "other")])
+                self.emitted += len(outputs)
+                return StepResult(outputs)
         if self.has_udsf:
             return super().process(tup)
         result = StepResult()
@@ -218,12 +234,13 @@ class IncrementalSelectProcessor(SelectProcessor):
         if data is not None:
             row = relation.add_projected(eid, data)
             if delta is not None:
-                row.ekey, row.nan = row_key(data)
+                row.ekey, row.nan = self.row_key(data)
         ts, seq = tup.ts, tup.seq
         if delta is None:
             return [Tuple(emitted_copy(row.data), ts, seq, "") for row in relation.rows.values()]
         removed, added = relation.take_changes()
-        return [Tuple(emitted_copy(item.data), ts, seq, "") for item in delta.apply(removed, added)]
+        items = delta.apply_one(removed, added[0]) if len(added) == 1 else delta.apply(removed, added)
+        return [Tuple(emitted_copy(item.data), ts, seq, "") for item in items]
 
     def _project(self, tup: Tuple) -> list[Tuple]:
         relation = self.relation

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sbpy.bql.runtime import ProcessorContext, build_processor
 from sbpy.bql.runtime.incremental import IncrementalSelectProcessor
+from sbpy.bql.runtime.incremental.emitter import row_key, row_key_for
 from sbpy.bql.runtime.kernel import SelectProcessor
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
@@ -89,7 +90,7 @@ def run_three(query: str, stream: list[tuple[dict[str, Any], int]], attribute: s
     if attribute == "generated":
         generated.generated, plain.generated = counting, None
     else:
-        generated.row_step, plain.row_step = counting, None
+        generated.row_step, plain.row_step, plain.fused = counting, None, False
     for seq, (data, ms) in enumerate(stream, 1):
         ts = START + dt.timedelta(milliseconds=ms)
         want = _observed(reference, data, ts, seq)
@@ -157,3 +158,34 @@ def test_statements_outside_the_subset_keep_the_closures(query):
     proc = build_processor(parse_select(query))
     assert isinstance(proc, IncrementalSelectProcessor)
     assert proc.generated is None and proc.row_step is None
+
+
+@SETTINGS
+@given(st.sampled_from(["ISTREAM", "RSTREAM"]), st.sampled_from(WHERES), st.sampled_from(SELECTS),
+       st.sampled_from([" LIMIT 3", " LIMIT 12"]), streams())
+def test_row_step_under_limit_equals_the_reference(emitter, where, items, limit, stream):
+    """With LIMIT the step runs through ``_step`` (``_advance_single`` calls the generated function)."""
+    query = f"SELECT {emitter} {items} FROM s1 [RANGE 3 TUPLES] AS a {where}{limit}"
+    assert not build_processor(parse_select(query)).fused
+    run_three(query, stream, "row_step")
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=4, unique=True),
+       st.lists(VALUES, min_size=4, max_size=4))
+def test_generated_row_key_equals_row_key(labels, values):
+    data = dict(zip(labels, values))
+    assert row_key_for(labels)(data) == row_key(data)
+
+
+@SETTINGS
+@given(st.sampled_from(["RSTREAM", "ISTREAM"]),
+       st.sampled_from(["a:k, count(*) AS n, sum(a:x) AS total", "count(*) AS n", "a:k AS k"]),
+       st.sampled_from(["[RANGE 3 TUPLES]", "[RANGE 500 MILLISECONDS]"]), streams())
+def test_group_output_order_equals_the_reference(emitter, items, window, stream):
+    """``groups.current`` lists the output rows by the position of their group's first row."""
+    stmt = parse_select(f"SELECT {emitter} {items} FROM s1 {window} AS a GROUP BY a:k")
+    inc, ref = build_processor(stmt), build_processor(stmt, ProcessorContext(kernel="reference"))
+    for seq, (data, ms) in enumerate(stream, 1):
+        ts = START + dt.timedelta(milliseconds=ms)
+        assert _observed(inc, data, ts, seq) == _observed(ref, data, ts, seq)
