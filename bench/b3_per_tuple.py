@@ -14,7 +14,11 @@ statements also run through the Spark operator (journal → ``applyInPandasWithS
 ``foreachBatch``) over N journaled tuples; their µs/tuple is Spark's busy time (sum of
 ``triggerExecution``) over N.
 
-Run: ``/work/venv/bin/python bench/b3_per_tuple.py [--n 100000] [--spark 200000]``. Prints a table.
+``--ops`` prints instead the Python bytecodes and calls per tuple of each statement and of its hand
+loop (``sys.settrace`` with opcode events, 200 tuples after 100 to fill the window): deterministic
+figures to read next to the timings on a loaded machine.
+
+Run: ``/work/venv/bin/python bench/b3_per_tuple.py [--n 100000] [--spark 200000] [--ops]``. Prints a table.
 """
 from __future__ import annotations
 
@@ -238,6 +242,52 @@ def in_process(n: int, only: set[str] | None = None) -> list[dict[str, Any]]:
     return results
 
 
+def count_ops(fn: Callable[..., Any], *args: Any) -> tuple[int, int]:
+    """(bytecodes, Python calls) executed by ``fn(*args)``."""
+    ops = calls = 0
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal ops, calls
+        if event == "call":
+            calls += 1
+            frame.f_trace_opcodes = True
+        elif event == "opcode":
+            ops += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        fn(*args)
+    finally:
+        sys.settrace(None)
+    return ops, calls
+
+
+def operation_counts(measured: int = 200, warm: int = 100) -> list[tuple[Any, ...]]:
+    """Per statement: bytecodes and calls per tuple of the kernel and of the hand loop."""
+    from sbpy.bql.runtime import ProcessorContext, build_processor
+    from sbpy.bql.runtime.processor import Tuple
+    from sbpy.bql.runtime.testing import parse_select
+
+    rows = []
+    for name, query, make, ref in CASES:
+        items = make(warm + measured)
+        proc = build_processor(parse_select(query), ProcessorContext())
+        tuples = [Tuple(d, ts, seq, src) for seq, (src, d, ts) in enumerate(items, 1)]
+        for t in tuples[:warm]:
+            proc.process(t)
+
+        def feed(batch: list[Any]) -> None:
+            for t in batch:
+                for _ in proc.process(t).outputs:
+                    pass
+
+        k_ops, k_calls = count_ops(feed, tuples[warm:])
+        h_ops, h_calls = count_ops(ref, items[warm:])
+        rows.append((name, k_ops / measured, k_calls / measured, h_ops / measured, h_calls / measured))
+    return rows
+
+
 # ---------------------------------------------------------------- through Spark
 
 
@@ -290,7 +340,13 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100_000, help="tuples per in-process case")
     ap.add_argument("--spark", type=int, default=200_000, help="tuples through the Spark operator (0: skip)")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--ops", action="store_true", help="bytecodes and calls per tuple instead of timings")
     a = ap.parse_args()
+    if a.ops:
+        print(benchlib.table(("statement", "kernel bytecodes", "kernel calls", "hand bytecodes", "hand calls"),
+                             [(n, round(ko), f"{kc:.1f}", round(ho), f"{hc:.1f}")
+                              for n, ko, kc, ho, hc in operation_counts()]))
+        return
     print(f"B3: per-tuple cost, {a.n:,} tuples per case; {benchlib.load_note()}")
     res = in_process(a.n)
     spark = through_spark(a.spark, a.master) if a.spark else {}
@@ -304,8 +360,9 @@ def main() -> None:
     print()
     print(benchlib.table(("statement", "tuples", "kernel µs", "hand-written µs", "× hand", "reference kernel µs",
                           "Spark µs", "Spark/kernel", "outputs", "same rows"), rows))
-    print("  kernel: build_processor's choice (the incremental kernel except for the filter's fast path);"
-          " reference kernel: SelectProcessor forced, over the first (n) tuples where given")
+    print("  kernel: build_processor's choice (the incremental kernel; the filter and the one-stream ISTREAM"
+          " statements decide each new row with stage_codegen's generated step); reference kernel:"
+          " SelectProcessor forced, over the first (n) tuples where given")
     by_name = {r["name"]: r for r in res}
     small, big = by_name.get("ISTREAM [RANGE 5 TUPLES]"), by_name.get("ISTREAM [RANGE 5000 TUPLES]")
     if small and big:

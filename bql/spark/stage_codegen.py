@@ -17,6 +17,10 @@ mixed-type comparison, a nested path that does not lead through maps: ``FALLBACK
 the kernel's compiled closures, which give the exact value, NULL logic, error and drop. The generated
 code has no side effects, so falling back half-way is safe. ``tests/spark/test_stage_codegen.py``
 compares it with the kernel on random rows.
+
+The in-process incremental kernel uses the same generator (``row_parts``: any one-FROM-item,
+non-grouping SELECT, whatever its window) to decide a new row's WHERE and projection
+(``runtime/incremental/processor.py``; ``tests/bql/runtime/test_generated_kernel_paths.py``).
 """
 from __future__ import annotations
 

@@ -11,6 +11,14 @@ attributes the planner reads) whose step works on changes instead of whole relat
 4. *relation-to-stream* — RSTREAM lists the current rows; ISTREAM/DSTREAM apply the change since the
    last successful step to ``DeltaEmitter`` (``emitter.py``).
 
+Generated code (``spark/stage_codegen.py``, the stateless Spark tier's generator): the reference's fast
+form (RSTREAM over ``[RANGE 1 TUPLES]``) runs WHERE and the select list as one type-guarded function
+(``generated``) and takes the reference's fast path only for rows outside its guards; a one-FROM-item
+statement without grouping decides each new row's WHERE and projection the same way (``row_step``) and,
+without LIMIT, ``process`` runs that row's whole step in ``_advance_generated``. The generated code
+has no side effects and returns ``FALLBACK`` for any value it was not written for (NULL, MISSING, a
+mixed-type comparison ...), so those rows take the compiled closures: same values, same errors.
+
 Failures follow the reference exactly: windows and the relation change, the step is reported as
 ``Dropped`` with the reference's error text, and the emitter keeps the last successful relation (the
 change log and the touched groups carry over to the next step). ``build_processor`` chooses this
@@ -229,12 +237,9 @@ class IncrementalSelectProcessor(SelectProcessor):
         left = window.add(Entry(eid, tup))
         if self.timed:
             left += window.prune(tup.ts)
-        for old in left:
-            relation.drop_entry(old.eid)
-        if data is not None:
-            row = relation.add_projected(eid, data)
-            if delta is not None:
-                row.ekey, row.nan = self.row_key(data)
+        row = relation.shift(left, eid, data)
+        if row is not None and delta is not None:
+            row.ekey, row.nan = self.row_key(data)
         ts, seq = tup.ts, tup.seq
         if delta is None:
             return [Tuple(emitted_copy(row.data), ts, seq, "") for row in relation.rows.values()]

@@ -87,13 +87,25 @@ class Relation:
             self.added.append(row)
         return row
 
-    def add_projected(self, eid: int, data: dict[str, Any]) -> Row:
-        """``add`` of a one-entry row whose projection ``data`` is already known (not pending)."""
+    def shift(self, left: list[Any], eid: int, data: dict[str, Any] | None) -> Row | None:
+        """One step of a one-FROM-item relation whose new row is already projected: ``drop_entry`` for
+        each entry in ``left``, then (unless ``data`` is None: WHERE was false) add the row of entry
+        ``eid`` with projection ``data``, not pending. Returns the new row."""
+        rows, by_eid = self.rows, self.by_eid
+        for entry in left:
+            old = by_eid.get(entry.eid)
+            if type(old) is not Row:  # none, or a list (several rows; a snapshot of an older version)
+                self.drop_entry(entry.eid)
+                continue
+            del by_eid[entry.eid]
+            if rows.pop(old.pos, None) is not None and self.track and old.emitted:
+                self.removed.append(old)
+        if data is None:
+            return None
         row = Row(self.next_pos, (eid,), None)
         self.next_pos += 1
         row.data = data
-        self.rows[row.pos] = row
-        by_eid = self.by_eid
+        rows[row.pos] = row
         same = by_eid.get(eid)
         if same is None:
             by_eid[eid] = row
