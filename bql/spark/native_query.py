@@ -2,8 +2,14 @@
 
 ::
 
-    sbpy_native (journal in seq-range partitions: raw segment lines; other rows through the Python chain)
+    sbpy_native (journal in seq-range partitions: one descriptor row per file segment block, or its raw
+    │            lines; other rows through the Python chain)
+      └─ descriptor → sbpy_file_lines (JVM) → posexplode: line rows (seq = first + pos)   (expand_lines)
       └─ line rows → sbpy_json_fields (JVM) → guard / depth / data columns (native_stage) → foreachBatch
+
+The reader sends descriptors (``lines=jvm``) when the session knows ``sbpy_file_lines``
+(``native_udf.file_lines_registered``), else the lines themselves as Arrow strings (``lines=arrow``);
+both give the same ``line`` rows, so everything after ``expand_lines`` is one code path.
 
 Each ``line`` row becomes ``out`` (passed every stage: ``data`` is the output line), ``skip`` (a WHERE
 was false; ``depth`` says how many stages it passed; a line no stage passed is dropped in the JVM) or
@@ -17,19 +23,46 @@ rows; the consumer adds them up.
 from __future__ import annotations
 
 import bisect
+import os
 from pathlib import Path
 from typing import Any
 
 from . import journal_format as jf
 from . import journal_segments as js
-from .native_source import NAME as SOURCE_NAME, register as register_source
+from .native_source import DESCRIPTOR, LINES_OPTION
+from .native_source import NAME as SOURCE_NAME
+from .native_source import register as register_source
 from .native_stage import NativeChain, compile_stages
 from .operator import OUTPUT_COLUMNS, StageSpec
 from .query import QueryHandle, QuerySpec, _ensure_listener, start_writer
 
+LINES_ENV = "SBPY_NATIVE_LINES"  # "arrow": the reader ships the lines (the older mode) even with sbpy_file_lines
+
+
 def chain_of(stages: list[StageSpec]) -> NativeChain:
     """The native chain of ``stages`` (``native_stage.Unsupported`` if any stage is not native)."""
     return compile_stages([(s.node, s.statement) for s in stages])
+
+
+def expand_lines(df: Any) -> Any:
+    """The source's rows with each ``lines`` descriptor replaced by its block's ``line`` rows, in order.
+
+    ``sbpy_file_lines(path, spec)`` returns the block's lines (each with its newline, as the Arrow mode's
+    split gives them; it throws when the file no longer holds the journaled bytes, failing the batch);
+    ``posexplode`` numbers them: the k-th line has ``seq = first + k``, ``idx`` 0, the descriptor's ``ts``
+    and ``input``. Every other row passes unchanged (exploded from a one-element array)."""
+    from pyspark.sql import functions as F
+
+    is_desc = F.col("kind") == F.lit(DESCRIPTOR)
+    items = F.when(is_desc, F.call_function("sbpy_file_lines", F.col("data"), F.col("event"))) \
+        .otherwise(F.array(F.col("data")))
+    exploded = df.select(*[F.col(c) for c in OUTPUT_COLUMNS], F.posexplode(items).alias("_pos", "_line"))
+    is_desc = F.col("kind") == F.lit(DESCRIPTOR)
+    return exploded.select(
+        F.when(is_desc, F.lit("line")).otherwise(F.col("kind")).alias("kind"), F.col("node"),
+        F.when(is_desc, F.col("seq") + F.col("_pos")).otherwise(F.col("seq")).alias("seq"),
+        F.col("idx"), F.col("ts"), F.col("_line").alias("data"), F.col("error"), F.col("input"),
+        F.when(is_desc, F.lit(None)).otherwise(F.col("event")).alias("event"))
 
 
 def classify(df: Any, chain: NativeChain) -> Any:
@@ -172,16 +205,30 @@ def fallback_row(seq: int, input_name: str, ts: int, line: str, path: str, line0
     return (seq, input_name, ts, text, False, None)
 
 
-def start_native_query(spark: Any, spec: QuerySpec, chain: NativeChain | None = None) -> QueryHandle:
-    """Start ``spec`` (a native chain over one journal input) — see the module docstring."""
+def lines_mode(spark: Any) -> str:
+    """How the reader hands file lines over: ``"jvm"`` (descriptors for ``sbpy_file_lines``) when the
+    session knows that function and ``SBPY_NATIVE_LINES`` is not ``arrow``, else ``"arrow"``."""
+    from .native_udf import file_lines_registered
+
+    if os.environ.get(LINES_ENV, "").strip().lower() == "arrow":
+        return "arrow"
+    return "jvm" if file_lines_registered(spark) else "arrow"
+
+
+def start_native_query(spark: Any, spec: QuerySpec, chain: NativeChain | None = None,
+                       lines: str | None = None) -> QueryHandle:
+    """Start ``spec`` (a native chain over one journal input) — see the module docstring. ``lines``:
+    the reader's mode (``"jvm"``/``"arrow"``; default ``lines_mode``)."""
     _ensure_listener(spark)
     register_source(spark)
     from .stateless_query import chain_reader
 
     chain = chain or chain_of(spec.stages)
+    mode = lines or lines_mode(spark)
     checkpoint = Path(spec.checkpoint_dir)
-    reader = chain_reader(spark, spec, SOURCE_NAME, checkpoint)
-    handle = start_writer(spark, spec, classify(reader.load(), chain), checkpoint, None, 0,
-                          NativeCollector(spec))
+    df = chain_reader(spark, spec, SOURCE_NAME, checkpoint).option(LINES_OPTION, mode).load()
+    if mode == "jvm":
+        df = expand_lines(df)
+    handle = start_writer(spark, spec, classify(df, chain), checkpoint, None, 0, NativeCollector(spec))
     handle.tier = "native-jvm"
     return handle

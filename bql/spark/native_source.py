@@ -1,17 +1,27 @@
-"""``sbpy_native``: the journal source of the native tier — a file segment's raw lines, handed to the JVM.
+"""``sbpy_native``: the journal source of the native tier — a file segment's lines, handed to the JVM.
 
 Same options, offsets and seq-range partitions as ``sbpy_stateless`` (whose chain option it takes too).
-What a partition yields, in ``OUTPUT_SCHEMA``:
+What a partition yields, in ``OUTPUT_SCHEMA``, for each file segment (``journal_segments``) without
+``timestamp_field`` whose bytes are still on disk as journaled (length and CRC: ``read_chunk``):
 
-- for each file segment (``journal_segments``) without ``timestamp_field``: one ``line`` row per line of
-  its range — ``seq``, ``ts`` (the segment's), ``input``, ``data`` = the line's text with its newline —
-  built without a per-line Python step (newline offsets found with numpy, the chunk's bytes used as the
-  Arrow string buffer), plus one ``seg`` row (``seq`` = the range's first seq, ``data`` = the file's
-  path, ``idx`` = the line number of seq 0) that the driver needs only to name a refused line;
-- everything else (tuples journaled by other sources, end markers, segments with ``timestamp_field``,
-  a chunk that is not valid UTF-8 or no longer on disk) runs through the chain's Python pipeline right
-  here, exactly as in ``sbpy_stateless``, and yields that pipeline's rows (``out``/``dropped``/``stat``/
-  ``end``).
+- option ``lines=jvm`` and the segment's bytes are valid UTF-8: one ``lines`` *descriptor* row —
+  ``seq`` = the block's first seq, ``ts``, ``input``, ``data`` = the file's path, ``event`` =
+  ``"start,end,crc,n,skip,count"`` (``descriptor_row``) — that ``native_query.expand_lines`` turns into
+  the block's ``line`` rows in the JVM (``sbpy_file_lines``, ``java/FileLines.java``: the same bytes read
+  again on the executor, checked against the descriptor, split exactly as below). No line passes
+  through Python;
+- otherwise (``lines=arrow``, the default, or a segment with bytes that are not UTF-8): one ``line``
+  row per line of its range — ``seq``, ``ts`` (the segment's), ``input``, ``data`` = the line's text
+  with its newline (split at ``\n`` only: a ``\r`` stays in the line; the last line may lack its
+  newline) — built without a per-line Python step (newline offsets found with numpy, the chunk's bytes
+  used as the Arrow string buffer); a block whose own lines are not valid UTF-8 runs the Python way;
+- in both cases one ``seg`` row (``seq`` = the range's first seq, ``data`` = the file's path, ``idx``
+  = the line number of seq 0, ``event`` = the range's last seq) that the driver needs to count the
+  lines read and to name a refused line.
+
+Everything else (tuples journaled by other sources, end markers, segments with ``timestamp_field``, a
+segment no longer on disk as journaled) runs through the chain's Python pipeline right here, exactly as
+in ``sbpy_stateless``, and yields that pipeline's rows (``out``/``dropped``/``stat``/``end``).
 
 The ``line`` rows are then classified by the chain's Spark expressions (``native_query``).
 """
@@ -29,6 +39,8 @@ from .operator import OUTPUT_COLUMNS
 from .stateless_source import StatelessDataSource, StatelessStreamReader, decode_chain, record_batches
 
 NAME = "sbpy_native"
+DESCRIPTOR = "lines"  # the kind of a descriptor row
+LINES_OPTION = "lines"  # "jvm": descriptors for sbpy_file_lines; "arrow" (default): the lines themselves
 
 
 class LineBlock(NamedTuple):
@@ -55,6 +67,54 @@ def line_blocks(seq: int, ts_us: int, seg: dict[str, Any], input_name: str, afte
     if chunk is None:
         return js.expand(seq, ts_us, seg, input_name, after, upto)
     return [LineBlock(first, input_name, ts_us, chunk, seq, last, seg["path"], int(seg["line"]) - seq, seg)]
+
+
+class SegmentLines(NamedTuple):
+    """Lines ``first .. last`` of a segment entry at ``seq0`` whose bytes Python checked (on disk as
+    journaled, valid UTF-8) and the JVM reads (sorts with journal rows by its first seq)."""
+
+    first: int
+    input: str
+    ts: int
+    seq0: int
+    last: int
+    path: str
+    line0: int
+    seg: dict
+
+
+def segment_lines(seq: int, ts_us: int, seg: dict[str, Any], input_name: str, after: int, upto: int) -> list:
+    """A ``journal_format`` segment expander for ``lines=jvm``: a ``SegmentLines`` where the JVM can read
+    the lines, ``line_blocks``' answer otherwise (a chunk that is not UTF-8 keeps the Arrow path's
+    per-block decision)."""
+    first, last = max(seq, after + 1), min(js.last_seq(seq, seg), upto)
+    if first > last:
+        return []
+    chunk = None if seg.get("tsf") else js.read_chunk(seg)
+    if chunk is None:
+        return js.expand(seq, ts_us, seg, input_name, after, upto)
+    line0 = int(seg["line"]) - seq
+    if not _utf8(chunk):
+        return [LineBlock(first, input_name, ts_us, chunk, seq, last, seg["path"], line0, seg)]
+    return [SegmentLines(first, input_name, ts_us, seq, last, seg["path"], line0, seg)]
+
+
+def _utf8(chunk: bytes) -> bool:
+    if chunk.isascii():
+        return True
+    try:
+        chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def descriptor_row(block: SegmentLines) -> tuple:
+    """The ``lines`` row of a block (``OUTPUT_COLUMNS`` order): what ``sbpy_file_lines`` reads."""
+    seg = block.seg
+    spec = (f"{int(seg['start'])},{int(seg['end'])},{int(seg['crc'])},{int(seg['n'])},"
+            f"{block.first - block.seq0},{block.last - block.first + 1}")
+    return (DESCRIPTOR, None, block.first, 0, block.ts, block.path, None, block.input, spec)
 
 
 def _repeat(text: str, n: int) -> Any:
@@ -94,24 +154,36 @@ def block_batch(block: LineBlock) -> Any | None:
     return pa.RecordBatch.from_arrays([columns[c] for c in OUTPUT_COLUMNS], names=OUTPUT_COLUMNS)
 
 
-def seg_row(block: LineBlock) -> tuple:
+def seg_row(block: LineBlock | SegmentLines) -> tuple:
     """The ``seg`` row naming a block's file (``OUTPUT_COLUMNS`` order)."""
     return ("seg", None, block.first, block.line0, block.ts, block.path, None, block.input, str(block.last))
 
 
 class NativeStreamReader(StatelessStreamReader):
-    """``StatelessStreamReader`` whose segments yield raw ``line`` rows (see the module docstring)."""
+    """``StatelessStreamReader`` whose segments yield descriptors or raw ``line`` rows (see the module
+    docstring)."""
+
+    def __init__(self, options: dict[str, str]):
+        super().__init__(options)
+        mode = options.get(LINES_OPTION) or "arrow"
+        if mode not in ("jvm", "arrow"):
+            raise ValueError(f"the sbpy_native source's '{LINES_OPTION}' option is 'jvm' or 'arrow', not '{mode}'")
+        self.jvm_lines = mode == "jvm"
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from .stateless_query import chain_pipeline, run_rows
 
         rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto,  # type: ignore[attr-defined]
-                               expand=line_blocks)
+                               expand=segment_lines if self.jvm_lines else line_blocks)
         python_rows: list[tuple] = []
         batches: list[Any] = []
         metas: list[tuple] = []
+        descriptors: list[tuple] = []
         for row in rows:
-            if type(row) is LineBlock:
+            if type(row) is SegmentLines:
+                descriptors.append(descriptor_row(row))
+                metas.append(seg_row(row))
+            elif type(row) is LineBlock:
                 batch = block_batch(row)
                 if batch is None:  # not UTF-8: the Python path decides (and reports) line by line
                     python_rows.extend(js.expand(row.seq0, row.ts, row.seg, row.input, row.first - 1, row.last))
@@ -125,6 +197,7 @@ class NativeStreamReader(StatelessStreamReader):
             query_id, out_format, topology, stages = decode_chain(self.chain)
             pipeline = chain_pipeline(query_id, stages, topology, out_format)
             out.extend(run_rows(pipeline, python_rows))
+        out.extend(descriptors)  # last, in seq order: their lines follow the rows above, as batches do
         yield from record_batches(out) if out else ()
         yield from batches
 

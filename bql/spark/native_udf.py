@@ -1,11 +1,14 @@
-"""The native tier's JVM function ``sbpy_json_fields``: built from ``java/JsonFields.java``, loaded with the session.
+"""The native tier's JVM functions ``sbpy_json_fields`` and ``sbpy_file_lines``: built from ``java/``, loaded with the session.
 
 The native tier (``native_stage``) computes a stage with Spark column expressions over the values one
-JVM pass pulls out of each JSON line (``JsonFields.java`` says which lines and values it vouches for).
-That pass is a small Java UDF: this module compiles it once per source version with the JDK's
-``javac`` into ``<cache>/sbpy-native-<hash>.jar`` (``$SBPY_CACHE_DIR`` or ``~/.cache/sbpy``), names the
-jar in ``spark.jars`` when a session is created (``ServerContext.session_conf``: the driver and every
-executor load it) and registers the function (``register``).
+JVM pass pulls out of each JSON line (``JsonFields.java`` says which lines and values it vouches for),
+and its reader (``native_source``) may hand a file segment's lines to Spark as one descriptor row that
+``sbpy_file_lines`` (``FileLines.java``) expands on the executor. Both are small Java UDFs: this module
+compiles them once per source version with the JDK's ``javac`` into ``<cache>/sbpy-native-<hash>.jar``
+(``$SBPY_CACHE_DIR`` or ``~/.cache/sbpy``), names the jar in ``spark.jars`` when a session is created
+(``ServerContext.session_conf``: the driver and every executor load it) and registers the functions
+(``register``). A session whose jar lacks ``FileLines`` (``file_lines_registered`` is False) keeps the
+reader's older mode, the lines themselves shipped as Arrow strings.
 
 No ``javac`` (a JRE only), a failed build, or ``SBPY_NATIVE=0``: ``status()`` says why, the planner
 keeps the stateless chains on the vectorized Python tier, and nothing else changes.
@@ -27,7 +30,9 @@ log = logging.getLogger("sbpy.native")
 
 FUNCTION = "sbpy_json_fields"
 CLASS = "sbpy.spark.JsonFields"
-SOURCE = Path(__file__).with_name("java") / "JsonFields.java"
+LINES_FUNCTION = "sbpy_file_lines"
+LINES_CLASS = "sbpy.spark.FileLines"
+SOURCES = [Path(__file__).with_name("java") / name for name in ("JsonFields.java", "FileLines.java")]
 ENV = "SBPY_NATIVE"  # "0": never use the native tier
 
 
@@ -42,31 +47,39 @@ def _javac() -> str | None:
     return shutil.which("javac")
 
 
-def _spark_api_jar() -> Path:
+def _spark_jars() -> list[Path]:
+    """The Spark jars the sources compile against: the UDF interfaces and ``UTF8String`` (which needs
+    Kryo's interfaces on the class path)."""
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
-    found = sorted(jars.glob("spark-sql-api_*.jar"))
-    if not found:
-        raise FileNotFoundError(f"no spark-sql-api jar under {jars}")
-    return found[0]
+    out = []
+    for pattern in ("spark-sql-api_*.jar", "spark-unsafe_*.jar", "kryo*.jar"):
+        found = sorted(jars.glob(pattern))
+        if not found:
+            raise FileNotFoundError(f"no {pattern} under {jars}")
+        out.append(found[0])
+    return out
 
 
 @lru_cache(maxsize=1)
 def _build() -> tuple[Path | None, str]:
     """``(jar, "")`` or ``(None, why not)``; builds at most once per process and source version."""
-    source = SOURCE.read_bytes()
-    jar = cache_dir() / f"sbpy-native-{hashlib.sha256(source).hexdigest()[:16]}.jar"
+    digest = hashlib.sha256()
+    for path in SOURCES:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    jar = cache_dir() / f"sbpy-native-{digest.hexdigest()[:16]}.jar"
     if jar.exists():
         return jar, ""
     javac = _javac()
     if javac is None:
         return None, "no javac (the JDK's compiler) on this machine"
     try:
-        api = _spark_api_jar()
+        classpath = os.pathsep.join(str(j) for j in _spark_jars())
         with tempfile.TemporaryDirectory(prefix="sbpy-native-") as tmp:
-            done = subprocess.run([javac, "--release", "17", "-nowarn", "-cp", str(api), "-d", tmp, str(SOURCE)],
-                                  capture_output=True, text=True, timeout=120)
+            done = subprocess.run([javac, "--release", "17", "-nowarn", "-cp", classpath, "-d", tmp,
+                                   *(str(p) for p in SOURCES)],
+                                  check=False, capture_output=True, text=True, timeout=120)
             if done.returncode != 0:
                 return None, f"javac failed: {done.stderr.strip()[:400]}"
             jar.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +120,8 @@ def with_jar(jars: str | None) -> str | None:
 
 
 def register(spark: Any) -> bool:
-    """Register ``sbpy_json_fields`` with a session whose ``spark.jars`` holds the jar; False if not."""
+    """Register ``sbpy_json_fields`` (and ``sbpy_file_lines`` when the session's jar has it) with a
+    session whose ``spark.jars`` holds the jar; False if ``sbpy_json_fields`` is not available."""
     if jar_path() is None:
         return False
     from pyspark.sql.types import ArrayType, StringType
@@ -117,12 +131,25 @@ def register(spark: Any) -> bool:
     except Exception as e:  # noqa: BLE001 - a session created without the jar: the tier stays off
         log.warning("the native function is not available in this session: %s", e)
         return False
+    try:
+        spark.udf.registerJavaFunction(LINES_FUNCTION, LINES_CLASS, ArrayType(StringType()))
+    except Exception as e:  # noqa: BLE001 - an older jar: the reader ships the lines itself
+        log.warning("%s is not available in this session (lines go through Python): %s", LINES_FUNCTION, e)
     return True
 
 
 def registered(spark: Any) -> bool:
     """Whether the session knows ``sbpy_json_fields``."""
+    return _exists(spark, FUNCTION)
+
+
+def file_lines_registered(spark: Any) -> bool:
+    """Whether the session knows ``sbpy_file_lines`` (the native reader may then send descriptors)."""
+    return _exists(spark, LINES_FUNCTION)
+
+
+def _exists(spark: Any, name: str) -> bool:
     try:
-        return bool(spark.catalog.functionExists(FUNCTION))
+        return bool(spark.catalog.functionExists(name))
     except Exception:  # noqa: BLE001
         return False
