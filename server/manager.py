@@ -1,9 +1,7 @@
 """TopologyManager: the server's named topologies (create / get / list / delete, case-insensitive,
 thread-safe), applying BQL scripts to them, and creating the topologies of the config at startup.
 
-Also the script front end shared by the REST API and startup: ``parse_statements`` (syntax, with
-the unparsed rest for E0006), ``check_statement`` (prepare + analyze) and ``check_query_mix``
-(a SELECT or EVAL must be alone).
+Scripts go through the front end in ``script_front.py`` (shared with the REST API).
 
 Persistence (runtime work) plugs in through ``ManagerHooks``: it is told of every created and
 dropped topology and every statement applied successfully.
@@ -14,20 +12,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from sbpy.bql import ast
-from sbpy.bql.errors import BQLError, BQLSyntaxError, format_error
+from sbpy.bql.errors import BQLError
 from sbpy.bql.parsed import ParsedStatement
 
 from .config import Config, name_error
+from .script_front import QUERY_STATEMENTS, ScriptParseError, check_statement, describe, parse_statements
 from .topology import Topology
 
 log = logging.getLogger("sbpy.server.manager")
-
-QUERY_STATEMENTS = (ast.Select, ast.SelectUnion, ast.Eval, ast.Explain)
-MIXED_QUERY_MESSAGE = "a SELECT or EVAL statement cannot be issued with other statements"  # SensorBee's text (EXPLAIN too)
 
 
 # ---------------------------------------------------------------- errors
@@ -55,77 +50,8 @@ class TopologyNotFoundError(ManagerError):
         self.name = name
 
 
-class ScriptParseError(ManagerError):
-    """A syntax error in a script; ``rest`` is the script from the failing statement on."""
-
-    def __init__(self, error: BQLSyntaxError, script: str, rest: str):
-        super().__init__(error.message)
-        self.error, self.script, self.rest = error, script, rest
-
-
 class StartupError(ManagerError):
     """A topology of the config could not be created or its ``bql_file`` failed."""
-
-
-# ---------------------------------------------------------------- the script front end
-
-
-def describe(err: BQLError, script: str) -> str:
-    """The error with its position and caret snippet (syntax errors already carry theirs)."""
-    if "\n" in err.message or err.span is None:
-        return format_error(err)
-    return format_error(err, script)
-
-
-def _rest_from(script: str, error_offset: int) -> str:
-    """The script from the start of the statement holding ``error_offset``: the longest prefix
-    ending with ``;`` before the error that parses is made of complete statements."""
-    from sbpy.bql.parser import parse_script
-
-    end = error_offset
-    for _ in range(64):
-        cut = script.rfind(";", 0, end)
-        if cut < 0:
-            break
-        try:
-            parse_script(script[: cut + 1])
-        except BQLError:
-            end = cut
-            continue
-        return script[cut + 1 :].lstrip()
-    return script.lstrip()
-
-
-def parse_statements(script: str) -> list[ParsedStatement]:
-    """Parse a script; a syntax error becomes ``ScriptParseError`` with the unparsed rest."""
-    from sbpy.bql.parser import parse_script
-
-    try:
-        return list(parse_script(script))
-    except BQLSyntaxError as err:
-        offset = err.span.start if err.span is not None else len(script)
-        raise ScriptParseError(err, script, _rest_from(script, offset)) from None
-
-
-def check_statement(parsed: ParsedStatement) -> ParsedStatement:
-    """Prepare and analyze one statement (raises ``BQLAnalysisError``); returns the prepared one."""
-    from sbpy.bql.analyzer import analyze, prepare
-
-    stmt = prepare(parsed.stmt)
-    if stmt is None:
-        stmt = parsed.stmt
-    for warning in analyze(stmt, parsed.text) or ():
-        log.warning("%s", warning)
-    return parsed if stmt is parsed.stmt else replace(parsed, stmt=stmt)
-
-
-def check_query_mix(statements: list[ParsedStatement]) -> ParsedStatement | None:
-    """The offending SELECT/EVAL if one is issued with other statements, else None."""
-    if len(statements) > 1:
-        for parsed in statements:
-            if isinstance(parsed.stmt, QUERY_STATEMENTS):
-                return parsed
-    return None
 
 
 def _statement_failed(name: str, where: str, line: int, err: Exception, script: str) -> str:

@@ -177,7 +177,7 @@ def _replay(manager: Any, p: Persistence, name: str, statements: list[ParsedStat
     """Create ``name`` over its existing folder and replay ``statements`` with ``recovering`` set;
     queries are planned once the replay has ended (with the final graph, so they find their
     checkpoints). Raises on the first failing statement (the topology stays as far as it got)."""
-    from .manager import check_statement
+    from .script_front import check_statement
 
     p.restoring.add(name.lower())
     try:

@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sbpy.bql.errors import BQLError, format_error
 
-from ..manager import describe
+from ..script_front import describe
 from .schemas import dumps
 
 log = logging.getLogger("sbpy.server.api")

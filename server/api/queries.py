@@ -23,7 +23,7 @@ from sbpy.bql import ast
 from sbpy.bql.errors import BQLError
 from sbpy.bql.parsed import ParsedStatement
 
-from ..manager import (
+from ..script_front import (
     MIXED_QUERY_MESSAGE,
     ScriptParseError,
     check_query_mix,

@@ -25,7 +25,7 @@ from starlette.types import Send
 from sbpy.bql import ast
 from sbpy.bql.errors import BQLError
 
-from ..manager import ScriptParseError, check_statement, parse_statements
+from ..script_front import ScriptParseError, check_statement, parse_statements
 from .errors import parse_error, statement_error
 from .queries import MultipartStream
 from .schemas import ERROR_RESPONSES, dumps

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if unresolved_names(statements, script, registries, str(path)):
         return 1
     from ..context import ServerContext  # these import Spark: only once the file is known to be sound
-    from ..manager import check_statement
+    from ..script_front import check_statement
     from ..topology import Topology
     from .progress import Progress, counts_of
 
