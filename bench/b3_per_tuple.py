@@ -14,11 +14,13 @@ statements also run through the Spark operator (journal → ``applyInPandasWithS
 ``foreachBatch``) over N journaled tuples; their µs/tuple is Spark's busy time (sum of
 ``triggerExecution``) over N.
 
-``--ops`` prints instead the Python bytecodes and calls per tuple of each statement and of its hand
+``--floor`` prints what the ``Processor`` contract alone costs (a ``StepResult`` and an output ``Tuple``
+per row, nothing computed) next to the filter's and GROUP BY's hand loops: the bound under which no
+kernel can go. ``--ops`` prints instead the Python bytecodes and calls per tuple of each statement and of its hand
 loop (``sys.settrace`` with opcode events, 200 tuples after 100 to fill the window): deterministic
 figures to read next to the timings on a loaded machine.
 
-Run: ``.venv/bin/python bench/b3_per_tuple.py [--n 100000] [--spark 200000] [--rounds 3] [--ops]``. Prints a table.
+Run: ``.venv/bin/python bench/b3_per_tuple.py [--n 100000] [--spark 200000] [--rounds 3] [--ops | --floor]``. Prints a table.
 """
 from __future__ import annotations
 
@@ -298,6 +300,43 @@ def operation_counts(measured: int = 200, warm: int = 100) -> list[tuple[Any, ..
     return rows
 
 
+def contract_floor(n: int, rounds: int = 5) -> list[tuple[str, float, float]]:
+    """What the ``Processor`` contract alone costs a tuple: a ``process`` call returning a ``StepResult``
+    with one output ``Tuple`` per row (its own row dict), nothing computed — for the filter's rows
+    (69 % pass) and for GROUP BY's ten rows a tuple; (case, µs, hand loop µs), CPU time, best of rounds."""
+    from sbpy.bql.runtime.processor import StepResult, Tuple
+
+    def filter_only(t: Any) -> Any:
+        d = t.data
+        if d["price"] < 8:
+            return StepResult([Tuple({"id": d["id"], "price": d["price"]}, t.ts, t.seq, "")])
+        return StepResult()
+
+    def ten_rows(t: Any) -> Any:
+        return StepResult([Tuple({"k": i, "n": 5, "total": 2.0}, t.ts, t.seq, "") for i in range(10)])
+
+    items = single_input(n)
+    tuples = [Tuple(d, ts, seq, src) for seq, (src, d, ts) in enumerate(items, 1)]
+    out = []
+    for name, process, ref in (("filter", filter_only, ref_filter), ("GROUP BY (10 rows a tuple)", ten_rows,
+                                                                      ref_group_by(50))):
+        k_s = r_s = float("inf")
+        for _ in range(rounds):
+            gc.collect()
+            t0 = time.process_time()
+            rows = []
+            for t in tuples:
+                for o in process(t).outputs:
+                    rows.append(o.data)
+            k_s = min(k_s, time.process_time() - t0)
+            gc.collect()
+            t0 = time.process_time()
+            ref(items)
+            r_s = min(r_s, time.process_time() - t0)
+        out.append((name, k_s / n * 1e6, r_s / n * 1e6))
+    return out
+
+
 # ---------------------------------------------------------------- through Spark
 
 
@@ -353,7 +392,12 @@ def main() -> None:
     ap.add_argument("--ops", action="store_true", help="bytecodes and calls per tuple instead of timings")
     ap.add_argument("--rounds", type=int, default=0,
                     help="CPU time, best of this many alternating kernel / hand-loop rounds (0: one wall-clock run)")
+    ap.add_argument("--floor", action="store_true", help="the Processor contract's own cost vs the hand loops")
     a = ap.parse_args()
+    if a.floor:
+        print(benchlib.table(("contract alone", "µs", "hand-written µs", "× hand"),
+                             [(n, k, r, k / r) for n, k, r in contract_floor(a.n)]))
+        return
     global CLOCK
     if a.rounds:
         CLOCK = time.process_time
