@@ -7,6 +7,9 @@
 - ``CountAllState`` and the all-float ``SumState`` / ``AvgState`` vs the built-in aggregates;
 - ``GroupItem`` snapshots of the version without its ``flat`` flag;
 - whole statements with the shapes these paths serve, step by step against the reference kernel.
+
+The generated, type-guarded steps (``stage_codegen`` in this kernel) are forced the same way in
+``test_generated_kernel_paths.py``.
 """
 from __future__ import annotations
 
