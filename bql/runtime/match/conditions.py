@@ -120,12 +120,27 @@ class RowMasks:
                 f"    else:\n        try:\n"
                 f"            if _op{bit}(a, b) is True:\n                m |= {bit}\n"
                 f"        except BQLError:\n            pass")
+        self.backs = sorted(backs)
+        self.namespace = ns
+        self._lines = reads + body  # read ``d<n>`` (the row ``n`` before ``p``), set bits of ``m``
         head = ["def mask_at(rows, p):", f"    m = {self.always}"]
         if backs:
             head += ["    rl = rows.rows", "    i = p - rows.base"]
-            for n in sorted(backs):
-                head.append(f"    d{n} = rl[i].data" if n == 0 else
-                            f"    d{n} = rl[i - {n}].data if i >= {n} else _EMPTY")
-        self.source = "\n".join(head + reads + body + ["    return m"])
+        self.source = "\n".join(head + self.row_reads("rl", "i", "    ") + self._lines + ["    return m"])
         exec(compile(self.source, "<MATCH_RECOGNIZE DEFINE masks>", "exec"), ns)  # noqa: S102
         self.mask_at: Callable[[Any, int], int] = ns["mask_at"]
+
+    def row_reads(self, rows_list: str, index: str, indent: str) -> list[str]:
+        """Source lines binding ``d<n>`` to the data of the row ``n`` before the one at ``index`` of
+        ``rows_list`` (``_EMPTY`` before the first kept row)."""
+        return [f"{indent}d{n} = {rows_list}[{index}].data" if n == 0 else
+                f"{indent}d{n} = {rows_list}[{index} - {n}].data if {index} >= {n} else _EMPTY"
+                for n in self.backs]
+
+    def inline_source(self, rows_list: str, index: str, indent: str) -> list[str]:
+        """The body of ``mask_at`` as source lines to embed in another generated function (with
+        ``namespace``): they set ``m`` for the row at ``index`` of ``rows_list``, whose position is
+        in the local ``p`` and whose ``Rows`` object is in the local ``rows``."""
+        lines = [f"{indent}m = {self.always}"] + self.row_reads(rows_list, index, indent)
+        return lines + [indent + line[4:] if line.startswith("    ") else line
+                        for chunk in self._lines for line in chunk.split("\n")]

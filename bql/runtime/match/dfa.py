@@ -43,10 +43,29 @@ class Step:
         self.head_left = n > 0 and (not keep or keep[0] != 0)  # the first live attempt has no threads
 
 
+# ``Fused.kind``: what a row does to the runner's bookkeeping beyond the state change
+PLAIN, DIES, DIES_TAINTED, GENERAL, ESCAPE = range(5)
+
+
+class Fused:
+    """A new attempt at the current row, then the row's step (``Automaton.fuse``): ``to`` the state
+    after both; ``kind`` PLAIN (the new attempt lives, nothing else changes), DIES / DIES_TAINTED (the
+    new attempt has no threads left — shadowed for the latter — and nothing else changes), GENERAL
+    (``edge``: the step of the state with the new attempt), ESCAPE (the new attempt is shadowed or
+    matches empty: the runner's ``_new_attempt`` handles it)."""
+
+    __slots__ = ("to", "kind", "edge")
+
+    def __init__(self, to: "State | None", kind: int, edge: "Step | None"):
+        self.to = to
+        self.kind = kind
+        self.edge = edge
+
+
 class State:
     """Live attempts' ``pc`` tuples (start order) and the ``pc``s visited at the current position."""
 
-    __slots__ = ("comps", "vis", "needs", "steps", "added", "cleared")
+    __slots__ = ("comps", "vis", "needs", "steps", "added", "cleared", "fused")
 
     def __init__(self, comps: tuple, vis: frozenset, needs: int):
         self.comps = comps
@@ -55,6 +74,7 @@ class State:
         self.steps: dict = {}         # mask & needs -> Step
         self.added: tuple | None = None   # (State, plain, tainted, matched): an attempt started here
         self.cleared: dict = {}       # k -> the state after dropping the first k attempts (vis reset)
+        self.fused: dict = {}         # row mask -> Fused (a new attempt, then the row)
 
 
 class Automaton:
@@ -113,6 +133,25 @@ class Automaton:
         plain = bool(threads) and not tainted and not matched
         st.added = (self.state(comps, frozenset(vis)), plain, tainted, matched)
         return st.added
+
+    def fuse(self, st: State, mask: int) -> Fused:
+        """``add`` then ``step`` for a row with mask ``mask`` (cached in ``st.fused``)."""
+        added = st.added or self.add(st)
+        if not added[1]:
+            out = Fused(None, ESCAPE, None)
+        else:
+            to = added[0]
+            m = mask & to.needs
+            edge = to.steps.get(m) or self.step(to, m)
+            n = len(st.comps)
+            kind = GENERAL
+            if edge.plain:
+                kind = PLAIN
+            elif n and not edge.cand and edge.keep == tuple(range(n)):
+                kind = DIES if not edge.taint else DIES_TAINTED if edge.taint == (n,) else GENERAL
+            out = Fused(edge.to, kind, edge)
+        st.fused[mask] = out
+        return out
 
     def clear(self, st: State, k: int) -> State:
         """After a match: the visited set is reset and the first ``k`` live attempts are dropped."""

@@ -15,7 +15,10 @@ MEASURES, ONE ROW / ALL ROWS PER MATCH, empty/unmatched rows, exclusion, SUBSET 
 SKIP mode are rendered from the match events and work the same with either engine.
 
 ``SBPY_MATCH_ENGINE`` (or the processor's ``engine`` argument) = ``matcher`` forces the matcher;
-``automaton`` or ``auto`` (the default) use the automaton wherever it is exact.
+``automaton`` uses the automaton wherever it is exact, driven by ``runner.AutomatonMatcher`` alone;
+``compiled`` or ``auto`` (the default) also run the in-order rows of a partition through the compiled
+lane (``lane.py``: the reorder buffer, the DEFINE masks and the automaton's steps in one generated
+function) where the processor's keys allow it, the runner taking over for everything else.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ from .program import static_closures
 from .runner import AutomatonMatcher
 
 ENGINE_ENV = "SBPY_MATCH_ENGINE"
-ENGINES = ("auto", "automaton", "matcher")
+ENGINES = ("auto", "compiled", "automaton", "matcher")
 
 
 def requested_engine(engine: str | None) -> str:
@@ -68,16 +71,22 @@ def choose(mr: Any, program: list, level: int, define_exprs: list, engine: str |
     return why is None, why or ""
 
 
+def wants_lane(engine: str | None) -> bool:
+    """Whether the requested engine runs in-order rows through the compiled lane (where it applies)."""
+    return requested_engine(engine) in ("auto", "compiled")
+
+
 def build_engine(mr: Any, spec: MatchSpec, variables: set, define_by_var: dict, define_exprs: list,
-                 engine: str | None, unmatched_rows: bool) -> tuple[Any, Automaton | None, str]:
-    """``(factory(rows) -> partition matcher, the automaton or None, why the matcher)``."""
+                 engine: str | None, unmatched_rows: bool) -> tuple[Any, Automaton | None, str, RowMasks | None]:
+    """``(factory(rows) -> partition matcher, the automaton or None, why the matcher, the DEFINE
+    masks or None)``."""
     use_automaton, why = choose(mr, spec.program, spec.level, define_exprs, engine)
     if not use_automaton:
-        return (lambda rows: Matcher(spec, rows)), None, why
+        return (lambda rows: Matcher(spec, rows)), None, why, None
     masks = RowMasks(sorted(variables), spec.conds, define_by_var, spec.ctx)
     automaton = Automaton(spec.program, masks.bits, masks.always)
     replayer = Replayer(automaton)
     mask_at = masks.mask_at
     def factory(rows: Any) -> AutomatonMatcher:
         return AutomatonMatcher(spec, automaton, mask_at, replayer, rows, unmatched_rows)
-    return factory, automaton, ""
+    return factory, automaton, "", masks

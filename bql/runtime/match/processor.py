@@ -24,9 +24,10 @@ from ...values import multiset_key
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList, default_label
 from ..relation_shape import RelationShape
-from .engine import build_engine
+from .engine import build_engine, wants_lane
 from .exprs import Blocked, MRContext
 from .fastpath import OneRowMeasures, field_key
+from .lane import compile_lane, make_process
 from .levels import define_level, max_offsets
 from .match_time import MatchTime
 from .matcher import MatchSpec
@@ -40,13 +41,22 @@ _CLOCK = "\x00clock"  # the global watermark's clock in a snapshot (partition ke
 
 
 class _Partition:
-    __slots__ = ("values", "rows", "matcher", "pending")
+    """One partition: its rows, its matcher, the events waiting to be rendered and, with the compiled
+    lane, the lane's ``feed`` and ``flush`` (``lane.py``)."""
+
+    __slots__ = ("values", "rows", "matcher", "pending", "feed", "flush")
 
     def __init__(self, values: tuple, engine: Any, order: TimeOrder, clock: StreamClock | None):
         self.values = values
         self.rows = Rows(order.delay, order.ahead, order.row_limit, clock)
         self.matcher = engine(self.rows)
         self.pending: deque = deque()
+        self.feed = self.flush = None  # the lane's (``MatchRecognizeProcessor._new_partition``)
+
+    def sync(self) -> None:
+        """Write the lane's cells back to ``rows`` / ``matcher`` (before anything else reads them)."""
+        if self.flush is not None:
+            self.flush()
 
 
 def _plain(expr: Any, alias: str) -> Any:
@@ -124,7 +134,7 @@ class MatchRecognizeProcessor:
         self.builder = (OneRowMeasures.compile(mr, measure_exprs, sets, pnames)
                         or OutputBuilder(measures, pnames, mr.rows_per_match, mr.empty_matches, ctx))
         unmatched_rows = mr.rows_per_match == "all" and mr.empty_matches == "with_unmatched"
-        self.engine, self.automaton, self.fallback_reason = build_engine(
+        self.engine, self.automaton, self.fallback_reason, masks = build_engine(
             mr, self.spec, variables, by_var, define_exprs, engine, unmatched_rows)
 
         out_alias = mr.alias or in_alias
@@ -146,9 +156,21 @@ class MatchRecognizeProcessor:
         if (self.automaton is not None and len(keys) <= 1 and None not in keys and len(okeys) == 1
                 and okeys[0] is not None and type(self.bound) in (int, float) and self.time_order.is_default):
             self.fast_keys = (keys[0] if keys else None, okeys[0])
+        # the compiled lane (``lane.py``) for the rows ``process`` takes the shortcut with
+        # (not when a measure reads a later row: its match waits in ``pending``)
+        self.make_lane = None
+        self.lanes: dict = {}  # partition value (str, or () without PARTITION BY) -> its lane's feed
+        if (self.fast_keys is not None and masks is not None and wants_lane(engine)
+                and max_offsets(measure_exprs)[1] == 0):
+            self.make_lane = compile_lane(masks, self.bound, self.lookback, unmatched_rows, self.fast_keys[1])
         self.by_str: dict[str, _Partition] = {}  # partitions by their one str PARTITION BY value
         # the SELECT's ORDER BY sorts the rows one step emits (a step's relation, docs/sql-breadth.md)
         self.shape = RelationShape.of(select, registry) if select.order_by else None
+        self.lane_process = None
+        if self.make_lane is not None:
+            self.lane_process = make_process(self.lanes, self.fast_keys[0], self.fast_keys[1], self._process,
+                                             StepResult)
+            self.process = self.lane_process
         if self.shape is not None:
             self.process = self._shaped_process
 
@@ -156,17 +178,26 @@ class MatchRecognizeProcessor:
         """Which engine matches the pattern, for EXPLAIN: ``deterministic automaton (n states built so
         far)`` (states are built as rows reach them) or ``backtracking matcher: <why>``."""
         if self.automaton is not None:
-            return f"deterministic automaton ({len(self.automaton.table)} states built so far)"
+            lane = ", in-order rows through the compiled lane" if self.make_lane is not None else ""
+            return f"deterministic automaton ({len(self.automaton.table)} states built so far){lane}"
         return f"backtracking matcher: {self.fallback_reason}"
 
     # ------------------------------------------------------------ Processor protocol
 
     def process(self, tup: Tuple) -> StepResult:
-        """One tuple. With the automaton, a tuple of a known partition (one str PARTITION BY field, or
-        none) whose one ORDER BY field is a number of the type and at least the size of every earlier
-        key takes a shortcut through ``Rows.offer``: such a row is never late and goes after every held
-        row, so it is appended to the held rows and the rows its watermark releases are moved to the
-        store. Everything else goes through ``_process``."""
+        """One tuple. With the compiled lane (``lane.make_process``, also bound as the instance's
+        ``process``), a tuple of a known partition (one str PARTITION BY field, or none) goes to the
+        partition's lane, which takes it when its one ORDER BY field is a number of the type and at
+        least the size of every earlier key (such a row is never late and goes after every held row).
+        Everything else goes through ``_process``."""
+        if self.lane_process is not None:
+            return self.lane_process(tup)
+        return self._process_in_order(tup)
+
+    def _process_in_order(self, tup: Tuple) -> StepResult:
+        """``process`` without the lane (the ``automaton`` engine): a tuple of a known partition
+        whose ORDER BY key is in order (as for the lane) takes a shortcut through ``Rows.offer``: it
+        is appended to the held rows and the rows its watermark releases are moved to the store."""
         fast = self.fast_keys
         if fast is not None:
             data = tup.data
@@ -215,9 +246,9 @@ class MatchRecognizeProcessor:
         pk = tuple(multiset_key(v) for v in pvalues)
         part = self.parts.get(pk)
         if part is None:
-            part = self.parts[pk] = _Partition(pvalues, self.engine, self.time_order, self.clock)
-            if len(pvalues) == 1 and type(pvalues[0]) is str:
-                self.by_str[pvalues[0]] = part
+            part = self.parts[pk] = self._new_partition(pvalues)
+        else:
+            part.sync()
         clock = self.clock
         before = clock.max0 if clock is not None else None
         refused = part.rows.offer(tup, key)
@@ -244,6 +275,7 @@ class MatchRecognizeProcessor:
         for part in self.parts.values():
             if part is moved:
                 continue
+            part.sync()
             if (part.rows.held and part.rows.release(wm)) or (self.expire_by_time and part.matcher.live):
                 self._run(part, tup, result)
 
@@ -252,6 +284,7 @@ class MatchRecognizeProcessor:
         if input_name.lower() not in self.inputs:
             return result
         for part in self.parts.values():
+            part.sync()
             part.rows.end()
             self._run(part, None, result)
         return self._shaped(result) if self.shape is not None else result
@@ -279,6 +312,8 @@ class MatchRecognizeProcessor:
         return StepResult()
 
     def snapshot(self) -> bytes:
+        for part in self.parts.values():
+            part.sync()
         state: dict = {pk: (p.values, p.rows.to_state(), p.matcher.to_state(), list(p.pending))
                        for pk, p in self.parts.items()}
         if self.clock is not None:
@@ -288,20 +323,34 @@ class MatchRecognizeProcessor:
     def restore(self, data: bytes) -> None:
         self.parts = {}
         self.by_str = {}
+        self.lanes.clear()
         state = pickle.loads(data)
         clock_max = state.pop(_CLOCK, None)
         if self.clock is not None:
             self.clock.max0 = clock_max
         for pk, (values, rows, matcher, pending) in state.items():
-            part = _Partition(values, self.engine, self.time_order, self.clock)
-            part.rows.from_state(rows)
-            part.matcher.from_state(matcher)
-            part.pending = deque(pending)
+            part = self._new_partition(values, (rows, matcher, pending))
             self.parts[pk] = part
-            if len(values) == 1 and type(values[0]) is str:
-                self.by_str[values[0]] = part
 
     # ------------------------------------------------------------ internals
+
+    def _new_partition(self, values: tuple, state: tuple | None = None) -> _Partition:
+        """A new partition, registered by its value; ``state``: its snapshot ``(rows, matcher,
+        pending)``, restored before the lane (which holds the rows' lists) is made."""
+        part = _Partition(values, self.engine, self.time_order, self.clock)
+        if state is not None:
+            part.rows.from_state(state[0])
+            part.matcher.from_state(state[1])
+            part.pending = deque(state[2])
+        if self.make_lane is not None:
+            part.feed, part.flush = self.make_lane(part, self._lane_deliver)
+        if len(values) == 1 and type(values[0]) is str:
+            self.by_str[values[0]] = part
+            if part.feed is not None and self.fast_keys[0] is not None:
+                self.lanes[values[0]] = part.feed
+        elif not values and part.feed is not None and self.fast_keys[0] is None:
+            self.lanes[()] = part.feed
+        return part
 
     def _run(self, part: _Partition, tup: Tuple | None, result: StepResult) -> None:
         events = part.matcher.advance()
@@ -310,6 +359,23 @@ class MatchRecognizeProcessor:
             wm = rows._watermark()
             if wm is not None:
                 events = events + part.matcher.expire(wm)
+        self._render(part, events, tup, result)
+        rows = part.rows
+        if len(rows.rows) > 64:  # (``trim`` never forgets fewer than 65 rows)
+            keep = part.matcher.min_needed()
+            if part.pending:
+                keep = min(keep, part.pending[0][1])
+            rows.trim(keep - self.lookback)
+
+    def _lane_deliver(self, part: _Partition, events: list, tup: Tuple | None) -> StepResult:
+        """The step result of a lane's ``events`` (the lane forgets rows itself)."""
+        result = StepResult()
+        self._render(part, events, tup, result)
+        return result
+
+    def _render(self, part: _Partition, events: list, tup: Tuple | None, result: StepResult) -> None:
+        """Render the matcher's ``events`` (after those still waiting) into ``result``."""
+        rows = part.rows
         pending = part.pending
         if events:
             pending.extend(events)
@@ -327,11 +393,6 @@ class MatchRecognizeProcessor:
                 result.dropped.append(Dropped(tup or rows.get(event[1]), f"MATCH_RECOGNIZE: {event[5]}"))
             for row, ts in rendered:
                 self._emit(row, ts, result, tup)
-        if len(rows.rows) > 64:  # (``trim`` never forgets fewer than 65 rows)
-            keep = part.matcher.min_needed()
-            if pending:
-                keep = min(keep, pending[0][1])
-            rows.trim(keep - self.lookback)
 
     def _emit(self, row: dict, ts: Any, result: StepResult, tup: Tuple | None) -> None:
         if self.star_only:  # SELECT RSTREAM * without WHERE: the row itself

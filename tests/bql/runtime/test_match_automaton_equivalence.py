@@ -157,7 +157,7 @@ def test_snapshot_restore_continues_identically(body, rows, bound, data):
 def test_row_local_patterns_take_the_automaton(body):
     auto = build(body, None, 10)
     assert auto.engine_description().startswith("deterministic automaton (")
-    assert auto.engine_description().endswith(" states built so far)")
+    assert " states built so far)" in auto.engine_description()
     assert build(body, "matcher", 10).engine_description() == "backtracking matcher: the matcher was asked for"
 
 

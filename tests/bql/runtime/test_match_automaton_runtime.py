@@ -95,7 +95,9 @@ def test_engine_switch(monkeypatch):
     body = "ORDER BY t MEASURES count(*) AS n PATTERN (A B) DEFINE A AS v > 1"
     monkeypatch.setenv("SBPY_MATCH_ENGINE", "matcher")
     assert build(body, None).engine_description() == "backtracking matcher: the matcher was asked for"
-    assert build(body, "auto").engine_description() == "deterministic automaton (1 states built so far)"
+    assert build(body, "auto").engine_description() == ("deterministic automaton (1 states built so far), "
+                                                        "in-order rows through the compiled lane")
+    assert build(body, "automaton").engine_description() == "deterministic automaton (1 states built so far)"
     monkeypatch.setenv("SBPY_MATCH_ENGINE", "automaton")
     assert build(body, None).automaton is not None
     monkeypatch.setenv("SBPY_MATCH_ENGINE", "nfa")
