@@ -8,7 +8,8 @@ Conditions of the common form ``operand <cmp> operand`` — ``<cmp>`` one of ``=
 operand a literal, a field of the row (one key) or ``PREV`` of one (one key, constant offset) — are
 generated inline as Python source: the operands are read straight from the row dicts, same-typed
 numbers and strings are compared with Python's operator (exactly what the BQL operator does for them),
-every other pair goes through the BQL operator itself. Any other condition calls its compiled closure
+every other pair goes through the BQL operator itself (comparisons of the same two operands share one
+type guard). Any other condition calls its compiled closure
 (``MRContext.compile_row_local`` or, failing that, the general view evaluation of a one-row match).
 """
 from __future__ import annotations
@@ -80,6 +81,7 @@ class RowMasks:
         backs: set[int] = set()
         fields: dict[tuple, str] = {}  # (key, back) -> local variable of the generated function
         reads: list[str] = []
+        groups: dict[tuple, list] = {}  # (left, right, fast types) -> [(op, bit)] of the inline comparisons
         self.inline: list[str] = []
         for var, bit in self.bits.items():
             if var not in conds:
@@ -113,13 +115,12 @@ class RowMasks:
             ns[f"_op{bit}"] = BINARY[op]
             fast_types = "_ORDERABLE" if op in ("<", "<=", ">", ">=") else "_SIMPLE"
             ns[fast_types] = _ORDERABLE if fast_types == "_ORDERABLE" else _SIMPLE
-            body.append(
-                f"    a = {operands[0]}\n    b = {operands[1]}\n"
-                f"    if type(a) is type(b) and type(a) in {fast_types}:\n"
-                f"        if a {_CMP[op]} b:\n            m |= {bit}\n"
-                f"    else:\n        try:\n"
-                f"            if _op{bit}(a, b) is True:\n                m |= {bit}\n"
-                f"        except BQLError:\n            pass")
+            groups.setdefault((operands[0], operands[1], fast_types), []).append((op, bit))
+        for (a, b, fast_types), tests in groups.items():  # one type guard per operand pair
+            fast = "".join(f"        if {a} {_CMP[op]} {b}:\n            m |= {bit}\n" for op, bit in tests)
+            slow = "\n".join(f"        try:\n            if _op{bit}({a}, {b}) is True:\n                m |= {bit}\n"
+                             f"        except BQLError:\n            pass" for _, bit in tests)
+            body.append(f"    if type({a}) is type({b}) and type({a}) in {fast_types}:\n{fast}    else:\n{slow}")
         self.backs = sorted(backs)
         self.namespace = ns
         self._lines = reads + body  # read ``d<n>`` (the row ``n`` before ``p``), set bits of ``m``

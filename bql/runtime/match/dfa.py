@@ -44,7 +44,7 @@ class Step:
 
 
 # ``Fused.kind``: what a row does to the runner's bookkeeping beyond the state change
-PLAIN, DIES, DIES_TAINTED, GENERAL, ESCAPE = range(5)
+PLAIN, DIES, DIES_TAINTED, GENERAL, ESCAPE, RESTART, RESTART_TAINTED = range(7)
 
 
 class Fused:
@@ -52,7 +52,10 @@ class Fused:
     after both; ``kind`` PLAIN (the new attempt lives, nothing else changes), DIES / DIES_TAINTED (the
     new attempt has no threads left — shadowed for the latter — and nothing else changes), GENERAL
     (``edge``: the step of the state with the new attempt), ESCAPE (the new attempt is shadowed or
-    matches empty: the runner's ``_new_attempt`` handles it)."""
+    matches empty: the runner's ``_new_attempt`` handles it), RESTART (a GENERAL step after which
+    only the new attempt lives and no other attempt reached MATCH: when no earlier attempt waits with
+    a candidate match either, every unresolved attempt before the new one has failed;
+    RESTART_TAINTED: the same with the new attempt shadowed)."""
 
     __slots__ = ("to", "kind", "edge")
 
@@ -149,6 +152,8 @@ class Automaton:
                 kind = PLAIN
             elif n and not edge.cand and edge.keep == tuple(range(n)):
                 kind = DIES if not edge.taint else DIES_TAINTED if edge.taint == (n,) else GENERAL
+            elif n and not edge.cand and edge.keep == (n,):
+                kind = RESTART_TAINTED if n in edge.taint else RESTART
             out = Fused(edge.to, kind, edge)
         st.fused[mask] = out
         return out

@@ -25,6 +25,7 @@ cells flushed. The objects' snapshot format is unchanged, so snapshots move free
 """
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from .matcher import skip_target
@@ -51,15 +52,18 @@ def make_lane(part, deliver):
     clear = auto.clear
     labels_of = mt.replayer.labels_of
     spec = mt.spec
-    lh = []  # the held rows: (key, tuple) in arrival order (``Rows.held`` while the lane is live)
+    lh = deque()  # the held rows: (key, tuple) in arrival order (``Rows.held`` while the lane is live)
     live = False
+    ktype = None  # the type of the largest key when it is int or float (else the lane takes no row)
     {cells} = (None,) * {ncells}
 
     def load():
-        nonlocal live, {cells}
+        nonlocal live, ktype, {cells}
         live = True
 {load}
-        lh[:] = [(e[0][0], e[2]) for e in rows.held]
+        ktype = type(max0) if type(max0) is int or type(max0) is float else None
+        lh.clear()
+        lh.extend([(e[0][0], e[2]) for e in rows.held])
         rows.held.clear()
 
     def sync_keys():
@@ -102,8 +106,7 @@ def make_lane(part, deliver):
         nonlocal {cells}
         if not live:
             load()
-        tk = type(k0)
-        if (tk is not int and tk is not float) or tk is not type(max0) or not k0 >= max0:
+        if type(k0) is not ktype or not k0 >= max0:
             return REFUSED
         max0 = k0
         arrival += 1
@@ -111,16 +114,10 @@ def make_lane(part, deliver):
         wm = k0 - DELAY
         if lh[0][0] > wm:
             return None
-        if len(lh) == 1:
-            rl.append(tup)
-            lh.clear()
-        else:
-            n = 1
-            while n < len(lh) and lh[n][0] <= wm:
-                n += 1
-            for e in lh[:n]:
-                rl.append(e[1])
-            del lh[:n]
+        while True:  # the rows the new watermark releases
+            rl.append(lh.popleft()[1])
+            if not lh or lh[0][0] > wm:
+                break
         base = rows.base
         avail = base + len(rl)
         p = pos
@@ -162,7 +159,19 @@ def make_lane(part, deliver):
                 s = f.to
                 p += 1
                 continue
-            if kind == 3:
+            if kind >= 5 and not cands and not UNMATCHED:
+                # only the new attempt lives; the unresolved ones before it failed (none waits with
+                # a candidate match): the runner's head loop drops them all
+                s = f.to
+                starts = [p]
+                head = p
+                if tainted:
+                    tainted.clear()
+                if kind == 6:
+                    tainted.add(p)
+                p += 1
+                continue
+            if kind == 3 or kind >= 5:
                 s = f.to
                 starts.append(p)
                 p += 1
@@ -276,17 +285,40 @@ def make_lane(part, deliver):
 """
 
 
-def make_process(lanes: dict, partition_key: Any, order_key: str, general: Any, step_result: Any) -> Any:
+class _NoRows(list):
+    """An empty list that cannot be changed (the lists of ``NOTHING``)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("the shared empty StepResult of MATCH_RECOGNIZE cannot be changed")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+
+def nothing(step_result: type) -> Any:
+    """A shared ``StepResult`` with no outputs and no drops that cannot be changed: what a lane's
+    step returns when a row produced nothing (most rows), instead of a new empty result."""
+    cls = type("NoStep", (step_result,), {"__slots__": (), "__setattr__": _NoRows._refuse})
+    out = object.__new__(cls)
+    object.__setattr__(out, "outputs", _NoRows())
+    object.__setattr__(out, "dropped", _NoRows())
+    object.__setattr__(out, "done", False)
+    return out
+
+
+def make_process(lanes: dict, partition_key: Any, order_key: str, general: Any, empty: Any) -> Any:
     """``process(tup)`` of a processor with lanes: the tuple's partition's lane (``lanes``: its one
     str PARTITION BY value, or ``()`` without PARTITION BY → ``feed``) when it takes the tuple,
-    else ``general(tup)``."""
+    else ``general(tup)``; ``empty``: the result of a row that produced nothing (``nothing``)."""
     if partition_key is None:
         def process(tup: Any) -> Any:
             feed = lanes.get(())
             if feed is not None:
                 out = feed(tup, tup.data.get(order_key))
                 if out is None:
-                    return step_result()
+                    return empty
                 if out is not REFUSED:
                     return out
             return general(tup)
@@ -300,7 +332,7 @@ def make_process(lanes: dict, partition_key: Any, order_key: str, general: Any, 
             if feed is not None:
                 out = feed(tup, data.get(order_key))
                 if out is None:
-                    return step_result()
+                    return empty
                 if out is not REFUSED:
                     return out
         return general(tup)
@@ -332,7 +364,7 @@ def compile_lane(masks: Any, delay: Any, lookback: int, unmatched: bool, order_k
     ``delay`` is the reorder delay (a number), ``lookback`` the PREV reach, ``unmatched`` whether
     unmatched rows are reported, ``order_key`` the ORDER BY field."""
     ns = dict(masks.namespace)
-    ns.update(REFUSED=REFUSED, DELAY=delay, LOOKBACK=lookback, UNMATCHED=unmatched, OKEY=order_key,
+    ns.update(deque=deque, REFUSED=REFUSED, DELAY=delay, LOOKBACK=lookback, UNMATCHED=unmatched, OKEY=order_key,
               skip_target=skip_target, MASK_AT=masks.mask_at)
     source = lane_source(masks)
     exec(compile(source, "<MATCH_RECOGNIZE lane>", "exec"), ns)  # noqa: S102

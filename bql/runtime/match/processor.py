@@ -27,7 +27,7 @@ from ..relation_shape import RelationShape
 from .engine import build_engine, wants_lane
 from .exprs import Blocked, MRContext
 from .fastpath import OneRowMeasures, field_key
-from .lane import compile_lane, make_process
+from .lane import compile_lane, make_process, nothing
 from .levels import define_level, max_offsets
 from .match_time import MatchTime
 from .matcher import MatchSpec
@@ -37,6 +37,7 @@ from .program import compile_pattern, program_variables
 from .time_order import DEFAULT_DELAY, StreamClock, TimeOrder
 
 DEFAULT_REORDER_BOUND = DEFAULT_DELAY
+_NOTHING = nothing(StepResult)  # the step result of a row that produced nothing (shared, unchangeable)
 _CLOCK = "\x00clock"  # the global watermark's clock in a snapshot (partition keys are tuples)
 
 
@@ -169,7 +170,7 @@ class MatchRecognizeProcessor:
         self.lane_process = None
         if self.make_lane is not None:
             self.lane_process = make_process(self.lanes, self.fast_keys[0], self.fast_keys[1], self._process,
-                                             StepResult)
+                                             _NOTHING)
             self.process = self.lane_process
         if self.shape is not None:
             self.process = self._shaped_process
