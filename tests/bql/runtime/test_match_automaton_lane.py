@@ -96,3 +96,18 @@ def test_engines_in_the_description():
     # a measure reading a later row waits for it: no lane
     nxt = ABC.replace("C.t AS c", "NEXT(C.t) AS c")
     assert build(nxt, "compiled", 3).engine_description() == "deterministic automaton (1 states built so far)"
+
+
+def test_rows_producing_nothing_share_an_unchangeable_result():
+    import pytest
+
+    proc = build(ABC, None, 3)
+    steps = [proc.process(Tuple({"k": "a", "t": i, "v": 5}, T0, i + 1, "s")) for i in range(4)]
+    assert steps[1] is steps[2] is steps[3] and steps[0] is not steps[1]  # the first row takes the general path
+    assert steps[1].outputs == [] and steps[1].dropped == [] and not steps[1].done
+    with pytest.raises(TypeError):
+        steps[1].outputs.append(1)
+    with pytest.raises(TypeError):
+        steps[1].dropped.extend([1])
+    with pytest.raises(TypeError):
+        steps[1].done = True
