@@ -1,9 +1,10 @@
 """Every MATCH_RECOGNIZE runtime test module (``test_match_*``) runs once per engine: with
-``SBPY_MATCH_ENGINE=matcher`` (the reference matcher everywhere) and ``=automaton`` (the deterministic
-automaton wherever it is exact). ``test_match_automaton_*`` pick their engines themselves."""
+``SBPY_MATCH_ENGINE=matcher`` (the reference matcher everywhere), ``=automaton`` (the deterministic
+automaton wherever it is exact, driven by its runner) and ``=compiled`` (the automaton with the compiled
+lane for in-order rows). ``test_match_automaton_*`` pick their engines themselves."""
 import pytest
 
-ENGINES = ("matcher", "automaton")
+ENGINES = ("matcher", "automaton", "compiled")
 
 
 def _per_engine(module_name: str) -> bool:
