@@ -1,27 +1,31 @@
 """The compiled lane: one generated Python function per MATCH_RECOGNIZE clause that takes an in-order
 row of a partition through the reorder buffer and the automaton in one call.
 
-``MatchRecognizeProcessor.process`` hands a tuple to its partition's lane when the clause runs on the
-automaton with the default time order, one ORDER BY field and at most one (str) PARTITION BY field.
-The lane does exactly what ``Rows.offer`` + ``AutomatonMatcher.advance`` (``partition.py``,
-``runner.py``) do for such a row, with their hot fields kept in the closure's cells instead of object
+``MatchRecognizeProcessor`` gives each partition a lane when the clause runs on the automaton with the
+default time order, one ORDER BY field, at most one (str) PARTITION BY field and no measure reading a
+later row. The lane does exactly what ``Rows.offer`` + ``AutomatonMatcher.advance`` (``partition.py``,
+``runner.py``) do for such a row, with their hot fields in the closure's cells instead of object
 attributes and the DEFINE conditions (``conditions.RowMasks``) inlined into the loop:
 
-- the row is accepted only when its ORDER BY key is a number of the type of, and at least, the largest
-  key seen (such a row is never late and goes after every held row); anything else returns
-  ``REFUSED`` before the lane changes anything, and the processor takes its general path;
-- the rows the new watermark releases move to the row store, and each is stepped through the
-  automaton: an attempt started at it, its variable mask computed inline (and kept for the label
-  replay), the state's edge for the mask followed, failed attempts at the head dropped;
-- whatever the runner does beyond that — an attempt whose start is shadowed or matches empty, a head
-  attempt to resolve (a match, an unmatched row to report, a rescan) — is left to the runner itself:
-  the lane writes its cells back (``flush``) and calls ``AutomatonMatcher.advance``, which resolves it
-  and steps the remaining rows; the lane reads the cells again on its next call (``load``).
+- the row is taken only when its ORDER BY key is an int or float of the type of, and at least, the
+  largest key seen (such a row is never late and goes after every held row); for anything else
+  ``feed`` returns ``REFUSED`` before it changes anything, and the processor takes its general path;
+- the rows the new watermark releases move to the row store; each gets its variable mask (kept for
+  the label replay) and one fused automaton entry (``dfa.Fused``: a new attempt at the row, then the
+  row's step) whose kind says what else changes — nothing, the new attempt dying (shadowed or not),
+  only the new attempt living on (the failed attempts before it leave), or the runner's general
+  bookkeeping (candidate matches, shadowed attempts, the head); a shadowed or empty-matching new
+  attempt is started as ``AutomatonMatcher._new_attempt`` does;
+- a head attempt to resolve is resolved inline as ``AutomatonMatcher._resolve`` does (a rescan goes on
+  in the same loop); the rare rest — rows without an attempt (before the skip target), a resolution
+  right after a shadowed new attempt, masks no longer kept — is left to the runner itself: the lane
+  writes its cells back (``flush``) and calls ``AutomatonMatcher.advance``.
 
-Between calls the cells are the truth while the lane is *active*; ``flush`` writes them to the
-``Rows`` / ``AutomatonMatcher`` objects (every other path of the processor reads those: it calls
-``_Partition.sync`` first). ``feed`` returns None (nothing to render) or the runner's events, with the
-cells flushed. The objects' snapshot format is unchanged, so snapshots move freely between engines.
+While the lane is *live* its cells (and its held rows, ``lh``) are the partition's state; ``flush``
+writes them to the ``Rows`` / ``AutomatonMatcher`` objects, which every other path of the processor
+reads (it calls ``_Partition.sync`` first), and the next ``feed`` loads them again. ``feed`` returns
+None (nothing produced), ``REFUSED``, or the ``StepResult`` of the events it resolved. The objects'
+snapshot format is unchanged, so snapshots move freely between engines.
 """
 from __future__ import annotations
 
