@@ -64,6 +64,9 @@ class OneRowMeasures:
     def __init__(self, measures: list[tuple[str, tuple]], partition_names: list[str]):
         self.measures = measures
         self.partition_names = partition_names
+        # id(labels tuple) -> (the tuple, [(name, kind, offset of the row read or None, key or value)]):
+        # what a match's labels decide, for labels the automaton's replay shares between matches
+        self.plans: dict[int, tuple] = {}
 
     @classmethod
     def compile(cls, mr: Any, exprs: list, sets: dict, partition_names: list[str]) -> "OneRowMeasures | None":
@@ -86,6 +89,22 @@ class OneRowMeasures:
         stored, base = rows.rows, rows.base  # the rows of a match being rendered are all kept
         ts = stored[(last if end > start else start) - base].ts
         row = dict(zip(self.partition_names, pvalues))
+        if type(labels) is tuple:
+            plan = self.plans.get(id(labels))
+            if plan is None or plan[0] is not labels:
+                plan = self._plan(labels, end - start)
+            for name, kind, offset, value in plan[1]:
+                if kind == _FIELD:
+                    if offset is None:
+                        row[name] = None
+                    else:
+                        data = stored[start + offset - base].data
+                        row[name] = data.get(value) if type(data) is dict else None
+                elif kind == _MNO:
+                    row[name] = mno
+                else:
+                    row[name] = value
+            return [(row, ts)]
         for name, spec in self.measures:
             kind = spec[0]
             if kind == _FIELD:
@@ -101,3 +120,21 @@ class OneRowMeasures:
                 idx = _nth(labels, start, last, spec[1], 0, False)
                 row[name] = None if idx is None else labels[idx - start][0]
         return [(row, ts)]
+
+    def _plan(self, labels: tuple, n: int) -> tuple:
+        """What ``render`` reads for a match of ``n`` rows with ``labels``, cached by the tuple."""
+        steps = []
+        for name, spec in self.measures:
+            kind = spec[0]
+            if kind == _FIELD:
+                idx = _nth(labels, 0, n - 1, spec[1], spec[3], spec[4])
+                steps.append((name, kind, idx, spec[2]))
+            elif kind == _MNO:
+                steps.append((name, kind, None, None))
+            else:
+                idx = _nth(labels, 0, n - 1, spec[1], 0, False)
+                steps.append((name, kind, None, None if idx is None else labels[idx][0]))
+        if len(self.plans) >= 10_000:
+            self.plans.clear()
+        plan = self.plans[id(labels)] = (labels, steps)
+        return plan

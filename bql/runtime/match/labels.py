@@ -67,20 +67,21 @@ class Replayer:
                 new.append((t, nh))
         return new, hit
 
-    def labels(self, start: int, end: int, mask_at: Callable[[int], int]) -> list:
+    def labels(self, start: int, end: int, mask_at: Callable[[int], int]) -> tuple:
         """``[(var, excluded), ...]`` of the attempt at ``start`` whose match ends before ``end``."""
         return self.labels_of(tuple(map(mask_at, range(start, end))))
 
-    def labels_of(self, key: tuple) -> list:
+    def labels_of(self, key: tuple) -> tuple:
         """The labels of a match over rows with masks ``key``: they depend on nothing else, so
-        replays are cached by it."""
+        replays are cached by it (the same tuple for every match with these masks, which lets
+        ``fastpath.OneRowMeasures`` cache what it finds in it)."""
         labels = self.cache.get(key)
         if labels is None:
             labels = self._replay(key)
             if len(self.cache) >= MAX_CACHED:
                 self.cache.clear()
             self.cache[key] = labels
-        return list(labels)
+        return labels
 
     def _replay(self, masks: tuple) -> tuple:
         threads, _ = self._start()
