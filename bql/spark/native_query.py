@@ -57,7 +57,6 @@ def expand_lines(df: Any) -> Any:
     items = F.when(is_desc, F.call_function("sbpy_file_lines", F.col("data"), F.col("event"))) \
         .otherwise(F.array(F.col("data")))
     exploded = df.select(*[F.col(c) for c in OUTPUT_COLUMNS], F.posexplode(items).alias("_pos", "_line"))
-    is_desc = F.col("kind") == F.lit(DESCRIPTOR)
     return exploded.select(
         F.when(is_desc, F.lit("line")).otherwise(F.col("kind")).alias("kind"), F.col("node"),
         F.when(is_desc, F.col("seq") + F.col("_pos")).otherwise(F.col("seq")).alias("seq"),

@@ -84,19 +84,14 @@ class SegmentLines(NamedTuple):
 
 
 def segment_lines(seq: int, ts_us: int, seg: dict[str, Any], input_name: str, after: int, upto: int) -> list:
-    """A ``journal_format`` segment expander for ``lines=jvm``: a ``SegmentLines`` where the JVM can read
-    the lines, ``line_blocks``' answer otherwise (a chunk that is not UTF-8 keeps the Arrow path's
-    per-block decision)."""
-    first, last = max(seq, after + 1), min(js.last_seq(seq, seg), upto)
-    if first > last:
-        return []
-    chunk = None if seg.get("tsf") else js.read_chunk(seg)
-    if chunk is None:
-        return js.expand(seq, ts_us, seg, input_name, after, upto)
-    line0 = int(seg["line"]) - seq
-    if not _utf8(chunk):
-        return [LineBlock(first, input_name, ts_us, chunk, seq, last, seg["path"], line0, seg)]
-    return [SegmentLines(first, input_name, ts_us, seq, last, seg["path"], line0, seg)]
+    """A ``journal_format`` segment expander for ``lines=jvm``: ``line_blocks``' answer, with a block whose
+    chunk is valid UTF-8 turned into a ``SegmentLines`` the JVM reads (a chunk that is not UTF-8 keeps the
+    Arrow path's per-block decision)."""
+    found = line_blocks(seq, ts_us, seg, input_name, after, upto)
+    if len(found) != 1 or type(found[0]) is not LineBlock or not _utf8(found[0].chunk):
+        return found
+    b = found[0]
+    return [SegmentLines(b.first, b.input, b.ts, b.seq0, b.last, b.path, b.line0, b.seg)]
 
 
 def _utf8(chunk: bytes) -> bool:
