@@ -21,10 +21,10 @@ from typing import Any
 from sbpy.bql.eval import Env
 from sbpy.bql.runtime.kernel import SelectProcessor, _message, truth
 from sbpy.bql.runtime.processor import Tuple
+from sbpy.bql.runtime.stage_codegen import FALLBACK, generate_for
 
 from .journal_values import us_to_ts
 from .operator import Pipeline
-from .stage_codegen import FALLBACK, generate_for
 
 _UTC = _dt.timezone.utc
 _now = _dt.datetime.now

@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, UnaryOp
-
-from .stage_codegen import fast_parts
+from sbpy.bql.runtime.stage_codegen import fast_parts
 
 KEY_SEPARATOR = "\u0001"
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}

@@ -115,7 +115,7 @@ def test_sbpy_check_accepts_the_new_syntax(tmp_path):
 def test_stage_codegen_leaves_the_new_forms_to_the_kernel():
     """The generated stage code claims only comparisons, AND/OR/NOT and plain projections; the new
     predicates make ``generate`` give up, so the rows take the compiled closures."""
-    from sbpy.bql.spark.stage_codegen import generate
+    from sbpy.bql.runtime.stage_codegen import generate
 
     for cond in ('a IN (1, 2)', 'a BETWEEN 1 AND 2', 's LIKE "x%"', 'a > 1 AND s NOT LIKE "x"'):
         assert generate(parse_expression(cond), [("a", parse_expression("a"))], "src") is None, cond
@@ -125,7 +125,7 @@ def test_stage_codegen_leaves_the_new_forms_to_the_kernel():
 def test_fast_stage_of_a_new_predicate_is_not_generated():
     from sbpy.bql.runtime import build_processor
     from sbpy.bql.runtime.testing import parse_select
-    from sbpy.bql.spark.stage_codegen import generate_for
+    from sbpy.bql.runtime.stage_codegen import generate_for
 
     claimed = build_processor(parse_select("SELECT RSTREAM a FROM s [RANGE 1 TUPLES] WHERE a > 1"))
     assert claimed.fast and generate_for(claimed) is not None

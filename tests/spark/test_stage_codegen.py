@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from sbpy.bql.plan.planner import analyze_stage
 from sbpy.bql.runtime import Tuple, build_processor
-from sbpy.bql.spark.stage_codegen import FALLBACK, generate_for
+from sbpy.bql.runtime.stage_codegen import FALLBACK, generate_for
 
 _TS = _dt.datetime(2024, 1, 1, tzinfo=_dt.timezone.utc)
 

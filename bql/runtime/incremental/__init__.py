@@ -5,7 +5,7 @@
 ``ineligible_reason`` rejects. Modules: ``ordered_window`` (head-pruned windows), ``join_keys`` /
 ``join`` (WHERE analysis, hash join), ``relation`` (rows and their change log), ``emitter``
 (ISTREAM/DSTREAM from changes), ``aggregates`` / ``groups`` (incremental GROUP BY); WHERE and plain
-select lists of one FROM item run as generated, type-guarded code (``spark/stage_codegen.py``).
+select lists of one FROM item run as generated, type-guarded code (``runtime/stage_codegen.py``).
 """
 from .eligibility import ineligible_reason
 from .processor import IncrementalSelectProcessor

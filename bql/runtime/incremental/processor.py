@@ -11,13 +11,14 @@ attributes the planner reads) whose step works on changes instead of whole relat
 4. *relation-to-stream* — RSTREAM lists the current rows; ISTREAM/DSTREAM apply the change since the
    last successful step to ``DeltaEmitter`` (``emitter.py``).
 
-Generated code (``spark/stage_codegen.py``, the stateless Spark tier's generator): the reference's fast
-form (RSTREAM over ``[RANGE 1 TUPLES]``) runs WHERE and the select list as one type-guarded function
-(``generated``) and takes the reference's fast path only for rows outside its guards; a one-FROM-item
-statement without grouping decides each new row's WHERE and projection the same way (``row_step``) and,
-without LIMIT, ``process`` runs that row's whole step in ``_advance_generated``. The generated code
-has no side effects and returns ``FALLBACK`` for any value it was not written for (NULL, MISSING, a
-mixed-type comparison ...), so those rows take the compiled closures: same values, same errors.
+Generated code (``runtime/stage_codegen.py``, also the stateless Spark tier's generator): the
+reference's fast form (RSTREAM over ``[RANGE 1 TUPLES]``) runs WHERE and the select list as one
+type-guarded function (``generated``) and takes the reference's fast path only for rows outside its
+guards; a one-FROM-item statement without grouping decides each new row's WHERE and projection the same
+way (``row_step``) and, without LIMIT, ``process`` runs that row's whole step in ``_advance_generated``.
+The generated code has no side effects and returns ``FALLBACK`` for any value it was not written for
+(NULL, MISSING, a mixed-type comparison ...), so those rows take the compiled closures: same values,
+same errors.
 
 Failures follow the reference exactly: windows and the relation change, the step is reported as
 ``Dropped`` with the reference's error text, and the emitter keeps the last successful relation (the
@@ -29,10 +30,10 @@ from __future__ import annotations
 import pickle
 
 from ...ast import Select
-from ...spark.stage_codegen import FALLBACK, generate, generate_for, row_parts
 from ...eval import Env
 from ..kernel import SelectProcessor, _copy, _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
+from ..stage_codegen import FALLBACK, generate, generate_for, row_parts
 from ..windows import Entry
 from .emitter import DeltaEmitter, row_key, row_key_for
 from .groups import GroupTable, IncrementalGrouping

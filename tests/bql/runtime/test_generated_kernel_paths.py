@@ -1,4 +1,4 @@
-"""The incremental kernel's generated, type-guarded steps (``spark/stage_codegen.py``), each compared row
+"""The incremental kernel's generated, type-guarded steps (``runtime/stage_codegen.py``), each compared row
 for row with the code it replaces.
 
 - the fast form (RSTREAM over ``[RANGE 1 TUPLES]``): ``IncrementalSelectProcessor.generated`` runs
@@ -28,7 +28,7 @@ from sbpy.bql.runtime.incremental.emitter import row_key, row_key_for
 from sbpy.bql.runtime.kernel import SelectProcessor
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
-from sbpy.bql.spark.stage_codegen import FALLBACK
+from sbpy.bql.runtime.stage_codegen import FALLBACK
 
 START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -20,7 +20,7 @@ compares it with the kernel on random rows.
 
 The in-process incremental kernel uses the same generator (``row_parts``: any one-FROM-item,
 non-grouping SELECT, whatever its window) to decide a new row's WHERE and projection
-(``runtime/incremental/processor.py``; ``tests/bql/runtime/test_generated_kernel_paths.py``).
+(``incremental/processor.py``; ``tests/bql/runtime/test_generated_kernel_paths.py``).
 """
 from __future__ import annotations
 
