@@ -31,7 +31,7 @@ import pickle
 from typing import Any
 
 from ...ast import EmitClause, FieldRef, KeyStep, Select, StreamRef, WindowFunction
-from ...errors import BQLError, UnsupportedFeatureError
+from ...errors import UnsupportedFeatureError
 from ...eval import Env, Scope, compile_expr
 from ...timeplus_query import GLOBAL_PERIOD, is_streaming_tail
 from ...values import multiset_key
@@ -41,24 +41,13 @@ from ..projection import SelectList
 from .assign import FixedWindows
 from .emission import AFTER_WATERMARK, ON_UPDATE, EmitPolicy
 from .emit_extras import IdleTimeout, LastRange
+from .limited_output import LimitedOutput, deep_copy, error_message
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .sessions import SessionTracker
 from .streaming_calls import StreamingCalls, uses_streaming_calls
 from .ticking import WallClock
 from .timecol import bound_value, datetime_micros, is_processing_time, to_micros, utc_now
 from .watermark import Watermark
-
-
-def _message(err: Exception) -> str:
-    return str(err) if isinstance(err, BQLError) else f"{type(err).__name__}: {err}"
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 def _is_window_column(expr: Any) -> bool:
@@ -117,8 +106,7 @@ class WindowProcessor(WallClock):
         aggregating = self.grouping is not None
         self.timeout = IdleTimeout.of(select.emit) if aggregating and self.kind else None
         self.last_range = LastRange.of(select.emit) if aggregating and self.kind is None else None
-        self.limit = select.limit
-        self.offset = select.offset or 0
+        self.out = LimitedOutput(select.limit, select.offset)
         self._now: _dt.datetime | None = None
         self._reset()
 
@@ -129,11 +117,14 @@ class WindowProcessor(WallClock):
         self.ends: list[tuple[int, int]] = []  # min-heap of (end, pid); stale entries are skipped
         self.global_pid: int | None = None
         self.next_pid = 0
-        self.emitted = 0
-        self.skipped = 0  # rows skipped by OFFSET so far
-        self.done = False
+        self.out.reset()
         self.finished = False
         self.last: tuple[_dt.datetime, int] | None = None  # (ts, seq) of the latest tuple
+
+    @property
+    def done(self) -> bool:
+        """LIMIT reached: the query produces nothing more."""
+        return self.out.done
 
     # ------------------------------------------------------------ helpers
 
@@ -178,7 +169,7 @@ class WindowProcessor(WallClock):
         except Exception as err:  # per-tuple isolation: fallible work happens before state changes
             if self.calls is not None:
                 self.calls.discard()
-            result.dropped.append(Dropped(tup, _message(err), "other"))
+            result.dropped.append(Dropped(tup, error_message(err), "other"))
         result.done = self.done
         return result
 
@@ -342,7 +333,7 @@ class WindowProcessor(WallClock):
                 try:
                     out = self.grouping.evaluate([(self._env(r), key) for r in rows], self._now)
                 except Exception as err:  # one failing group does not stop the others
-                    result.dropped.append(Dropped(Tuple({}, cause[0], cause[1]), _message(err), "output"))
+                    result.dropped.append(Dropped(Tuple({}, cause[0], cause[1]), error_message(err), "output"))
                     continue
                 if out and self.calls is not None:
                     self.calls.produced()
@@ -352,18 +343,8 @@ class WindowProcessor(WallClock):
                         return
 
     def _output(self, data: dict[str, Any], ts: _dt.datetime, seq: int, result: StepResult) -> None:
-        if self.done:
-            return
-        if self.skipped < self.offset:
-            self.skipped += 1
-            return
-        if self.limit is not None and self.emitted >= self.limit:  # LIMIT 0: stop at the first row
-            self.done = True
-            return
-        result.outputs.append(Tuple(_copy(data), ts, seq, ""))
-        self.emitted += 1
-        if self.limit is not None and self.emitted >= self.limit:
-            self.done = True
+        if self.out.admit():
+            result.outputs.append(Tuple(deep_copy(data), ts, seq, ""))
 
     # ------------------------------------------------------------ snapshot / restore
 
@@ -374,12 +355,10 @@ class WindowProcessor(WallClock):
             "by_bounds": self.by_bounds,
             "global_pid": self.global_pid,
             "next_pid": self.next_pid,
-            "emitted": self.emitted,
-            "skipped": self.skipped,
+            **self.out.state(),
             "calls": self.calls.state() if self.calls is not None else None,
             "timeout": self.timeout.last_arrival if self.timeout is not None else None,
             "last_range": self.last_range.state() if self.last_range is not None else None,
-            "done": self.done,
             "finished": self.finished,
             "last": self.last,
             "watermark": self.watermark.state(),
@@ -400,15 +379,13 @@ class WindowProcessor(WallClock):
         self.by_bounds = dict(state["by_bounds"])
         self.global_pid = state["global_pid"]
         self.next_pid = state["next_pid"]
-        self.emitted = state["emitted"]
-        self.skipped = state.get("skipped", 0)  # snapshots from before OFFSET have none
+        self.out.load(state)
         if self.calls is not None and state.get("calls") is not None:
             self.calls.load(state["calls"])
         if self.timeout is not None:
             self.timeout.last_arrival = state.get("timeout")
         if self.last_range is not None and state.get("last_range") is not None:
             self.last_range.load(state["last_range"])
-        self.done = state["done"]
         self.finished = state["finished"]
         self.last = state["last"]
         self.watermark.load(state["watermark"])

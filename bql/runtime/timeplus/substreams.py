@@ -24,16 +24,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ...ast import Select
-from ...errors import BQLError
 from ...eval import Env, Scope, compile_expr
 from ...values import multiset_key
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
+from .limited_output import LimitedOutput, error_message
 from .processor import WindowProcessor
 from .timecol import utc_now
-
-
-def _message(err: Exception) -> str:
-    return str(err) if isinstance(err, BQLError) else f"{type(err).__name__}: {err}"
 
 
 class SubstreamProcessor:
@@ -47,14 +43,15 @@ class SubstreamProcessor:
         self.alias = self.probe.alias
         scope = Scope((self.alias,), registry=self.context.functions)
         self.keys = [compile_expr(e, scope) for e in select.partition_by]
-        self.limit = select.limit
-        self.offset = select.offset or 0
+        self.out = LimitedOutput(select.limit, select.offset)
         self.clock: Callable[[], _dt.datetime] = utc_now
         self.parts: dict[tuple, WindowProcessor] = {}  # in order of first appearance
-        self.emitted = 0
-        self.skipped = 0
-        self.done = False
         self.finished = False
+
+    @property
+    def done(self) -> bool:
+        """LIMIT reached over the merged rows: the query produces nothing more."""
+        return self.out.done
 
     # ------------------------------------------------------------ substreams
 
@@ -68,18 +65,10 @@ class SubstreamProcessor:
     def _merge(self, step: StepResult, result: StepResult) -> None:
         result.dropped.extend(step.dropped)
         for out in step.outputs:
-            if self.done:
+            if self.out.done:
                 return
-            if self.skipped < self.offset:
-                self.skipped += 1
-                continue
-            if self.limit is not None and self.emitted >= self.limit:  # LIMIT 0: stop at the first row
-                self.done = True
-                return
-            result.outputs.append(out)
-            self.emitted += 1
-            if self.limit is not None and self.emitted >= self.limit:
-                self.done = True
+            if self.out.admit():
+                result.outputs.append(out)
 
     def _each(self, call: Callable[[WindowProcessor], StepResult]) -> StepResult:
         result = StepResult()
@@ -101,7 +90,7 @@ class SubstreamProcessor:
             env = Env({self.alias: tup}, None, self.clock())
             key = tuple(multiset_key(fn(env)) for fn in self.keys)
         except Exception as err:  # per-tuple isolation, as in WindowProcessor.process
-            result.dropped.append(Dropped(tup, _message(err), "other"))
+            result.dropped.append(Dropped(tup, error_message(err), "other"))
             return result
         self._merge(self._part(key).process(tup), result)
         result.done = self.done
@@ -132,9 +121,7 @@ class SubstreamProcessor:
     def snapshot(self) -> bytes:
         state = {
             "parts": [(key, part.snapshot()) for key, part in self.parts.items()],
-            "emitted": self.emitted,
-            "skipped": self.skipped,
-            "done": self.done,
+            **self.out.state(),
             "finished": self.finished,
         }
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
@@ -144,7 +131,5 @@ class SubstreamProcessor:
         self.parts = {}
         for key, snap in state["parts"]:
             self._part(key).restore(snap)
-        self.emitted = state["emitted"]
-        self.skipped = state["skipped"]
-        self.done = state["done"]
+        self.out.load(state)
         self.finished = state["finished"]
