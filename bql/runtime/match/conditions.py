@@ -19,7 +19,7 @@ from typing import Any, Callable
 from ...ast import BinaryOp, KeyStep, Literal, Navigation, PatternFieldRef
 from ...errors import BQLError
 from ...eval.operators import _ORDERABLE, _SIMPLE, BINARY
-from .exprs import Blocked, View
+from .views import Blocked, View
 
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _EMPTY: dict = {}

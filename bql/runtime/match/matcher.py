@@ -22,9 +22,9 @@ from collections import deque
 from typing import Any
 
 from ...errors import BQLError
-from .exprs import Blocked, View
 from .levels import LABEL_DEPENDENT, ROW_LOCAL
 from .program import CONSUME, END, JUMP, MATCH, SPLIT, START, static_closures
+from .views import Blocked, View
 
 
 class Attempt:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .exprs import View
+from .views import View
 
 
 class OutputBuilder:

@@ -21,8 +21,8 @@ from typing import Any
 
 from ...values import sort_key
 from ..processor import Tuple
-from .exprs import Blocked
 from .time_order import shift
+from .views import Blocked
 
 
 def _numeric(v: Any) -> bool:

@@ -25,7 +25,7 @@ from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList, default_label
 from ..relation_shape import RelationShape
 from .engine import build_engine, wants_lane
-from .exprs import Blocked, MRContext
+from .exprs import MRContext
 from .fastpath import OneRowMeasures, field_key
 from .lane import compile_lane, make_process, nothing
 from .levels import define_level, max_offsets
@@ -35,6 +35,7 @@ from .output import OutputBuilder
 from .partition import AHEAD, Desc, Rows
 from .program import compile_pattern, program_variables
 from .time_order import DEFAULT_DELAY, StreamClock, TimeOrder
+from .views import Blocked
 
 DEFAULT_REORDER_BOUND = DEFAULT_DELAY
 _NOTHING = nothing(StepResult)  # the step result of a row that produced nothing (shared, unchangeable)
