@@ -11,7 +11,7 @@ the journal entries with seq <= S.
 - ``committed_seq``: where a restart resumes: Spark re-runs an uncommitted batch ``N`` from the end of
   batch ``N-1``, so a restart never reads an entry at or below the end of the newest committed batch.
 - ``needed_after``: the lowest such position of a consumer's checkpoint folder, its sub-folder queries
-  included. A sub-folder query (the keyed MATCH_RECOGNIZE plan's ``keyed-v2``) re-reads its input from
+  included. A sub-folder query (the keyed MATCH_RECOGNIZE plan's ``keyed-v3``) re-reads its input from
   its pinned start when that input ends (``keyed_ops.JournalRouter``), so it needs everything after its
   pinned start. Journal entries at or below ``needed_after`` of every consumer may be pruned.
 

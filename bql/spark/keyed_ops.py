@@ -11,8 +11,8 @@ arrival order (``sub`` numbers the outputs of one routed row inside the keyed se
   (``keyed_plan.route_key`` of K's PARTITION BY values), keeps the keys seen so far in creation order,
   and when K's input ends sends one ``eof`` row to *every* known key (a keyed operator only sees the
   keys that have rows in a batch), then K's ``end``. Rows for downstream journal inputs pass through.
-- ``KeyedCore`` (one group per partition key): K's ``MatchRecognizeProcessor`` holding that one
-  partition; its snapshot is the group's state.
+- ``KeyedCore``: K's ``MatchRecognizeProcessor``, run one partition key at a time; a key's snapshot
+  (one partition) is that key's state. ``keyed_buckets.BucketCore`` runs a bucket of keys through it.
 - ``TailCore`` (one group): the downstream Pipeline over K's outputs and its journal inputs.
 """
 from __future__ import annotations
@@ -179,7 +179,8 @@ class JournalRouter(RouterCore):
 
 
 class KeyedCore:
-    """K's processor, run for one partition key at a time (``load`` its state, ``run``, ``snapshot``)."""
+    """K's processor, run for one partition key at a time (``load`` its state or swap its view in,
+    ``run_into``, ``snapshot``); ``keyed_buckets.BucketCore`` runs the keys of a bucket through it."""
 
     def __init__(self, plan: KeyedPlan, topology: str = ""):
         self.plan = plan
@@ -188,49 +189,66 @@ class KeyedCore:
         self.out_kind = "out" if plan.keyed_is_final else "tuple"
 
     def load(self, snap: bytes | None) -> None:
+        """Make the processor hold exactly the partition(s) of ``snap`` (None: none)."""
         if snap is None:
-            self.proc.parts = {}
+            self.proc.parts, self.proc.by_str = {}, {}
+            self.proc.lanes.clear()
         else:
             self.proc.restore(snap)
 
     def snapshot(self) -> bytes:
         return self.proc.snapshot()
 
-    def run(self, rows: list[tuple]) -> list[tuple]:
-        """Rows ``(seq, idx, kind, ts, data, input)`` of one key, sorted by (seq, idx) → output rows."""
-        out: list[tuple] = []
-        received: dict[str, int] = {}
+    @staticmethod
+    def new_counts() -> dict[str, Any]:
+        """The counters ``run_into`` adds to (one ``stat`` row sums them: ``stat_row``)."""
+        return {"received": {}, "sent": 0, "dropped": 0}
+
+    def stat_row(self, last_seq: int, counts: dict[str, Any]) -> tuple:
+        return ("stat", self.node, last_seq, 1 << 62, 0, 0, jf.encode_data(counts), None, None, None, None)
+
+    def run_into(self, rows: list[tuple], out: list[tuple], counts: dict[str, Any]) -> None:
+        """Rows ``(seq, idx, kind, ts, data, input)`` of one key, sorted by (seq, idx): their output rows
+        are appended to ``out`` (``sub`` = their place in ``out``, increasing within a routed row) and
+        counted in ``counts``."""
+        received: dict[str, int] = counts["received"]
         sent = dropped = 0
-        last = 0
+        node, proc, out_kind = self.node, self.proc, self.out_kind
         for seq, idx, kind, ts, text, name in rows:
-            last = seq
             tup = None
             try:
                 if kind == "eof":
-                    result: StepResult = self.proc.finish(name)
+                    result: StepResult = proc.finish(name)
                 else:
                     received[name] = received.get(name, 0) + 1
                     tup = Tuple(jf.decode_data(text), jf.us_to_ts(ts), seq, name)
-                    result = self.proc.process(tup)
+                    result = proc.process(tup)
             except Exception as exc:  # noqa: BLE001 - a bad tuple drops only its own step
                 dropped += 1
-                out.append(_dropped(self.node, seq, idx, len(out), tup, _error_text(exc), name, "other"))
+                out.append(_dropped(node, seq, idx, len(out), tup, _error_text(exc), name, "other"))
                 continue
             for d in result.dropped:
                 dropped += 1
-                out.append(_dropped(self.node, seq, idx, len(out), d.tuple, d.error, name, d.event_type))
+                out.append(_dropped(node, seq, idx, len(out), d.tuple, d.error, name, d.event_type))
             for o in result.outputs:
                 try:
                     data, ots = jf.encode_data(o.data), jf.ts_to_us(o.ts)
                 except Exception as exc:  # noqa: BLE001
-                    out.append(("dropped", self.node, seq, idx, len(out), 0, None, _error_text(exc),
-                                self.node, "output", None))
+                    out.append(("dropped", node, seq, idx, len(out), 0, None, _error_text(exc),
+                                node, "output", None))
                     continue
                 sent += 1
-                out.append((self.out_kind, self.node, seq, idx, len(out), ots, data, None, self.node, None, None))
+                out.append((out_kind, node, seq, idx, len(out), ots, data, None, node, None, None))
+        counts["sent"] += sent
+        counts["dropped"] += dropped
+
+    def run(self, rows: list[tuple]) -> list[tuple]:
+        """``run_into`` a fresh list, with one ``stat`` row at the end when there were rows."""
+        out: list[tuple] = []
+        counts = self.new_counts()
+        self.run_into(rows, out, counts)
         if rows:
-            stat = {"received": received, "sent": sent, "dropped": dropped}
-            out.append(("stat", self.node, last, 1 << 62, 0, 0, jf.encode_data(stat), None, None, None, None))
+            out.append(self.stat_row(rows[-1][0], counts))
         return out
 
 
@@ -274,51 +292,3 @@ class TailCore:
 def order_key(row: dict[str, Any]) -> tuple[int, int, int]:
     """The driver-side sort key of an output row (rows of the sequential path have no ``sub``)."""
     return (row["seq"], row["idx"], row.get("sub") or 0)
-
-
-
-def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str = "",
-                 group_order: Callable[[list[str]], list[str]] | None = None) -> list[list[tuple]]:
-    """Run journal row batches through router → keyed → tail in-process, snapshotting every core
-    between batches as Spark's state store would (tests and benchmarks). ``group_order`` permutes the
-    keys of a batch (Spark gives no order across groups). Returns each batch's output rows in the
-    driver's order."""
-    batches = [list(b) for b in batches]
-    journal = [r for b in batches for r in b]
-    router_snap = tail_snap = None
-    key_snaps: dict[str, bytes] = {}
-    keyed = KeyedCore(plan, topology)
-    result = []
-    for batch in batches:
-        if plan.upstream:
-            router = RouterCore(plan, topology)
-            if router_snap is not None:
-                router.restore(router_snap)
-            rows = router.run(batch)
-            router_snap = router.snapshot()
-        else:
-            rows = JournalRouter(plan, topology, lambda e: [r for r in journal if r[1] == plan.route and r[0] < e]
-                                 ).run(batch)
-        groups: dict[str, list[tuple]] = {}
-        for r in rows:
-            groups.setdefault(r[10], []).append(r)
-        keys = list(groups)
-        produced: list[tuple] = []
-        for key in group_order(keys) if group_order else keys:
-            grows = groups[key]
-            if key == PASS_KEY:
-                produced.extend(grows)
-                continue
-            keyed.load(key_snaps.get(key))
-            grows.sort(key=lambda r: (r[2], r[3]))
-            produced.extend(keyed.run([(r[2], r[3], r[0], r[5], r[6], r[8]) for r in grows]))
-            key_snaps[key] = keyed.snapshot()
-        if plan.downstream:
-            tail = TailCore(plan, topology)
-            if tail_snap is not None:
-                tail.restore(tail_snap)
-            produced = tail.run(produced)
-            tail_snap = tail.snapshot()
-        produced.sort(key=lambda r: (r[2], r[3], r[4]))
-        result.append(produced)
-    return result

@@ -4,15 +4,18 @@
 
     sbpy_journal ─► mapInPandas(JournalRouter)                           no stage before K: stateless
                  │  or groupBy(0).transformWithStateInPandas(router)     one group: upstream stages, keys
-                 ─► groupBy(key).applyInPandasWithState(keyed)           one group per PARTITION BY key
+                 ─► groupBy(bucket).transformWithStateInPandas(keyed)    one group per bucket of keys
                  ─► groupBy(0).transformWithStateInPandas(tail)          only if stages follow K
 
-Spark accepts one ``applyInPandasWithState`` per query but chains ``transformWithStateInPandas``
-operators in Append mode without watermarks; the per-key operator is the ``applyInPandasWithState``
-because it is the cheaper one per key group (docs/spark-facts). Each operator keeps its state as one
-pickled snapshot per group (``snap binary``): the router's Pipeline + key list, the tail's Pipeline,
-and per key that partition's matcher state. Warm cores are cached per Python worker and reused while
-Spark's state equals what they saved (as ``state_function._pipeline`` does).
+Spark 4 chains ``transformWithStateInPandas`` operators in Append mode without watermarks (it accepts
+only one ``applyInPandasWithState`` per query; docs/spark-facts). The per-key operator groups by a
+bucket of the partition key (``keyed_buckets``: ``pmod(xxhash64(key), n)``, ``n`` pinned in the
+checkpoint, each bucket's grouping value placed in its own shuffle partition), so Spark calls Python
+once per bucket and micro-batch, not once per key. State: the router and the tail keep one pickled
+snapshot (``ValueState``: their Pipeline, and the router's key list); each bucket keeps a ``MapState``
+from key text to that key's matcher snapshot — a batch writes only the keys it touched — and a
+``stamp``. Warm cores and key views are cached per Python worker and reused while Spark's state is what
+they saved (``_core`` compares snapshots; a bucket compares its stamp).
 """
 from __future__ import annotations
 
@@ -20,17 +23,20 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .keyed_buckets import BucketCore, group_values, pin_buckets
 from .keyed_ops import ROW_COLUMNS, ROW_SCHEMA, JournalRouter, KeyedCore, RouterCore, TailCore
-from .keyed_plan import PASS_KEY, KeyedPlan
+from .keyed_plan import KeyedPlan
 
 STATE_SCHEMA = "snap binary"
-CHECKPOINT_SUBDIR = "keyed-v2"  # inside the consumer's checkpoint folder: a different plan, its own layout
+STAMP_SCHEMA = "stamp binary"
+KEY_SCHEMA = "key string"
+# inside the consumer's checkpoint folder: a different plan, its own layout (v3: bucketed MapState)
+CHECKPOINT_SUBDIR = "keyed-v3"
 _INT_COLUMNS = ("seq", "idx", "sub", "ts")
-_MAX_CACHED_KEYS = 4096
 
-# Per worker process: warm cores and per-key partition states.
+# Per worker process: warm cores, and per (query, bucket) the views of the keys it ran.
 _CORES: dict[tuple, Any] = {}
-_PARTS: dict[tuple, tuple[bytes, Any]] = {}
+_BUCKETS: dict[tuple, BucketCore] = {}
 
 
 def _frame(rows: list[tuple]) -> Any:
@@ -123,41 +129,53 @@ def _feed(role: str, core: Any, pdf: Any) -> list[tuple]:
     return core.run(list(pdf[ROW_COLUMNS].itertuples(index=False, name=None)))
 
 
-def _run_key(cache_key: tuple, query_id: str, plan: KeyedPlan, topology: str, key: Any, frames: Iterator[Any],
-             state: Any) -> Iterator[Any]:
-    gkey = key[0]
+def _run_bucket(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int, frames: Iterator[Any],
+                stamp: Any, snaps: Any) -> Any:
+    """One micro-batch of one bucket (``keyed_buckets.BucketCore``): ``stamp`` is the bucket's
+    ``ValueState``, ``snaps`` its ``MapState`` (key text → that key's snapshot)."""
     pdf = _concat(frames)
-    if gkey == PASS_KEY or gkey is None:
-        yield pdf[ROW_COLUMNS] if pdf is not None else _frame([])
-        return
-    snap = bytes(state.get[0]) if state.exists and state.get[0] is not None else None
+    if pdf is None:
+        return _frame([])
     core = _CORES.get(cache_key)
     if core is None:
         core = _CORES[cache_key] = KeyedCore(plan, topology)
-    pkey = (query_id, gkey)
-    cached = _PARTS.pop(pkey, None)
-    if cached is not None and snap is not None and cached[0] == snap:
-        core.proc.parts = cached[1]  # warm: the partition objects Spark's state was saved from
-    else:
-        core.load(snap)
-    out: list[tuple] = []
-    if pdf is not None:
-        pdf = pdf.sort_values(["seq", "idx"], kind="stable")
-        out = core.run(list(zip(pdf["seq"].tolist(), pdf["idx"].tolist(), pdf["kind"].tolist(),
-                                pdf["ts"].tolist(), pdf["data"].tolist(), pdf["input"].tolist())))
-    new = core.snapshot()
-    state.update((new,))
-    _PARTS[pkey] = (new, core.proc.parts)
-    core.proc.parts = {}
-    while len(_PARTS) > _MAX_CACHED_KEYS:
-        _PARTS.pop(next(iter(_PARTS)))
-    yield _frame(out)
+    bkey = (cache_key, bucket)
+    worker = _BUCKETS.get(bkey)
+    if worker is None:
+        worker = _BUCKETS[bkey] = BucketCore(core)
+    pdf = pdf.sort_values(["seq", "idx"], kind="stable")
+    rows = zip(*(pdf[c].tolist() for c in ROW_COLUMNS))
+    saved = stamp.get()
+
+    def get(key: str) -> bytes | None:
+        value = snaps.getValue((key,))
+        return bytes(value[0]) if value is not None and value[0] is not None else None
+
+    out, new = worker.run(rows, bytes(saved[0]) if saved is not None else None, get,
+                          lambda key, snap: snaps.updateValue((key,), (snap,)))
+    stamp.update((new,))
+    return _frame(out)
 
 
-def keyed_function(query_id: str, plan: KeyedPlan, topology: str = "") -> Callable:
-    """The ``applyInPandasWithState`` function running K for one partition key (a partial of a
-    module-level function, so the worker's caches persist between micro-batches)."""
-    return functools.partial(_run_key, ("keyed", query_id, _plan_key(plan)), query_id, plan, topology)
+def _keyed(query_id: str, plan: KeyedPlan, topology: str) -> Any:
+    """The bucketed per-key ``StatefulProcessor`` (built here, pyspark imported lazily, pickled by
+    value; the per-worker caches are reached through the module-level ``_run_bucket``)."""
+    from pyspark.sql.streaming import StatefulProcessor
+
+    cache_key = ("keyed", query_id, _plan_key(plan))
+
+    class _Keyed(StatefulProcessor):
+        def init(self, handle: Any) -> None:
+            self.stamp = handle.getValueState("stamp", STAMP_SCHEMA)
+            self.snaps = handle.getMapState("snaps", KEY_SCHEMA, STATE_SCHEMA)
+
+        def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+            yield _run_bucket(cache_key, plan, topology, int(key[0]), rows, self.stamp, self.snaps)
+
+        def close(self) -> None:
+            pass
+
+    return _Keyed()
 
 
 def _route_chunks(cache_key: tuple, plan: KeyedPlan, topology: str, journal_dir: str, start_seq: int,
@@ -177,12 +195,27 @@ def _route_chunks(cache_key: tuple, plan: KeyedPlan, topology: str, journal_dir:
         yield _frame(core.run(_journal_rows(pdf)))
 
 
-def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journal_dir: str = "",
-          start_seq: int = 0) -> Any:
-    """The keyed chain over the journal DataFrame ``reader`` (entries with seq > ``start_seq``, the
-    query's first start); its rows have ``ROW_SCHEMA``."""
+def bucket_count(spark: Any, checkpoint: Any, partitions: int | None) -> int:
+    """The bucket count of the keyed query at ``checkpoint`` (pinned there at its first start):
+    ``partitions`` (the state partitions asked for a new checkpoint) or the session's shuffle
+    partitions. Pass the result as the query's shuffle partitions, so each bucket has its own."""
+    return pin_buckets(checkpoint, int(partitions or spark.conf.get("spark.sql.shuffle.partitions")))
+
+
+def bucket_column(buckets: int) -> Any:
+    """The grouping column of the per-key operator: bucket ``pmod(xxhash64(key), buckets)``'s value
+    from ``group_values`` (the bucket of the pass-through key "" holds the rows without a key)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    values = F.array(*[F.lit(v) for v in group_values(buckets)])
+    return F.element_at(values, (F.pmod(F.xxhash64(F.col("key")), F.lit(buckets)) + 1).cast("int"))
+
+
+def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journal_dir: str = "",
+          start_seq: int = 0, buckets: int = 1) -> Any:
+    """The keyed chain over the journal DataFrame ``reader`` (entries with seq > ``start_seq``, the
+    query's first start) with ``buckets`` buckets of keys (``bucket_count``); its rows have ``ROW_SCHEMA``."""
+    from pyspark.sql import functions as F
 
     if plan.upstream:
         router = _sequential("router", query_id, plan, topology, lambda: RouterCore(plan, topology))
@@ -192,8 +225,8 @@ def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journ
         route = functools.partial(_route_chunks, ("jrouter", query_id, _plan_key(plan), str(journal_dir),
                                                   int(start_seq)), plan, topology, str(journal_dir), int(start_seq))
         df = reader.mapInPandas(route, ROW_SCHEMA)
-    df = df.groupBy("key").applyInPandasWithState(keyed_function(query_id, plan, topology), ROW_SCHEMA,
-                                                  STATE_SCHEMA, "Append", GroupStateTimeout.NoTimeout)
+    df = (df.withColumn("_b", bucket_column(buckets)).groupBy("_b")
+          .transformWithStateInPandas(_keyed(query_id, plan, topology), ROW_SCHEMA, "Append", "None"))
     if plan.downstream:
         tail = _sequential("tail", query_id, plan, topology, lambda: TailCore(plan, topology))
         df = (df.withColumn("_g", F.lit(0)).groupBy("_g")

@@ -236,7 +236,8 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     if keyed is not None:  # another plan: its own checkpoint layout inside the consumer's folder
         from . import keyed_query
 
-        checkpoint, partitions = checkpoint / keyed_query.CHECKPOINT_SUBDIR, spec.keyed_partitions
+        checkpoint = checkpoint / keyed_query.CHECKPOINT_SUBDIR
+        partitions = keyed_query.bucket_count(spark, checkpoint, spec.keyed_partitions)  # one per bucket
     start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
     source = journal_reader(spark, spec, start_seq)
     if keyed is None:
@@ -246,7 +247,8 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
         out = (source.withColumn("k", F.lit(0)).groupBy("k")
                .applyInPandasWithState(fn, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", timeout))
     else:
-        out = keyed_query.build(source, spec.query_id, keyed, spec.topology, str(spec.journal_dir), start_seq)
+        out = keyed_query.build(source, spec.query_id, keyed, spec.topology, str(spec.journal_dir), start_seq,
+                                partitions)
     return start_writer(spark, spec, out, checkpoint, partitions, tick_ms, _collect)
 
 

@@ -1,6 +1,7 @@
 """The keyed MATCH_RECOGNIZE split (router → per-key matcher → tail), run in-process without Spark:
 for every conformance case with PARTITION BY and for chains with stages before and after the match,
-random micro-batch splits and random group orders give exactly the rows of the sequential operator
+random micro-batch splits, bucket counts, bucket and key orders, dropped worker caches and failed
+attempts (``keyed_model.run_segments``) give exactly the rows of the sequential operator
 (same ``out`` rows in the same order per batch, same dropped steps, same summed counters, same ends)."""
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import yaml
 from conformance_compare import CASES as CASES_DIR
 from sbpy.bql.runtime.testing import arrival_order, json_ready
 from sbpy.bql.spark import journal_format as jf
-from sbpy.bql.spark.keyed_ops import ROW_COLUMNS, run_segments
+from sbpy.bql.spark.keyed_model import run_segments
+from sbpy.bql.spark.keyed_ops import ROW_COLUMNS
 from sbpy.bql.spark.keyed_plan import plan_keyed, route_key
 from sbpy.bql.spark.operator import Pipeline, StageSpec
 
@@ -84,7 +86,7 @@ def check_same(stages, inputs_names, rows, seed, min_outs=0):
     for _ in range(4):
         batches = split(rows, rng)
         want = sequential(stages, batches)
-        got = run_segments(plan, batches, group_order=lambda keys: rng.sample(keys, len(keys)))
+        got = run_segments(plan, batches, buckets=rng.randint(1, 4), chaos=rng)
         assert len(got) == len(want)
         for g, w in zip(got, want):
             assert summary(g, ROW_COLUMNS) == summary(w, SEQ_COLUMNS)

@@ -1,0 +1,168 @@
+"""The per-key segment of a keyed MATCH_RECOGNIZE, one call per *bucket* of partition keys (Spark-free).
+
+Spark calls a grouped Python function once per group and micro-batch, and that call has a fixed cost
+(a pandas frame, a state round trip: ~0.25–1.2 ms, docs/spark-facts). Grouped by the PARTITION BY key
+itself, thousands of keys cost thousands of calls per batch. So the keyed operator groups by a bucket
+of the key instead:
+
+- ``bucket = pmod(xxhash64(key), n)`` where ``key`` is ``keyed_plan.route_key``'s canonical text of the
+  partition values (BQL equality) and ``n`` the bucket count, pinned in the checkpoint at the first start
+  (``pin_buckets``): the bucket keys the state, so it must not change across restarts;
+- the grouping value of bucket ``b`` is ``group_values(n)[b]``, an int that Spark's hash partitioning
+  (``pmod(murmur3(value, 42), partitions)``) sends to shuffle partition ``b``: with ``n`` equal to the
+  query's shuffle partitions every partition gets exactly one group (one Python call per partition per
+  batch) and no two buckets share a task by accident. The mapping only spreads the work; correctness
+  needs only ``n`` to be stable;
+- ``BucketCore`` runs one bucket's rows: sorted by ``(seq, idx)`` (the arrival order), split by key in
+  first-arrival order, each key's rows through K's processor with that key's partition swapped in
+  (``PartitionView``). K's partitions never read each other (``plan_keyed`` keeps the global watermark
+  sequential), so running keys one after the other gives each key's rows exactly as in-process; the
+  driver restores the global order from ``(seq, idx, sub)``.
+
+State layout: per bucket, a map from the key's text to that key's processor snapshot (the format of
+``MatchRecognizeProcessor.snapshot`` with one partition) — a batch writes only the keys it touched —
+and a *stamp*, random bytes written by every call. A worker keeps the views of the keys it ran, with
+the stamp it wrote; when the bucket's stored stamp equals it, the views are exactly the committed state
+(no read); otherwise (another worker ran the bucket, or a failed attempt was rolled back) they are
+dropped and each key is read back from the map.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from .keyed_ops import KeyedCore
+from .keyed_plan import PASS_KEY
+
+BUCKETS_FILE = "buckets.json"
+MAX_VIEWS = 4096  # cached key views per bucket and worker (more: the least recently run are read back)
+_M32 = 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------- bucket count and grouping values
+
+
+def pin_buckets(checkpoint: str | os.PathLike[str], buckets: int) -> int:
+    """The bucket count of the keyed query checkpointed at ``checkpoint``: ``buckets`` at the first
+    start (recorded there atomically), the recorded count on every restart. A checkpoint that has
+    committed batches but no record is refused: its state was written with an unknown bucketing."""
+    path = Path(checkpoint) / BUCKETS_FILE
+    try:
+        return int(json.loads(path.read_text())["buckets"])
+    except FileNotFoundError:
+        pass
+    if (Path(checkpoint) / "commits").is_dir() and any((Path(checkpoint) / "commits").iterdir()):
+        raise ValueError(f"keyed checkpoint {checkpoint} has batches but no {BUCKETS_FILE}: its state "
+                         "cannot be read with a bucket count chosen now")
+    if int(buckets) < 1:
+        raise ValueError(f"bucket count must be positive, not {buckets}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{BUCKETS_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps({"buckets": int(buckets)}))
+    os.replace(tmp, path)
+    return int(buckets)
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def murmur3_int(value: int, seed: int = 42) -> int:
+    """Spark's ``Murmur3Hash`` of an IntegerType value (``hash(col)``, and hash partitioning's key)."""
+    k1 = _rotl(((value & _M32) * 0xCC9E2D51) & _M32, 15) * 0x1B873593 & _M32
+    h1 = (_rotl(seed ^ k1, 13) * 5 + 0xE6546B64) & _M32
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _M32
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _M32
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+def group_values(buckets: int) -> list[int]:
+    """For each bucket ``b`` the smallest int ``v >= 0`` (distinct) with ``pmod(murmur3(v), buckets) == b``:
+    the grouping value Spark's hash partitioning over ``buckets`` partitions places in partition ``b``."""
+    out: dict[int, int] = {}
+    v = 0
+    while len(out) < buckets:
+        out.setdefault(murmur3_int(v) % buckets, v)
+        v += 1
+    return [out[b] for b in range(buckets)]
+
+
+# ---------------------------------------------------------------- one bucket's call
+
+
+class PartitionView:
+    """One key's share of K's processor: its partitions (``parts``), their index by str value
+    (``by_str``) and the compiled lanes' feeds (``lanes``; the processor's ``process`` closes over its
+    ``lanes`` dict, so that one is refilled in place). Swapping a view in is three assignments; the
+    objects are the ones the key's last run left, so a warm key costs no restore."""
+
+    __slots__ = ("parts", "by_str", "lanes")
+
+    def __init__(self, proc: Any):
+        self.parts, self.by_str, self.lanes = proc.parts, proc.by_str, dict(proc.lanes)
+
+    def activate(self, proc: Any) -> None:
+        proc.parts, proc.by_str = self.parts, self.by_str
+        proc.lanes.clear()
+        proc.lanes.update(self.lanes)
+
+
+class BucketCore:
+    """The keys of one bucket on one worker: their cached views and the stamp they correspond to."""
+
+    def __init__(self, core: KeyedCore):
+        self.core = core
+        self.stamp: bytes | None = None
+        self.views: dict[str, PartitionView] = {}
+
+    def run(self, rows: Iterable[tuple], stored_stamp: bytes | None, get: Callable[[str], bytes | None],
+            put: Callable[[str, bytes], None], key_order: Callable[[list[str]], list[str]] | None = None
+            ) -> tuple[list[tuple], bytes]:
+        """Rows in ``ROW_COLUMNS`` order, sorted by ``(seq, idx)`` → ``(output rows, new stamp)``.
+
+        ``stored_stamp``: the bucket's committed stamp; ``get(key)`` a key's committed snapshot (None:
+        new key), ``put(key, snap)`` records a key's new one; the caller stores the new stamp with
+        them. ``key_order`` permutes the keys (tests: the result must not depend on it)."""
+        if stored_stamp is None or stored_stamp != self.stamp:
+            self.views.clear()  # the committed state is not what these views were saved as
+        self.stamp = None
+        groups: dict[str, list[tuple]] = {}
+        out: list[tuple] = []
+        for r in rows:
+            key = r[10]
+            if key == PASS_KEY or key is None:
+                out.append(r)
+            else:
+                groups.setdefault(key, []).append(r)
+        core, views = self.core, self.views
+        counts = core.new_counts()
+        last = 0
+        try:
+            for key in key_order(list(groups)) if key_order else groups:
+                view = views.pop(key, None)
+                if view is None:
+                    core.load(get(key))
+                else:
+                    view.activate(core.proc)
+                krows = groups[key]
+                core.run_into([(r[2], r[3], r[0], r[5], r[6], r[8]) for r in krows], out, counts)
+                last = max(last, krows[-1][2])
+                put(key, core.snapshot())
+                views[key] = PartitionView(core.proc)
+        except BaseException:
+            views.clear()
+            raise
+        while len(views) > MAX_VIEWS:
+            views.pop(next(iter(views)))
+        if groups:
+            out.append(core.stat_row(last, counts))
+        stamp = os.urandom(16)
+        self.stamp = stamp
+        return out, stamp

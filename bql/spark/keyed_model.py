@@ -1,0 +1,81 @@
+"""The keyed MATCH_RECOGNIZE chain (router → bucketed per-key operator → tail) run in-process, as Spark
+runs it: the same cores, state kept between micro-batches the way the state store keeps it (tests and
+benchmarks compare it with the sequential operator).
+
+``run_segments`` snapshots the router and the tail between batches, keeps each bucket's key map and
+stamp in dicts (the ``MapState`` and ``ValueState`` of ``keyed_query``) and keeps the per-worker
+``BucketCore`` caches across batches. With ``chaos`` (a ``random.Random``) it also permutes the order
+of buckets and of keys within a bucket (Spark gives no order across groups), sometimes drops a
+worker's caches (another worker takes the bucket), and sometimes runs a bucket's call as a failed
+attempt first — its state writes are discarded, as a task retry's are, while its worker's cache keeps
+what it computed — so the stamp rule (views are used only when the committed stamp is theirs) is
+exercised.
+"""
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Iterable
+
+from .keyed_buckets import BucketCore
+from .keyed_ops import JournalRouter, KeyedCore, RouterCore, TailCore
+from .keyed_plan import KeyedPlan
+
+
+def bucket_of(key: str, buckets: int) -> int:
+    """An in-process stand-in for the Spark expression (any stable function of the key is correct)."""
+    return zlib.crc32(key.encode("utf-8")) % buckets
+
+
+def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str = "", buckets: int = 3,
+                 chaos: random.Random | None = None) -> list[list[tuple]]:
+    """Run journal row batches ``(seq, input, ts_us, data_text, end)`` through router → buckets → tail;
+    returns each batch's output rows in the driver's order ``(seq, idx, sub)``."""
+    batches = [list(b) for b in batches]
+    journal = [r for b in batches for r in b]
+    router_snap = tail_snap = None
+    keyed = KeyedCore(plan, topology)
+    maps: dict[int, dict[str, bytes]] = {}      # bucket -> key -> snapshot (the committed MapState)
+    stamps: dict[int, bytes] = {}               # bucket -> stamp (the committed ValueState)
+    workers: dict[int, BucketCore] = {}         # bucket -> the worker cache that ran it last
+    result = []
+    for batch in batches:
+        if plan.upstream:
+            router = RouterCore(plan, topology)
+            if router_snap is not None:
+                router.restore(router_snap)
+            rows = router.run(batch)
+            router_snap = router.snapshot()
+        else:
+            rows = JournalRouter(plan, topology, lambda e: [r for r in journal if r[1] == plan.route and r[0] < e]
+                                 ).run(batch)
+        groups: dict[int, list[tuple]] = {}
+        for r in rows:
+            groups.setdefault(bucket_of(r[10] or "", buckets), []).append(r)
+        order = list(groups)
+        if chaos is not None:
+            chaos.shuffle(order)
+        produced: list[tuple] = []
+        for b in order:
+            brows = sorted(groups[b], key=lambda r: (r[2], r[3]))
+            if chaos is not None and chaos.random() < 0.2:
+                workers.pop(b, None)
+            worker = workers.setdefault(b, BucketCore(keyed))
+            store = maps.setdefault(b, {})
+            key_order = (lambda keys: chaos.sample(keys, len(keys))) if chaos is not None else None
+            if chaos is not None and chaos.random() < 0.2:  # a failed attempt: nothing it wrote is kept
+                worker.run(brows, stamps.get(b), store.get, lambda k, s: None, key_order)
+            written: dict[str, bytes] = {}
+            out, stamp = worker.run(brows, stamps.get(b), store.get, written.__setitem__, key_order)
+            store.update(written)
+            stamps[b] = stamp
+            produced.extend(out)
+        if plan.downstream:
+            tail = TailCore(plan, topology)
+            if tail_snap is not None:
+                tail.restore(tail_snap)
+            produced = tail.run(produced)
+            tail_snap = tail.snapshot()
+        produced.sort(key=lambda r: (r[2], r[3], r[4]))
+        result.append(produced)
+    return result
