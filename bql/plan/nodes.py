@@ -60,7 +60,8 @@ class StagePlan:
     text: str                         # the statement as written (for EXPLAIN and checkpoint names)
     inputs: tuple[str, ...]
     statement: Any                    # the analyzed ``Select``/``SelectUnion`` (pickled to workers)
-    kernel: str                       # select | union | match_recognize | timeplus | custom
+    kernel: str                       # select | union | match_recognize | timeplus | emitter_options |
+                                      # table | subquery | custom (does not build here)
     stateless: bool                   # memoryless: each tuple's rows depend on that tuple only
     why: str                          # why it is (not) stateless
     state: str                        # what state it keeps, in words

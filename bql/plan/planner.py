@@ -55,8 +55,8 @@ def _kernel(proc: Any) -> str:
         return "union"
     name = type(proc).__name__
     return {"MatchRecognizeProcessor": "match_recognize", "WindowProcessor": "timeplus",
-            "SubstreamProcessor": "timeplus",
-            "SubqueryProcessor": "subquery"}.get(name, "custom")
+            "SubstreamProcessor": "timeplus", "EmitterOptionsProcessor": "emitter_options",
+            "TableQueryProcessor": "table", "SubqueryProcessor": "subquery"}.get(name, "custom")
 
 
 def _memoryless(proc: Any) -> tuple[bool, str]:
@@ -144,12 +144,15 @@ def describe_stage(node: str, text: str, inputs: Sequence[str], context: Any = N
 
 def _implementation(proc: Any) -> str:
     """How the kernel computes a stage (which SELECT kernel, which MATCH_RECOGNIZE engine)."""
+    from sbpy.bql.runtime.emitter_options import EmitterOptionsProcessor
     from sbpy.bql.runtime.incremental.processor import IncrementalSelectProcessor
     from sbpy.bql.runtime.kernel import SelectProcessor
     from sbpy.bql.runtime.left_join import LeftJoinProcessor
     from sbpy.bql.runtime.match.processor import MatchRecognizeProcessor
     from sbpy.bql.runtime.union import UnionProcessor
 
+    if isinstance(proc, EmitterOptionsProcessor):
+        return f"SensorBee's emitter options over the query's output; the query: {_implementation(proc.inner)}"
     if isinstance(proc, IncrementalSelectProcessor):
         return proc.kernel_description()
     if isinstance(proc, LeftJoinProcessor):

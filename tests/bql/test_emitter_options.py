@@ -342,6 +342,9 @@ def test_a_stage_with_emitter_options_is_not_memoryless():
     for option in ["LIMIT 3", "EVERY 2-ND TUPLE", "SAMPLE 50%", "EVERY 1 SECONDS"]:
         stage = describe_stage("n", f"SELECT RSTREAM [{option}] x FROM s [RANGE 1 TUPLES]", ["s"])
         assert not stage.stateless and "emitter options" in stage.why
+        assert stage.kernel == "emitter_options"
+        assert stage.implementation.startswith("SensorBee's emitter options over the query's output; the query: ")
+        assert stage.implementation.endswith(plain.implementation)
 
 
 def test_the_native_tier_does_not_compile_a_stage_with_emitter_options():
