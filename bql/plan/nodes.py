@@ -14,8 +14,8 @@ Executions (what the whole query is on Spark):
   ``vectorized-python`` (each reader runs the stages, ``sbpy_stateless``).
 - ``sequential``: the stages run in one ``applyInPandasWithState`` group on an executor (global arrival
   order; state pickled into Spark's state store).
-- ``keyed``: a MATCH_RECOGNIZE with PARTITION BY runs one group per partition key between a router and
-  a tail (``bql/spark/keyed_plan.py``).
+- ``keyed``: a MATCH_RECOGNIZE with PARTITION BY runs by partition key, in buckets of keys, between a
+  router and a tail (``bql/spark/keyed_plan.py``, ``keyed_buckets.py``).
 - ``driver``: the stages run in the driver's ``foreachBatch`` (no shuffle, no state-store commit; the
   pipeline snapshot goes to a file per batch). Chosen when a stage calls a function that reaches the
   topology's states (UDS), or for latency when the chain's state is small and bounded.

@@ -237,7 +237,7 @@ def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan], keyed_n
     if not_stateless is None:
         return Execution.STATELESS, "every stage is memoryless: all partitions, no shuffle, no state store", 0
     if keyed:
-        return Execution.KEYED, "MATCH_RECOGNIZE with PARTITION BY: one group per partition key", 0
+        return Execution.KEYED, "MATCH_RECOGNIZE with PARTITION BY: by partition key, in buckets of keys", 0
     if all(b is not None for b in bound) and sum(bound) <= SMALL_STATE_TUPLES:  # type: ignore[arg-type]
         return (Execution.DRIVER, f"small bounded state ({sum(bound)} tuples at most: {not_stateless}); "  # type: ignore[arg-type]
                 "the driver runs it with no shuffle and no state-store commit per micro-batch", 0)
@@ -256,6 +256,11 @@ _NATIVE_PARTITIONING = ("any partition of the journal read; rows outside the com
                         "on the driver (order restored by (seq, idx))")
 
 
+KEYED_PARTITIONING = ("bucketed by PARTITION BY key: one group, one Python call per micro-batch, per bucket "
+                      "pmod(xxhash64(key), N); N buckets = the query's state partitions "
+                      "(spark.sql.shuffle.partitions at its first start, sbpy's default 2), pinned in its checkpoint")
+
+
 def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: str | None,
            native_why: str = "") -> tuple[StagePlan, ...]:
     out = []
@@ -268,7 +273,7 @@ def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: s
             tier, where, part = Tier.NATIVE, Where.JVM, _NATIVE_PARTITIONING
         elif execution is Execution.KEYED:
             if s.node == keyed_node:
-                tier, where, part = Tier.KEYED, Where.EXECUTOR, "by PARTITION BY key (one group per key)"
+                tier, where, part = Tier.KEYED, Where.EXECUTOR, KEYED_PARTITIONING
             else:
                 tier, where, part = Tier.SEQUENTIAL, Where.EXECUTOR, "one group (router or tail, arrival order)"
         else:
@@ -276,6 +281,9 @@ def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: s
         state = s.state
         if execution is Execution.DRIVER and state != "none":
             state += " (pickled to a driver snapshot file per micro-batch)"
+        elif execution is Execution.KEYED and s.node == keyed_node and state != "none":
+            state += (" (one pickled snapshot per PARTITION BY key in a state-store map: a micro-batch writes"
+                      " the keys it touched)")
         elif execution in (Execution.SEQUENTIAL, Execution.KEYED) and state != "none":
             state += " (pickled into Spark's state store)"
         out.append(dataclasses.replace(s, tier=tier, where=where, partitioning=part, state=state, tier_why=tier_why))

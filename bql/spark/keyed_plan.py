@@ -8,7 +8,7 @@ Spark")::
     journal ──► router (sequential) ──► keyed K (groupBy partition key) ──► tail (sequential) ──► foreachBatch
 
 - ``upstream``: the stages of K's subtree (K's input and what feeds it), run by the router's Pipeline;
-- ``keyed``: K itself, run per partition key on executors, one state row per key;
+- ``keyed``: K itself, run per partition key on executors (grouped in buckets, one map entry per key);
 - ``downstream``: every other stage (they read K's output and/or journal inputs), run by the tail.
 
 Separable means no journal input is read both inside K's subtree (upstream or K) and by a downstream
