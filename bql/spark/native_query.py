@@ -69,7 +69,9 @@ def classify(df: Any, chain: NativeChain) -> Any:
     from pyspark.sql import functions as F
 
     is_line = F.col("kind") == "line"
-    guard, depth, data = chain.columns(F.col("data"))
+    # the JVM pass once per line, as a column of its own (see ``NativeChain.columns``)
+    df = df.withColumn("_f", F.when(is_line, chain.fields(F.col("data"))))
+    guard, depth, data = chain.columns(F.col("_f"))
     df = df.withColumn("_guard", F.when(is_line, guard)).withColumn("_depth", F.when(is_line, depth))
     ok = F.col("_guard").eqNullSafe(True)
     full = F.col("_depth") == F.lit(chain.stages)

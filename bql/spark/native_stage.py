@@ -6,7 +6,8 @@ top-level key, literals, the comparisons ``= != <> < <= > >=`` and ``AND / OR / 
 list holds such field references or literals under keys that do not start with ``$``. ``compile_chain``
 returns the columns that classify each journal line::
 
-    f     = sbpy_json_fields(line, keys)       -- one JVM pass: each key's class + JSON text (native_udf)
+    f     = sbpy_json_fields(line, keys)       -- one JVM pass: each key's class + JSON text (native_udf),
+                                                  a column of its own so it runs once per line
     guard = every value the chain touches has the class its code was written for
     depth = how many stages the tuple passes (their WHERE in order), when guard holds
     data  = the output map's JSON text (the sink's line, and tagged JSON of the same map)
@@ -64,9 +65,20 @@ class NativeChain:
     def stages(self) -> int:
         return len(self.plan)
 
-    def columns(self, line: Any) -> tuple[Any, Any, Any]:
-        """``(guard, depth, data)`` columns over the string column ``line``."""
-        return _build(list(self.plan), line, self.keys)
+    def fields(self, line: Any) -> Any:
+        """The JVM pass over the string column ``line``: ``sbpy_json_fields(line, keys)``."""
+        from pyspark.sql import functions as F
+
+        return F.call_function("sbpy_json_fields", line, F.lit(KEY_SEPARATOR.join(self.keys)))
+
+    def columns(self, fields: Any) -> tuple[Any, Any, Any]:
+        """``(guard, depth, data)`` columns over ``fields``, a column holding ``fields(line)``.
+
+        Every class and text the chain reads is an element of ``fields``, so the caller should make
+        it a column of its own (``native_query.classify`` does) and the JVM pass runs once per line:
+        written inline, Spark's common-subexpression elimination does not reach into the CASE
+        branches that build ``data``, and the pass would run again there."""
+        return _build(list(self.plan), fields, len(self.keys))
 
 
 def compile_stages(stages: Sequence[tuple[str, Any]], context: Any = None) -> NativeChain:
@@ -181,13 +193,12 @@ def _operand(e: Any, value: Any) -> tuple:
 # ---------------------------------------------------------------- columns
 
 
-def _build(plan: list, line: Any, keys: tuple[str, ...]) -> tuple[Any, Any, Any]:
+def _build(plan: list, f: Any, nkeys: int) -> tuple[Any, Any, Any]:
     from pyspark.sql import functions as F
 
-    f = F.call_function("sbpy_json_fields", line, F.lit(KEY_SEPARATOR.join(keys)))
     guards: list[Any] = [f.isNotNull()]
-    cls = [F.substring(f[k], 1, 1) for k in range(len(keys))]
-    text = [F.substring(f[k], 2, 1 << 30) for k in range(len(keys))]
+    cls = [F.substring(f[k], 1, 1) for k in range(nkeys)]
+    text = [F.substring(f[k], 2, 1 << 30) for k in range(nkeys)]
 
     def numeric(slot: int) -> Any:
         return cls[slot].isin(*_NUMERIC)

@@ -1,0 +1,56 @@
+"""The shape of the native tier's physical plan: what runs how often per line.
+
+``sbpy_json_fields`` is the costly part of a native stage (a JSON scan and a string per key). Every
+class and text the chain reads is an element of its result, so ``native_query.classify`` makes that
+result a column of its own: the executed plan must call the function exactly once, whatever the chain
+(written inline, Spark's common-subexpression elimination does not reach into the CASE branches that
+build ``data`` and the filter pushed below the projection, so it ran two or three times per line).
+The rows themselves are checked against the kernel in ``test_native_stage``.
+"""
+from __future__ import annotations
+
+import pytest
+
+from sbpy.bql.plan import Tier, plan_query
+from sbpy.bql.spark.native_query import chain_of, classify
+from sbpy.bql.spark.native_udf import status
+from sbpy.bql.spark.operator import OUTPUT_SCHEMA
+from sbpy.bql.spark.compile import query_spec_stages
+
+pytestmark = [pytest.mark.spark, pytest.mark.skipif(not status()[0], reason=f"native tier off: {status()[1]}")]
+
+CHAINS = [
+    [("out", "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8", ["src"])],
+    [("s1", "SELECT RSTREAM id, price, 1 AS one FROM src [RANGE 1 TUPLES] WHERE price < 8 AND id >= 2", ["src"]),
+     ("s2", 'SELECT RSTREAM id, one FROM s1 [RANGE 1 TUPLES] WHERE id != 5 OR id = 7', ["s1"])],
+    [("s1", "SELECT RSTREAM a FROM src [RANGE 1 TUPLES]", ["src"])],
+]
+
+
+def _executed_plan(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+@pytest.mark.parametrize("texts", CHAINS, ids=["b1", "two-stages", "no-where"])
+def test_the_plan_calls_the_json_pass_once(spark, texts):
+    plan = plan_query(["src"], texts)
+    assert all(s.tier is Tier.NATIVE for s in plan.stages)
+    chain = chain_of(query_spec_stages(plan))
+    rows = [("line", None, i, 0, 0, '{"id": %d, "price": %d, "a": "x"}\n' % (i, i), None, "src", None)
+            for i in range(1, 9)]
+    df = classify(spark.createDataFrame(rows, OUTPUT_SCHEMA), chain)
+    got = df.collect()
+    assert got and {r["kind"] for r in got} <= {"out", "skip"}  # decided natively
+    text = _executed_plan(df)
+    assert text.count("sbpy_json_fields(") == 1, text
+
+
+def test_the_inline_columns_would_call_it_more_than_once(spark):
+    """The check above can fail: the same chain's columns written over the function call itself."""
+    from pyspark.sql import functions as F
+
+    chain = chain_of(query_spec_stages(plan_query(["src"], CHAINS[0])))
+    guard, depth, data = chain.columns(chain.fields(F.col("data")))
+    rows = [("line", None, 1, 0, 0, '{"id": 1, "price": 1}\n', None, "src", None)]
+    df = spark.createDataFrame(rows, OUTPUT_SCHEMA).select(guard.alias("g"), F.when(depth == 1, data).alias("d"))
+    assert _executed_plan(df).count("sbpy_json_fields(") > 1
