@@ -8,6 +8,17 @@ it. A query whose stages call a function or UDSF that may use the topology's sta
       → foreachBatch(bridge) on the driver: rows sorted by seq → Pipeline.run with the topology's
         ProcessorContext (functions, UDSFs and states) → on_batch(batch_id, rows)
 
+How a batch's journal rows reach the driver (``read``): ``"journal"`` (the default) reads them on the
+driver itself, straight from the journal files: the batch's seq range ``(after, upto]`` is the end offset
+Spark logged for batch N-1 (``offsets/<N-1>``; the pinned start seq for batch 0) and the one it logged
+for N (``offsets/<N>``, written before the batch runs, read again on a replay), and ``read_entries`` over
+that range gives exactly the rows ``sbpy_journal``'s partitions would have read — without a Spark job
+(task launch, a Python worker, an Arrow transfer to the driver), which is most of a 1-tuple batch's time.
+Spark still plans the batch and checkpoints its offsets, so replay and exactly-once are unchanged; its
+progress reports 0 input rows for such a batch (nothing ran in Spark). ``"spark"`` (or
+``SBPY_DRIVER_READ=spark``) collects the batch's DataFrame as before — the reference the tests compare
+with; a batch whose offsets file cannot be read (a checkpoint Spark keeps elsewhere) takes it too.
+
 The pipeline state is kept per batch: after batch N its snapshot is written to
 ``<checkpoint>/driver-state/<N>.snap`` (temp file + fsync + rename, so a crash never leaves a torn one).
 A batch runs on the in-memory pipeline when that is the state after batch N-1; otherwise (a batch
@@ -31,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from . import journal_format as jf
+from .handoff import position
 from .journal_source import NAME as SOURCE_NAME
 from .operator import OUTPUT_COLUMNS, Pipeline, StageSpec
 from .query import _START_LOCK, QueryHandle, QuerySpec, _ensure_listener, register
@@ -38,6 +50,7 @@ from .query import _START_LOCK, QueryHandle, QuerySpec, _ensure_listener, regist
 log = logging.getLogger("sbpy.spark")
 
 STATE_DIR = "driver-state"
+READ_MODES = ("journal", "spark")
 
 
 class DriverPipeline:
@@ -115,6 +128,29 @@ def _journal_rows(batch_df: Any) -> list[tuple]:
     return [(r["seq"], r["input"], r["ts"], r["data"], bool(r["end"]), r.get("error")) for r in rows]
 
 
+def batch_range(checkpoint: str | Path, batch_id: int) -> tuple[int, int] | None:
+    """The journal seqs ``(after, upto]`` micro-batch ``batch_id`` of the query at ``checkpoint`` covers,
+    from Spark's offset log (the pinned start seq before batch 0); None when it cannot be read."""
+    try:
+        upto = position(checkpoint, batch_id)
+        after = position(checkpoint, batch_id - 1 if batch_id > 0 else None)
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    if upto is None or after is None:
+        return None
+    return after, upto
+
+
+def journal_batch_rows(journal_dir: str, inputs: Iterable[str], seqs: tuple[int, int]) -> list[tuple]:
+    """The journal rows of ``inputs`` with ``after < seq <= upto``, read on the driver, in ``_journal_rows``'s
+    shape and order (the rows ``sbpy_journal`` yields for that range, sorted by seq)."""
+    after, upto = seqs
+    if upto <= after:
+        return []
+    rows = jf.read_entries(journal_dir, tuple(inputs), after, upto)
+    return [(r[0], r[1], r[2], r[3], bool(r[4]), r[5]) for r in rows]
+
+
 def output_dicts(rows: list[tuple]) -> list[dict[str, Any]]:
     """The operator's row tuples as ``on_batch`` dicts (``data`` decoded), in emission order."""
     out = []
@@ -126,8 +162,13 @@ def output_dicts(rows: list[tuple]) -> list[dict[str, Any]]:
     return out
 
 
-def start_driver_query(spark: Any, spec: QuerySpec, context: Any) -> QueryHandle:
-    """Start ``spec`` with its stages on the driver (``context``: the topology's ``ProcessorContext``)."""
+def start_driver_query(spark: Any, spec: QuerySpec, context: Any, read: str | None = None) -> QueryHandle:
+    """Start ``spec`` with its stages on the driver (``context``: the topology's ``ProcessorContext``;
+    ``read``: how batches reach the driver, see the module docstring; default ``SBPY_DRIVER_READ`` or
+    ``"journal"``)."""
+    read = read or os.environ.get("SBPY_DRIVER_READ") or "journal"
+    if read not in READ_MODES:
+        raise ValueError(f"read must be one of {READ_MODES}, not {read!r}")
     _ensure_listener(spark)
     reader = (spark.readStream.format(SOURCE_NAME)
               .option("dir", str(spec.journal_dir))
@@ -142,7 +183,10 @@ def start_driver_query(spark: Any, spec: QuerySpec, context: Any) -> QueryHandle
     def bridge(batch_df: Any, batch_id: int) -> None:
         if spec.before_batch is not None:  # before the pipeline: a refused batch has no UDS effects
             spec.before_batch(batch_id)
-        out = runner.run_batch(int(batch_id), _journal_rows(batch_df))
+        seqs = batch_range(spec.checkpoint_dir, int(batch_id)) if read == "journal" else None
+        rows = (journal_batch_rows(str(spec.journal_dir), spec.inputs, seqs) if seqs is not None
+                else _journal_rows(batch_df))
+        out = runner.run_batch(int(batch_id), rows)
         handle = holder.get("h")
         if handle is not None:
             handle.batches += 1
