@@ -21,6 +21,8 @@ import heapq
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import orjson
+
 from sbpy.bql.eval import Env
 from sbpy.bql.runtime.processor import StepResult, Tuple
 
@@ -34,6 +36,32 @@ ROW_SCHEMA = ("kind string, node string, seq long, idx long, sub long, ts long, 
 STATE_VERSION = 1
 
 
+_MAX_STR_KEYS = 65536  # memoized partition keys of str values (cleared when more)
+
+
+def decode_data(text: str) -> Any:
+    """``journal_format.decode_data`` with a shortcut: a text with neither ``$`` nor a ``\\u`` escape
+    has no tag and no escaped key, so plain JSON parsing gives the same value."""
+    if type(text) is not str or "$" in text or "\\u" in text:
+        return jf.decode_data(text)
+    return orjson.loads(text)
+
+
+class Timestamps:
+    """``journal_format.us_to_ts`` remembering its last answer (a batch's tuples often share a time)."""
+
+    __slots__ = ("us", "ts")
+
+    def __init__(self) -> None:
+        self.us: int | None = None
+        self.ts: Any = None
+
+    def get(self, us: int) -> Any:
+        if us != self.us or self.us is None:
+            self.ts, self.us = jf.us_to_ts(us), us
+        return self.ts
+
+
 class RouterCore:
     """The sequential head: upstream stages, partition keys, end-of-input broadcast."""
 
@@ -42,6 +70,10 @@ class RouterCore:
         self.pipeline = Pipeline(plan.upstream, topology) if plan.upstream else None
         mr = build_stage(plan.keyed, topology)
         self.part_fns, self.alias = mr.part_fns, mr.in_alias
+        # the one PARTITION BY expression when it is a top-level field (the processor's own shortcut key)
+        self.str_field = mr.fast_keys[0] if mr.fast_keys is not None else None
+        self._str_keys: dict[str, str] = {}
+        self.times = Timestamps()
         self.route = plan.route
         self.down = set(plan.down_inputs)
         self.keys: dict[str, int] = {}  # partition key -> creation rank
@@ -107,24 +139,36 @@ class RouterCore:
 
     def _route(self, seq: int, name: str, ts: int, text: str | None) -> None:
         try:
-            tup = Tuple(jf.decode_data(text), jf.us_to_ts(ts), seq, name)
+            data, when = decode_data(text), self.times.get(ts)
         except Exception as exc:  # noqa: BLE001 - a bad entry drops only its own step
             self._emit("dropped", name, seq, ts, text, _error_text(exc), name, "input")
             return
-        key = self._key(tup)
+        key = self._key(data, when, seq, name)
         if key != ERROR_KEY:
             self._register(key)
         self._emit("tuple", name, seq, ts, text, None, name, None, key)
 
-    def _key(self, tup: Tuple) -> str:
-        """``tup``'s partition key; ``ERROR_KEY`` when its PARTITION BY values fail (K reports the drop)."""
-        if tup.seq == self._key_seq:
+    def _key(self, data: Any, when: Any, seq: int, name: str) -> str:
+        """The partition key of the tuple ``(data, when, seq, name)``; ``ERROR_KEY`` when its PARTITION BY
+        values fail (K reports the drop). With one PARTITION BY field holding a str, the key is the
+        str's (memoized; the same as ``route_key`` of the evaluated value)."""
+        if seq == self._key_seq:
             self._key_n += 1
         else:
-            self._key_seq, self._key_n = tup.seq, 0
-        env = Env({self.alias: tup})
+            self._key_seq, self._key_n = seq, 0
+        field = self.str_field
+        if field is not None and type(data) is dict:
+            value = data.get(field)
+            if type(value) is str:
+                key = self._str_keys.get(value)
+                if key is None:
+                    if len(self._str_keys) > _MAX_STR_KEYS:
+                        self._str_keys.clear()
+                    key = self._str_keys[value] = route_key((value,))
+                return key
+        env = Env({self.alias: Tuple(data, when, seq, name)})
         try:  # a NaN value is a partition of its own: tagged by the tuple's place in the arrival order
-            return route_key(tuple(f(env) for f in self.part_fns), f"{tup.seq}.{self._key_n}")
+            return route_key(tuple(f(env) for f in self.part_fns), f"{seq}.{self._key_n}")
         except Exception:  # noqa: BLE001
             return ERROR_KEY
 
@@ -165,10 +209,10 @@ class JournalRouter(RouterCore):
             if end:
                 return  # an earlier end marker already finished K
             try:
-                tup = Tuple(jf.decode_data(text), jf.us_to_ts(ts), s, name)
+                data, when = decode_data(text), self.times.get(ts)
             except Exception:  # noqa: BLE001 - dropped when it arrived: no partition
                 continue
-            key = self._key(tup)
+            key = self._key(data, when, s, name)
             if key != ERROR_KEY and key not in keys:
                 keys[key] = len(keys)
         self.keys, self.route_ended = keys, False
@@ -187,6 +231,7 @@ class KeyedCore:
         self.node = plan.keyed.node
         self.proc = build_stage(plan.keyed, topology)
         self.out_kind = "out" if plan.keyed_is_final else "tuple"
+        self.times = Timestamps()
 
     def load(self, snap: bytes | None) -> None:
         """Make the processor hold exactly the partition(s) of ``snap`` (None: none)."""
@@ -213,7 +258,7 @@ class KeyedCore:
         counted in ``counts``."""
         received: dict[str, int] = counts["received"]
         sent = dropped = 0
-        node, proc, out_kind = self.node, self.proc, self.out_kind
+        node, proc, out_kind, times = self.node, self.proc, self.out_kind, self.times
         for seq, idx, kind, ts, text, name in rows:
             tup = None
             try:
@@ -221,7 +266,7 @@ class KeyedCore:
                     result: StepResult = proc.finish(name)
                 else:
                     received[name] = received.get(name, 0) + 1
-                    tup = Tuple(jf.decode_data(text), jf.us_to_ts(ts), seq, name)
+                    tup = Tuple(decode_data(text), times.get(ts), seq, name)
                     result = proc.process(tup)
             except Exception as exc:  # noqa: BLE001 - a bad tuple drops only its own step
                 dropped += 1

@@ -19,7 +19,7 @@ from sbpy.bql.plan.planner import plan_query
 from sbpy.bql.spark import journal_format as jf
 from sbpy.bql.spark.keyed_buckets import (BUCKETS_FILE, BucketCore, group_values, murmur3_int,
                                           pin_buckets)
-from sbpy.bql.spark.keyed_ops import KeyedCore, RouterCore
+from sbpy.bql.spark.keyed_ops import KeyedCore, RouterCore, decode_data
 from sbpy.bql.spark.keyed_plan import plan_keyed
 from sbpy.bql.spark.operator import Pipeline, StageSpec
 from sbpy.bql.spark.query import QuerySpec, start_query
@@ -87,6 +87,22 @@ def test_views_are_used_only_under_their_own_stamp():
     assert [jf.decode_data(r[6]) for r in out if r[0] == "out"] == \
         [jf.decode_data(r[5]) for r in reference if r[0] == "out"]
     assert len([r for r in out if r[0] == "out"]) == 2
+
+
+VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1), st.floats(), st.text(alphabet="ab$\\u\"é ")),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(alphabet="$ab\\u", max_size=3), inner, max_size=3)),
+    max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=VALUES)
+def test_router_decode_shortcut_equals_the_journal_decode(value):
+    text = jf.encode_data(value)
+    assert jf.encode_data(decode_data(text)) == jf.encode_data(jf.decode_data(text))
+    for raw in ('{"\\u0024ts": 5}', '{"a": "\\u0024float"}', '{"$$x": 1}'):
+        assert decode_data(raw) == jf.decode_data(raw)
 
 
 def test_explain_names_the_bucketing():
