@@ -14,8 +14,9 @@ Spark logged for batch N-1 (``offsets/<N-1>``; the pinned start seq for batch 0)
 for N (``offsets/<N>``, written before the batch runs, read again on a replay), and ``read_entries`` over
 that range gives exactly the rows ``sbpy_journal``'s partitions would have read — without a Spark job
 (task launch, a Python worker, an Arrow transfer to the driver), which is most of a 1-tuple batch's time.
-Spark still plans the batch and checkpoints its offsets, so replay and exactly-once are unchanged; its
-progress reports 0 input rows for such a batch (nothing ran in Spark). ``"spark"`` (or
+Spark still plans the batch and checkpoints its offsets, so replay and exactly-once are unchanged. Spark's
+progress counts 0 input rows for such a batch (nothing ran in Spark); the handle's query
+(``DriverReadQuery``) fills in the rows the driver read, so metrics and benches see them. ``"spark"`` (or
 ``SBPY_DRIVER_READ=spark``) collects the batch's DataFrame as before — the reference the tests compare
 with; a batch whose offsets file cannot be read (a checkpoint Spark keeps elsewhere) takes it too.
 
@@ -151,6 +152,59 @@ def journal_batch_rows(journal_dir: str, inputs: Iterable[str], seqs: tuple[int,
     return [(r[0], r[1], r[2], r[3], bool(r[4]), r[5]) for r in rows]
 
 
+class ReadCounts:
+    """Rows each recent micro-batch read on the driver, by batch id (the last ``KEEP`` batches)."""
+
+    KEEP = 256
+
+    def __init__(self) -> None:
+        self._rows: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def record(self, batch_id: int, rows: int) -> None:
+        with self._lock:
+            self._rows[batch_id] = rows
+            if len(self._rows) > self.KEEP:
+                del self._rows[min(self._rows)]
+
+    def fill(self, progress: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``progress`` (a Spark progress report) with the rows its batch read on the driver as its
+        ``numInputRows`` (and processing rate), when Spark counted none."""
+        if not progress or progress.get("numInputRows"):
+            return progress
+        with self._lock:
+            rows = self._rows.get(progress.get("batchId"))
+        if not rows:
+            return progress
+        out = dict(progress)
+        out["numInputRows"] = rows
+        seconds = (out.get("batchDuration") or 0) / 1000
+        if seconds > 0:
+            out["processedRowsPerSecond"] = rows / seconds
+        out["sources"] = [dict(src, numInputRows=rows) for src in out.get("sources") or ()]
+        return out
+
+
+class DriverReadQuery:
+    """A driver query's ``StreamingQuery`` whose progress reports count the rows read on the driver
+    (``ReadCounts.fill``); everything else is the query's own."""
+
+    def __init__(self, query: Any, counts: ReadCounts):
+        self._query = query
+        self._counts = counts
+
+    @property
+    def lastProgress(self) -> dict[str, Any] | None:  # noqa: N802 - StreamingQuery's name
+        return self._counts.fill(self._query.lastProgress)
+
+    @property
+    def recentProgress(self) -> list[dict[str, Any]]:  # noqa: N802 - StreamingQuery's name
+        return [self._counts.fill(p) for p in self._query.recentProgress]
+
+    def __getattr__(self, name: str) -> Any:  # the rest of PySpark's StreamingQuery
+        return getattr(self._query, name)
+
+
 def output_dicts(rows: list[tuple]) -> list[dict[str, Any]]:
     """The operator's row tuples as ``on_batch`` dicts (``data`` decoded), in emission order."""
     out = []
@@ -179,13 +233,17 @@ def start_driver_query(spark: Any, spec: QuerySpec, context: Any, read: str | No
     runner = DriverPipeline(spec.stages, spec.topology, context, Path(spec.checkpoint_dir) / STATE_DIR,
                             initial=spec.initial_state)
     holder: dict[str, QueryHandle] = {}
+    counts = ReadCounts()
 
     def bridge(batch_df: Any, batch_id: int) -> None:
         if spec.before_batch is not None:  # before the pipeline: a refused batch has no UDS effects
             spec.before_batch(batch_id)
         seqs = batch_range(spec.checkpoint_dir, int(batch_id)) if read == "journal" else None
-        rows = (journal_batch_rows(str(spec.journal_dir), spec.inputs, seqs) if seqs is not None
-                else _journal_rows(batch_df))
+        if seqs is not None:
+            rows = journal_batch_rows(str(spec.journal_dir), spec.inputs, seqs)
+            counts.record(int(batch_id), len(rows))
+        else:
+            rows = _journal_rows(batch_df)
         out = runner.run_batch(int(batch_id), rows)
         handle = holder.get("h")
         if handle is not None:
@@ -205,7 +263,7 @@ def start_driver_query(spark: Any, spec: QuerySpec, context: Any, read: str | No
             query = writer.start()
         finally:
             sc.setLocalProperty("spark.scheduler.pool", None)
-    handle = register(spec, query)
+    handle = register(spec, DriverReadQuery(query, counts) if read == "journal" else query)
     handle.runner = runner  # type: ignore[attr-defined]
     holder["h"] = handle
     return handle

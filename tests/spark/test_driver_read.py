@@ -29,6 +29,7 @@ from sbpy.bql.spark.journal_source import JournalStreamReader
 from sbpy.bql.spark.operator import Pipeline
 from sbpy.bql.spark.query import QuerySpec
 from sbpy.server.journal import JournalWriter
+from sbpy.server.nodes.source_node import wait_until
 
 CHAIN = [
     ("s1", "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8", ["src"]),
@@ -113,6 +114,21 @@ def test_batch_range_reads_the_offset_log(tmp_path):
     assert driver_query.batch_range(ck, 1) is None
 
 
+def test_progress_counts_the_rows_read_on_the_driver():
+    counts = driver_query.ReadCounts()
+    counts.record(3, 5)
+    spark_says = {"batchId": 3, "numInputRows": 0, "batchDuration": 250, "sources": [{"numInputRows": 0}]}
+    filled = counts.fill(spark_says)
+    assert (filled["numInputRows"], filled["processedRowsPerSecond"], filled["sources"]) == (5, 20.0, [{"numInputRows": 5}])
+    assert spark_says["numInputRows"] == 0  # Spark's report itself is left alone
+    assert counts.fill({"batchId": 4, "numInputRows": 0}) == {"batchId": 4, "numInputRows": 0}  # not read here
+    assert counts.fill({"batchId": 3, "numInputRows": 7})["numInputRows"] == 7  # Spark counted: its count
+    assert counts.fill(None) is None
+    for b in range(counts.KEEP + 10):
+        counts.record(b, 1)
+    assert counts.fill({"batchId": 0})["batchId"] == 0 and "numInputRows" not in counts.fill({"batchId": 0})
+
+
 def test_an_unknown_read_mode_is_refused():
     with pytest.raises(ValueError, match="read must be one of"):
         driver_query.start_driver_query(None, None, None, read="executor")
@@ -141,7 +157,8 @@ class _Counting:
         return self.inner(*args)
 
 
-def _run(spark, journal: Path, ck: Path, read: str, start_seq: int = 0) -> list[tuple[int, list[dict]]]:
+def _run(spark, journal: Path, ck: Path, read: str, start_seq: int = 0,
+         input_rows: list | None = None) -> list[tuple[int, list[dict]]]:
     plan = plan_query(["src"], CHAIN, force=Execution.DRIVER)
     assert plan.execution is Execution.DRIVER
     batches: list[tuple[int, list[dict]]] = []
@@ -153,6 +170,11 @@ def _run(spark, journal: Path, ck: Path, read: str, start_seq: int = 0) -> list[
     try:
         handle.process_all_available()
         assert handle.error is None
+        if input_rows is not None:  # Spark reports a batch's progress just after its commit
+            def reported() -> int:
+                return sum(p["numInputRows"] for p in handle._query.recentProgress)
+            wait_until(lambda: reported() >= 12, 60)
+            input_rows.append(reported())
     finally:
         handle.stop()
     return batches
@@ -169,7 +191,8 @@ def test_both_reads_give_the_sequential_kernels_rows_batch_by_batch(spark, tmp_p
     writer.close()
     counting = _Counting()
     monkeypatch.setattr(driver_query, "journal_batch_rows", counting)
-    got = _run(spark, journal, tmp_path / f"ck-{read}", read)
+    input_rows: list = []
+    got = _run(spark, journal, tmp_path / f"ck-{read}", read, input_rows=input_rows)
 
     reference = Pipeline(query_spec_stages(plan_query(["src"], CHAIN)), "t")
     expected = _summary(driver_query.output_dicts(reference.run(jf.read_entries(journal, ["src"], 0,
@@ -177,6 +200,8 @@ def test_both_reads_give_the_sequential_kernels_rows_batch_by_batch(spark, tmp_p
     assert _summary([r for _, rows in got for r in rows]) == expected
     assert len(got) == 4  # 12 seqs, at most 3 a batch
     assert counting.calls == (len(got) if read == "journal" else 0)
+    # both report the batches' input rows (12 journal entries: 11 tuples and the end marker)
+    assert input_rows == [12]
     assert any(k == "out" for k, *_ in expected) and any(k == "dropped" for k, *_ in expected)
 
 
