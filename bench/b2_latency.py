@@ -1,23 +1,41 @@
 """B2 — latency of one tuple through source → 2 streams → sink on a running topology (p50, p99).
 
-sbpy: a real ``Topology`` on a ``ServerContext``::
+sbpy: a real ``Topology`` on a ``ServerContext``, in one of two forms (``--forms``):
 
-    CREATE SOURCE src TYPE bench_push;                  -- emits what the bench pushes, flushed at once
+``fused`` — SensorBee's usual script, the source created paused and resumed last::
+
+    CREATE PAUSED SOURCE src TYPE bench_push;           -- emits what the bench pushes, flushed at once
     CREATE STREAM s1 AS SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8;
     CREATE STREAM s2 AS SELECT ISTREAM id, price * 2 AS p2 FROM s1 [RANGE 2 TUPLES];
     CREATE SINK k TYPE bench_probe;                     -- records when each tuple is written
     INSERT INTO k FROM s2;
+    RESUME SOURCE src;
 
-so the path is source thread → journal → one fused Spark query (both streams) → foreachBatch → sink.
+so the path is source thread → journal → one Spark query computing both streams (planned **driver**:
+a 2-tuple window, run in ``foreachBatch``) → sink.
+
+``eager`` — the same statements with the source running from its CREATE (no PAUSED, no RESUME): a
+tuple can reach ``s2`` at its CREATE, so ``s2`` (a window: its output depends on earlier tuples) is
+computed by its own query from then on and journaled, and the sink reads it in a second query —
+two micro-batches in series.
+
 Latency = sink write time − the moment the source emitted the tuple. One tuple is in flight at a
 time, with a random 0–``--gap-ms`` pause between tuples so arrivals do not phase-lock with triggers.
+Each form also runs with ``SBPY_DRIVER_READ=spark`` when ``--driver-read`` names it (the batch
+collected through a Spark job, the read before session 9) next to ``journal`` (the default: the
+driver reads the batch's journal range itself).
 
-Reference, same SparkSession, same (default: as soon as possible) trigger: one hand-written PySpark
-streaming query doing the same filter and projection — the JSON file source over a folder (a tuple is
-one file, written then renamed in) → ``where price < 8`` → ``select id, price * 2`` → ``foreachBatch``
-collect. Latency = collect time − rename time.
+Reference, same SparkSession (so the same settings: no no-data batches, the FileSystem checkpoint
+manager), same (default: as soon as possible) trigger: one hand-written PySpark streaming query doing
+the same filter and projection — the JSON file source over a folder (a tuple is one file, written then
+renamed in) → ``where price < 8`` → ``select id, price * 2`` → ``foreachBatch`` collect. Latency =
+collect time − rename time. The journal writes of sbpy's source are fsynced (log, HEAD, folder); the
+reference's file is not.
 
-Run: ``/work/venv/bin/python bench/b2_latency.py [--n 60] [--gap-ms 100]``. Prints, never asserts.
+The variants run in ``--rounds`` alternating rounds in one session, so load changes hit them alike.
+
+Run: ``.venv/bin/python bench/b2_latency.py [--n 60] [--gap-ms 100] [--rounds 2] [--forms fused,eager]
+[--driver-read journal,spark]``. Prints, never asserts.
 """
 from __future__ import annotations
 
@@ -35,17 +53,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import orjson  # noqa: E402
+import benchlib
+import orjson
 
-import benchlib  # noqa: E402
-
-SCRIPT = """
-CREATE SOURCE src TYPE bench_push;
+STATEMENTS = """
 CREATE STREAM s1 AS SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8;
 CREATE STREAM s2 AS SELECT ISTREAM id, price * 2 AS p2 FROM s1 [RANGE 2 TUPLES];
 CREATE SINK k TYPE bench_probe;
 INSERT INTO k FROM s2;
 """
+SCRIPTS = {
+    "fused": "CREATE PAUSED SOURCE src TYPE bench_push;" + STATEMENTS + "RESUME SOURCE src;\n",
+    "eager": "CREATE SOURCE src TYPE bench_push;" + STATEMENTS,
+}
 
 
 class Probe:
@@ -108,38 +128,47 @@ def progress_means(progress: list[dict[str, Any]]) -> dict[str, float]:
     return {k: sum(r.get(k, 0) for r in rows) / len(rows) for k in keys} if rows else {}
 
 
-def sbpy_topology(ctx: Any, n: int, gap_ms: float) -> tuple[list[float], dict[str, float], float]:
+def sbpy_topology(ctx: Any, n: int, gap_ms: float, form: str, name: str) -> tuple[list[float], dict[str, float], float]:
+    """One topology of ``form`` (``SCRIPTS``): latencies, mean batch phases of the sink's query, and the
+    seconds from the first statement to the first tuple at the sink."""
     from sbpy.bql.parser import parse_script
     from sbpy.server.topology import Topology
 
     q: queue.Queue = queue.Queue()
     probe = Probe()
     push, sink = make_types(q, probe)
-    t = Topology("b2", ctx)
+    t = Topology(name, ctx)
     t.plugins.source_types.register("bench_push", push, replace=True)
     t.plugins.sink_types.register("bench_probe", sink, replace=True)
     lat: list[float] = []
     try:
         t0 = time.perf_counter()
-        for p in parse_script(SCRIPT):
+        for p in parse_script(SCRIPTS[form]):
             t.execute(p)
         handle = t.consumers["k"].handle
-        q.put(benchlib.row_of(0) | {"price": 1.0})  # the first tuple also waits for the query to start
+        q.put(benchlib.row_of(0) | {"price": 1.0})  # the first tuple also waits for the queries to start
         probe.wait(0)
         start_s = time.perf_counter() - t0
-        for i in range(1, n + 1):
-            time.sleep(random.uniform(0, gap_ms) / 1000)
-            q.put({"id": i, "price": 1.0 + i % 5})
-            got = probe.wait(i)
-            if got is None:
-                print(f"  !! tuple {i} did not reach the sink")
-                break
-            lat.append(got - probe.sent[i])
+        lat = _measure(n, gap_ms, probe, lambda i, price: q.put({"id": i, "price": price}))
         means = progress_means(handle._query.recentProgress)
     finally:
         q.put(None)
         t.stop()
     return lat, means, start_s
+
+
+def _measure(n: int, gap_ms: float, probe: Probe, push: Any) -> list[float]:
+    """Push tuples 1..n one at a time (a random pause before each) and return their latencies."""
+    lat: list[float] = []
+    for i in range(1, n + 1):
+        time.sleep(random.uniform(0, gap_ms) / 1000)
+        push(i, 1.0 + i % 5)
+        got = probe.wait(i)
+        if got is None:
+            print(f"  !! tuple {i} did not reach the sink")
+            break
+        lat.append(got - probe.sent[i])
+    return lat
 
 
 def reference(spark: Any, tmp: Path, n: int, gap_ms: float) -> tuple[list[float], dict[str, float], float]:
@@ -168,51 +197,82 @@ def reference(spark: Any, tmp: Path, n: int, gap_ms: float) -> tuple[list[float]
         push(0, 1.0)
         probe.wait(0)
         start_s = time.perf_counter() - t0
-        for i in range(1, n + 1):
-            time.sleep(random.uniform(0, gap_ms) / 1000)
-            push(i, 1.0 + i % 5)
-            got = probe.wait(i)
-            if got is None:
-                print(f"  !! reference tuple {i} did not arrive")
-                break
-            lat.append(got - probe.sent[i])
+        lat = _measure(n, gap_ms, probe, push)
         means = progress_means(query.recentProgress)
     finally:
         query.stop()
     return lat, means, start_s
 
 
+REFERENCE = "PySpark: json file source → filter → project → foreachBatch"
+
+
+def variants(forms: list[str], reads: list[str]) -> list[tuple[str, str | None, str | None]]:
+    """``(label, form, driver read)`` of every measured path; the reference's form is None."""
+    out: list[tuple[str, str | None, str | None]] = [(REFERENCE, None, None)]
+    for form in forms:
+        for read in reads:
+            queries = "1 query" if form == "fused" else "2 queries"
+            out.append((f"sbpy {form} ({queries}), driver read: {read}", form, read))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=60, help="tuples measured per path")
+    ap.add_argument("--n", type=int, default=60, help="tuples measured per path and round")
     ap.add_argument("--gap-ms", type=float, default=100, help="max random pause between tuples")
+    ap.add_argument("--rounds", type=int, default=1, help="alternating rounds of every path")
+    ap.add_argument("--forms", default="fused,eager", help="sbpy topologies to measure: fused, eager")
+    ap.add_argument("--driver-read", default="journal", help="driver reads to measure: journal, spark")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="extra Spark setting for the session (repeatable), as sensorbee.yaml's spark.conf")
     a = ap.parse_args()
-    print(f"B2: one tuple through source → 2 streams → sink, {a.n} tuples; {benchlib.load_note()}"
-          + (f"\nextra conf: {a.conf}" if a.conf else ""))
+    paths = variants([f for f in a.forms.split(",") if f], [r for r in a.driver_read.split(",") if r])
+    print(f"B2: one tuple through source → 2 streams → sink, {a.n} tuples × {a.rounds} rounds; "
+          f"{benchlib.load_note()}" + (f"\nextra conf: {a.conf}" if a.conf else ""))
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-b2-"))
     ctx = benchlib.server_context(tmp / "data", a.master, a.conf)
+    lat: dict[str, list[float]] = {label: [] for label, _, _ in paths}
+    means: dict[str, dict[str, float]] = {}
+    start: dict[str, float] = {}
+    saved_read = os.environ.get("SBPY_DRIVER_READ")
     try:
         spark = benchlib.start_session(ctx)
-        ref_lat, ref_means, ref_start = reference(spark, tmp, a.n, a.gap_ms)
-        sb_lat, sb_means, sb_start = sbpy_topology(ctx, a.n, a.gap_ms)
+        for r in range(a.rounds):
+            for k, (label, form, read) in enumerate(paths):
+                if form is None:
+                    got = reference(spark, Path(tempfile.mkdtemp(dir=tmp)), a.n, a.gap_ms)
+                else:
+                    os.environ["SBPY_DRIVER_READ"] = str(read)
+                    got = sbpy_topology(ctx, a.n, a.gap_ms, form, f"b2r{r}v{k}")
+                lat[label].extend(got[0])
+                means[label] = got[1]
+                start.setdefault(label, got[2])
+                s = benchlib.summary_ms(got[0])
+                print(f"  round {r + 1}: {label}: p50 {s['p50']:.0f} ms, p99 {s['p99']:.0f} ms; "
+                      f"{benchlib.load_note()}", flush=True)
     finally:
+        if saved_read is None:
+            os.environ.pop("SBPY_DRIVER_READ", None)
+        else:
+            os.environ["SBPY_DRIVER_READ"] = saved_read
         ctx.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    ref, sb = benchlib.summary_ms(ref_lat), benchlib.summary_ms(sb_lat)
+    summary = {label: benchlib.summary_ms(v) for label, v in lat.items() if v}
+    ref = summary[REFERENCE]
     print()
     print(benchlib.table(("path", "p50 ms", "p99 ms", "min ms", "max ms", "start→1st tuple s"), [
-        ("PySpark: json file source → filter → project → foreachBatch", ref["p50"], ref["p99"], ref["min"],
-         ref["max"], ref_start),
-        ("sbpy topology: source → s1 → s2 (planned) → sink", sb["p50"], sb["p99"], sb["min"], sb["max"], sb_start),
-    ]))
-    print(f"ratio sbpy / PySpark: p50 {sb['p50'] / ref['p50']:.2f}×, p99 {sb['p99'] / ref['p99']:.2f}×")
-    keys = sorted(set(ref_means) | set(sb_means))
-    print("\nmean micro-batch durationMs (batches with input):")
-    print(benchlib.table(("phase", "PySpark", "sbpy"),
-                         [(k, ref_means.get(k, 0.0), sb_means.get(k, 0.0)) for k in keys]))
+        (label, s["p50"], s["p99"], s["min"], s["max"], start[label]) for label, s in summary.items()]))
+    for label, s in summary.items():
+        if label != REFERENCE:
+            print(f"ratio sbpy / PySpark: p50 {s['p50'] / ref['p50']:.2f}×, p99 {s['p99'] / ref['p99']:.2f}× — {label}")
+    keys = sorted({k for m in means.values() for k in m})
+    print("\nmean micro-batch durationMs (batches with input; sbpy: the sink's query, last round):")
+    labels = list(summary)
+    print(benchlib.table(("phase", *[f"path {i + 1}" for i in range(len(labels))]),
+                         [(k, *[means.get(label, {}).get(k, 0.0) for label in labels]) for k in keys]))
+    print("  " + "; ".join(f"path {i + 1}: {label}" for i, label in enumerate(labels)))
 
 
 if __name__ == "__main__":
