@@ -70,10 +70,12 @@ class Topology(TopologyStatements, TopologyQueries, TopologyViews):
     def __init__(self, name: str, context: Any = None, query_starter: Callable[..., Any] | None = None):
         from sbpy.plugins.registry import default_registries
 
+        from .drop_log import DropLogging
         from .uds_storage import InMemoryStorage
 
         self.name = name
         self.context = context
+        self.drop_logging = DropLogging.of(getattr(getattr(context, "config", None), "logging", None))
         registries = getattr(context, "plugin_registries", None) or default_registries()
         self.plugins = registries.for_topology(name)
         storage = getattr(context, "uds_storage", None)

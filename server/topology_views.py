@@ -8,11 +8,11 @@ from typing import Any
 
 from sbpy.bql.errors import BQLExecutionError
 
+from .drop_log import DropLogging
 from .nodes import graph
 from .nodes import status as st
 
 log = logging.getLogger("sbpy.topology")
-drop_log = logging.getLogger("sbpy.dropped")
 
 NODE_TYPES = {"source": "source", "stream": "box", "sink": "sink"}
 
@@ -23,7 +23,9 @@ class TopologyViews:
     sources: dict[str, Any]
     streams: dict[str, Any]
     sinks: dict[str, Any]
+    consumers: dict[str, Any]
     context: Any
+    drop_logging: DropLogging
     _drop_listeners: list[Callable[[dict[str, Any]], None]]
 
     def subscribe_dropped(self, callback: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
@@ -37,14 +39,20 @@ class TopologyViews:
         ev: dict[str, Any] = {"node_type": kind, "node_name": node, "event_type": event, "data": data}
         if error:
             ev["error"] = error
-        cfg = getattr(getattr(self.context, "config", None), "logging", None)
-        if getattr(cfg, "log_dropped_tuples", False):
-            drop_log.info("tuple dropped by %s '%s' (%s): %s", kind, node, event, error or "")
+        self.drop_logging.dropped(kind, node, event, data, error)
         for cb in list(self._drop_listeners):
             try:
                 cb(ev)
             except Exception:  # noqa: BLE001
                 log.exception("dropped_tuples listener failed")
+
+    def has_destination(self, name: str) -> bool:
+        """Whether anything reads node ``name`` now: a stream, a sink or a running SELECT (SensorBee: a
+        node without one drops what it emits, ``drop_log.py``)."""
+        if graph.consumers_of(name, self.streams, self.sinks):
+            return True
+        return any(c.cursor is not None and not c.stopped and name in c.chain.inputs
+                   for c in list(self.consumers.values()))
 
     def _outputs(self, name: str) -> list[str]:
         return graph.consumers_of(name, self.streams, self.sinks)

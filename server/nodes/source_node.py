@@ -21,14 +21,31 @@ from typing import Any
 
 from sbpy.bql.spark.journal_format import ts_to_us
 
+from ..drop_log import DESTINATIONLESS_ERROR
 from ..journal_prune import maybe_prune
-from . import status as st
 from . import backpressure
+from . import status as st
 from .backpressure import Backpressure
 
 log = logging.getLogger("sbpy.source")
 
 FLUSH_EVERY = 256
+
+
+def segment_values(seg: dict[str, Any]) -> list[Any]:
+    """The tuples of a journaled file chunk (its well-formed lines; nothing when the bytes are gone)."""
+    from sbpy.bql.spark.journal_segments import parse_line, read_chunk
+
+    chunk = read_chunk(seg)
+    out = []
+    for raw in (chunk or b"").split(b"\n"):
+        raw = raw.strip()
+        if raw:
+            try:
+                out.append(parse_line(raw)[0])
+            except ValueError:
+                continue
+    return out
 
 
 class SourceStopped(Exception):
@@ -83,7 +100,10 @@ class SourceContext:
         if ts is None:
             ts = _dt.datetime.now(_dt.timezone.utc)
         node.journal.append_segment(node.name, ts_to_us(ts), seg)
-        node.counters.add_sent(int(seg["k"]))
+        if node.topology.has_destination(node.name):
+            node.counters.add_sent(int(seg["k"]))
+        else:
+            node.destinationless(int(seg["k"]), lambda: segment_values(seg))
         maybe_prune(node.topology)
 
     def report_dropped(self, error: str, data: Any = None) -> None:
@@ -104,7 +124,10 @@ class SourceContext:
             n = len(self._buf) if room is None else min(room, len(self._buf))
             part, self._buf = self._buf[:n], self._buf[n:]
             node.journal.append(node.name, part)
-            node.counters.add_sent(len(part))
+            if node.topology.has_destination(node.name):
+                node.counters.add_sent(len(part))
+            else:
+                node.destinationless(len(part), lambda part=part: [data for _ts, data in part])
         maybe_prune(node.topology)
 
     def sleep(self, seconds: float) -> bool:
@@ -220,6 +243,14 @@ class SourceNode:
             self.journal.end(self.name)
         self.state = st.STOPPED
         self._on_stopped(self)
+
+    def destinationless(self, n: int, values: Callable[[], list[Any]]) -> None:
+        """``n`` tuples were emitted while nothing read this source: SensorBee counts them dropped and,
+        with ``log_destinationless_tuples``, reports each one (``drop_log.py``)."""
+        self.counters.add_dropped(n)
+        if self.topology.drop_logging.log_destinationless:
+            for data in values():
+                self.topology.report_dropped(self.name, data, DESTINATIONLESS_ERROR, "output")
 
     # ------------------------------------------------------------ views
 
