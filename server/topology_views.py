@@ -24,6 +24,8 @@ class TopologyViews:
     streams: dict[str, Any]
     sinks: dict[str, Any]
     consumers: dict[str, Any]
+    recovering: bool
+    defer_consumers: bool
     context: Any
     drop_logging: DropLogging
     _drop_listeners: list[Callable[[dict[str, Any]], None]]
@@ -48,7 +50,10 @@ class TopologyViews:
 
     def has_destination(self, name: str) -> bool:
         """Whether anything reads node ``name`` now: a stream, a sink or a running SELECT (SensorBee: a
-        node without one drops what it emits, ``drop_log.py``)."""
+        node without one drops what it emits, ``drop_log.py``). While persisted statements are replayed
+        every node counts as read: its readers are being restored and resume from their checkpoints."""
+        if self.recovering or self.defer_consumers:
+            return True
         if graph.consumers_of(name, self.streams, self.sinks):
             return True
         return any(c.cursor is not None and not c.stopped and name in c.chain.inputs

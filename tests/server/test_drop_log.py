@@ -145,3 +145,16 @@ def test_a_source_with_a_reader_sends_and_drops_nothing(make, tmp_path):
     assert wait_until(lambda: t.node("sink", "k")["status"]["input_stats"]["num_received_total"] == 3, 60)
     stats = t.node("source", "s")["status"]["output_stats"]
     assert stats["num_sent_total"] == 3 and stats["num_dropped"] == 0
+
+
+def test_while_statements_are_replayed_every_node_counts_as_read(make, tmp_path):
+    t = make()
+    run(t, f'CREATE PAUSED SOURCE s TYPE file WITH path = "{tmp_path}/none.jsonl";')
+    assert not t.has_destination("s")
+    t.recovering = True  # persistence replays: the readers are being restored from their checkpoints
+    assert t.has_destination("s")
+    t.recovering, t.defer_consumers = False, True
+    assert t.has_destination("s")
+    t.defer_consumers = False
+    run(t, f'CREATE SINK k TYPE file WITH path = "{tmp_path}/out.jsonl"; INSERT INTO k FROM s;')
+    assert t.has_destination("s")
