@@ -41,6 +41,8 @@ from .stateless_source import StatelessDataSource, StatelessStreamReader, decode
 NAME = "sbpy_native"
 DESCRIPTOR = "lines"  # the kind of a descriptor row
 LINES_OPTION = "lines"  # "jvm": descriptors for sbpy_file_lines; "arrow" (default): the lines themselves
+MAX_SEQS = 2_000_000  # default cap per micro-batch: a line stays in the JVM, only out rows reach the driver
+TAIL_SLACK = 8  # a batch also takes a rest of at most 1/8 of its cap (an end marker after N lines)
 
 
 class LineBlock(NamedTuple):
@@ -164,6 +166,22 @@ class NativeStreamReader(StatelessStreamReader):
         if mode not in ("jvm", "arrow"):
             raise ValueError(f"the sbpy_native source's '{LINES_OPTION}' option is 'jvm' or 'arrow', not '{mode}'")
         self.jvm_lines = mode == "jvm"
+        if not options.get("max_seqs"):
+            self.max_seqs = MAX_SEQS
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
+        """The journal reader's end offset (HEAD, capped at ``max_seqs`` after ``start``), stretched to
+        HEAD when what the cap leaves is at most 1/``TAIL_SLACK`` of it: a file of exactly the cap's
+        lines and its end marker are one micro-batch, not a second one (a whole trigger's fixed cost)
+        for one seq. A line costs the driver nothing unless it is an output, so the cap is
+        ``MAX_SEQS`` unless the query sets ``max_seqs``."""
+        end = super().latestOffset(start, limit)
+        if start is None or self.max_seqs <= 0:
+            return end
+        head = jf.read_head(self.dir)
+        if 0 < head - int(end["seq"]) <= self.max_seqs // TAIL_SLACK:
+            return {"seq": head}
+        return end
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from .stateless_query import chain_pipeline, run_rows
