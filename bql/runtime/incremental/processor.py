@@ -36,6 +36,7 @@ from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..stage_codegen import FALLBACK, generate, generate_for, row_parts
 from ..windows import Entry
 from .emitter import DeltaEmitter, row_key, row_key_for
+from .group_step import grouped_step
 from .groups import GroupTable, IncrementalGrouping
 from .join import JoinPlan
 from .ordered_window import OrderedWindow
@@ -79,7 +80,9 @@ class IncrementalSelectProcessor(SelectProcessor):
                         if self.row_step is not None else row_key)
         # without LIMIT or a UDSF, ``process`` runs a generated row's whole step itself (``_advance_generated``)
         self.fused = self.row_step is not None and self.limit is None and not self.has_udsf
-        if self.generated is not None or self.fused:
+        # one FROM item, RSTREAM GROUP BY: the whole step in one function (``group_step``)
+        self.grouped = grouped_step(self)
+        if self.generated is not None or self.fused or self.grouped is not None:
             self.source = self.slots[0].sources[0]
         self.targets: dict[str, list[int]] = {}
         for slot in self.slots:
@@ -112,6 +115,16 @@ class IncrementalSelectProcessor(SelectProcessor):
                     return StepResult([], [Dropped(tup, _message(err), "other")])
                 self.emitted += len(outputs)
                 return StepResult(outputs)
+        grouped = self.grouped
+        if grouped is not None and not self.delegate and not self.relation.pending:
+            if tup.input != self.source:
+                return StepResult()
+            try:
+                outputs = grouped.advance(tup)
+            except Exception as err:  # as ``_step``: only this step is lost
+                return StepResult([], [Dropped(tup, _message(err), "other")])
+            self.emitted += len(outputs)
+            return StepResult(outputs)
         if self.has_udsf:
             return super().process(tup)
         result = StepResult()

@@ -1,0 +1,236 @@
+"""One step of a one-FROM-item ``SELECT RSTREAM ... GROUP BY`` in one function (the hand loop's shape).
+
+``IncrementalSelectProcessor`` runs a grouping statement's step through ``_step`` → ``_advance`` →
+``_advance_single`` → ``_group`` → ``IncrementalGrouping.evaluate`` → ``_output`` → ``_item`` →
+``current``: seven calls of general code (any number of FROM items, pending rows carried over from a
+failed step, ISTREAM/DSTREAM keys, the global group, HAVING) around a few dictionary updates. For the
+common statement — one FROM item, RSTREAM, one GROUP BY expression, a select list whose items each set
+one top-level key, no HAVING, no LIMIT, no UDSF — ``GroupedStep.advance`` does the same work on the
+same data (window, ``Relation``, ``GroupTable``, aggregate states) in one function, generated for the
+statement (``GroupedStep.source``: the aggregates' updates and the output row unrolled):
+
+1. the new entry joins its window; the entries that leave take their row out of the relation and out
+   of its group (``IncrementalGrouping.remove_row``);
+2. WHERE decides the new row (the generated predicate of ``stage_codegen`` when WHERE is in its subset,
+   else the compiled closure); the row enters the relation, its group key is read inline (an ``int`` or
+   ``str`` field; any other value through ``IncrementalGrouping.row_key``) and it joins its group
+   (``IncrementalGrouping.add_row`` unrolled: ``count(*)`` counters inline, the other states offered the
+   argument read inline, a MISSING or refused value marks the row irregular);
+3. the touched groups are evaluated in the order of their first rows — from the aggregate states when no
+   row is irregular (``IncrementalGrouping._item`` unrolled: the plain-field items read from the group's
+   first row, a MISSING one through its closure, which raises the reference's error), else through
+   ``IncrementalGrouping._output`` — and only then committed;
+4. the output is every group's item in the order of its first row, each with its own copy.
+
+The steps raise where the general path raises, after the same changes (windows and relation change,
+a row whose key raised stays pending, touched groups stay touched), so ``process`` reports the same
+``Dropped`` and the next step (the general path, while something is pending) continues exactly. The
+state is the general path's, so snapshots and the two paths mix freely.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any
+
+from ...eval import Env
+from ..kernel import _copy, truth
+from ..processor import Tuple
+from ..stage_codegen import FALLBACK, generate
+from ..windows import Entry
+from .aggregates import CountAllState
+from .field_access import MISSING, plain_field
+from .groups import Group, GroupItem
+from .relation import _SCALARS, Row
+
+
+def grouped_step(proc: Any) -> GroupedStep | None:
+    """The fused grouping step of an ``IncrementalSelectProcessor``, or None when the statement is not
+    of the shape the module doc describes."""
+    groups = proc.groups
+    if (groups is None or not proc.single or proc.delta is not None or proc.limit is not None
+            or proc.has_udsf or proc.fast or groups.output is None):
+        return None
+    grouping = groups.grouping
+    if grouping.having is not None or grouping.global_group or len(grouping.key_fns) != 1:
+        return None
+    key_field = plain_field(proc.select.group_by[0], proc.aliases)
+    if key_field is None:
+        return None
+    return GroupedStep(proc, key_field[1])
+
+
+class GroupedStep:
+    """The generated step of one statement: ``advance(tup)`` (the state stays on the processor, whose
+    ``restore`` replaces windows, relation and table; the step reads them at every call)."""
+
+    __slots__ = ("advance", "source")
+
+    def __init__(self, proc: Any, key_name: str):
+        groups = proc.groups
+        alias = proc.aliases[0]
+        scope: dict[str, Any] = {
+            "PROC": proc, "GROUPS": groups, "Entry": Entry, "Row": Row, "Env": Env, "Group": Group,
+            "GroupItem": GroupItem, "NEW_ITEM": GroupItem.__new__, "Tuple": Tuple, "COPY": _copy,
+            "MISSING": MISSING, "FALLBACK": FALLBACK, "truth": truth, "SCALARS": _SCALARS,
+            "ROW_KEY": groups.row_key, "REMOVE": groups.remove_row, "OUTPUT": groups._output,
+            "FIRST_POS": _first_pos, "ITEM_POS": attrgetter("pos"), "GET_ITEM": attrgetter("item"),
+            "WHERE": proc.where, "FACTORIES": groups.factories, "ALIAS": alias,
+        }
+        where_ast = proc.select.where
+        scope["PREDICATE"] = generate(where_ast, [], alias) if where_ast is not None else None
+        lines = _advance_lines(proc, key_name, scope) + _item_lines(groups, alias, scope)
+        self.source = "\n".join(lines) + "\n"
+        exec(compile(self.source, "<grouped step>", "exec"), scope)  # noqa: S102 - generated from the AST
+        self.advance: Callable[[Tuple], list[Tuple]] = scope["advance"]
+
+
+def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]:
+    """``advance(tup)``: window, relation, the new row's group, then ``_emit``'s part (see module doc)."""
+    groups = proc.groups
+    lines = [
+        "def advance(tup):",
+        "    proc = PROC",
+        "    window, relation, table = proc.slots[0].window, proc.relation, proc.table",
+        "    rows, by_eid = relation.rows, relation.by_eid",
+        "    eid = proc.next_eid",
+        "    proc.next_eid = eid + 1",
+        "    left = window.add(Entry(eid, tup))",
+    ]
+    if proc.timed:
+        lines.append("    left += window.prune(tup.ts)")
+    lines += [
+        "    for old in left:",
+        "        gone = by_eid.pop(old.eid, None)",
+        "        if type(gone) is Row:",
+        "            if rows.pop(gone.pos, None) is not None and gone.gkey is not None:",
+        "                REMOVE(table, gone)",
+        "        elif gone is not None:  # several rows (a snapshot of an older version)",
+        "            for row in gone:",
+        "                if rows.pop(row.pos, None) is not None and row.gkey is not None:",
+        "                    REMOVE(table, row)",
+        "    d = tup.data",
+        "    env = Env({ALIAS: tup})",
+    ]
+    if proc.where is not None:
+        lines += [
+            "    verdict = PREDICATE(d) if PREDICATE is not None else FALLBACK",
+            "    if verdict is FALLBACK:",
+            "        passes = truth(WHERE(env), 'WHERE')",
+            "    else:",
+            "        passes = verdict is not None",
+            "    if not passes:",
+            "        return emit(tup, table)",
+        ]
+    lines += [
+        "    pos = relation.next_pos",
+        "    relation.next_pos = pos + 1",
+        "    row = Row(pos, (eid,), env)",
+        "    rows[pos] = row",
+        "    by_eid[eid] = row  # a new entry: no row of it yet",
+        f"    v = d.get({key_name!r}, MISSING) if type(d) is dict else MISSING",
+        "    t = type(v)",
+        "    if t is int:",
+        "        key = (v,)",
+        "    elif t is str:",
+        "        key = (('s', v),)",
+        "    else:",
+        "        try:",
+        "            key = ROW_KEY(env)",
+        "        except Exception:",
+        "            relation.pending = [row]  # as ``_group``: the key is computed again next step",
+        "            raise",
+        "    row.gkey = key",
+        "    gmap = table.groups",
+        "    group = gmap.get(key)",
+        "    if group is None:",
+        "        group = gmap[key] = Group(key, [f() if f is not None else None for f in FACTORIES])",
+        "    group.members[pos] = row",
+        "    states = group.states",
+    ]
+    for j in groups.count_all:
+        lines.append(f"    states[{j}].n += 1")
+    for j, field, fn in groups.stateful:
+        if field is not None:
+            lines += [f"    v = d.get({field[1]!r}, MISSING) if type(d) is dict else MISSING",
+                      f"    if v is MISSING or not states[{j}].offer(pos, v):",
+                      f"        group.irregular[{j}].add(pos)"]
+        else:
+            scope[f"ARG{j}"] = fn
+            lines += ["    try:", f"        v = ARG{j}(env)", "    except Exception:",
+                      f"        group.irregular[{j}].add(pos)", "    else:",
+                      f"        if not states[{j}].offer(pos, v):",
+                      f"            group.irregular[{j}].add(pos)"]
+    lines += [
+        "    table.touched[key] = None",
+        "    return emit(tup, table)",
+        "",
+        "def emit(tup, table):",
+        "    touched = table.touched",
+        "    if touched:",
+        "        gmap = table.groups",
+        "        if len(touched) == 1:",
+        "            (key,) = touched",
+        "            group = gmap[key]",
+        "            group.item = item(group)",
+        "        else:  # evaluated in first-row order; committed once all are evaluated",
+        "            changed = [gmap[k] for k in touched]",
+        "            changed.sort(key=FIRST_POS)",
+        "            items = [item(g) for g in changed]",
+        "            for group, it in zip(changed, items):",
+        "                group.item = it",
+        "        touched.clear()",
+        "    if table.gone:",
+        "        table.gone = []",
+        "    current = list(filter(None, map(GET_ITEM, table.groups.values())))",
+        "    current.sort(key=ITEM_POS)",
+        "    ts, seq = tup.ts, tup.seq",
+        "    return [Tuple(it.data.copy() if it.flat else COPY(it.data), ts, seq, '') for it in current]",
+        "",
+    ]
+    return lines
+
+
+def _item_lines(groups: Any, alias: str, scope: dict[str, Any]) -> list[str]:
+    """``item(group)``: ``IncrementalGrouping._output`` / ``_item`` without HAVING, unrolled."""
+    lines = ["def item(group):"]
+    if not groups.all_stateful:
+        lines.append("    return OUTPUT(group)")
+        return lines
+    n = len(groups.factories)
+    if n:
+        lines.append("    irregular = group.irregular")
+        lines.append(f"    if {' or '.join(f'irregular[{j}]' for j in range(n))}:")
+        lines.append("        return OUTPUT(group)")
+        lines.append("    states = group.states")
+    for j in range(n):  # the aggregate values in aggregate order (the first to raise raises)
+        lines.append(f"    v{j} = states[{j}].n" if groups.factories[j] is CountAllState
+                     else f"    v{j} = states[{j}].result()")
+    values = f"[{', '.join(f'v{j}' for j in range(n))}]"
+    lines += ["    for first in group.members.values():", "        break",
+              "    tuples = first.env.tuples", "    fd = tuples[ALIAS].data"]
+    cells, flat = [], []
+    for i, (label, j, fn, field) in enumerate(groups.output):
+        if j >= 0:
+            cells.append((label, f"v{j}"))
+            continue
+        scope[f"ITEM{i}"] = fn
+        if field is not None and field[0] == alias:
+            lines += [f"    f{i} = fd.get({field[1]!r}, MISSING) if type(fd) is dict else MISSING",
+                      f"    if f{i} is MISSING:", f"        f{i} = ITEM{i}(Env(tuples, {values}, None))"]
+        else:
+            lines.append(f"    f{i} = ITEM{i}(Env(tuples, {values}, None))")
+        cells.append((label, f"f{i}"))
+        flat.append(f"type(f{i}) in SCALARS")
+    # a repeated label keeps its first place and its last value, as the general path's assignments
+    lines.append(f"    data = {{{', '.join(f'{label!r}: {v}' for label, v in cells)}}}")
+    lines += ["    it = NEW_ITEM(GroupItem)", "    it.pos = first.pos", "    it.data = data",
+              "    it.ekey = None", "    it.nan = False",
+              # aggregate states give scalars (numbers, bools, NULL); only the fields may hold containers
+              f"    it.flat = {' and '.join(flat) if flat else 'True'}",
+              "    return it"]
+    return lines
+
+
+def _first_pos(group: Any) -> int:
+    return next(iter(group.members))
