@@ -73,7 +73,7 @@ class GroupedStep:
             "PROC": proc, "GROUPS": groups, "Entry": Entry, "Row": Row, "Env": Env, "Group": Group,
             "GroupItem": GroupItem, "NEW_ITEM": GroupItem.__new__, "Tuple": Tuple, "COPY": _copy,
             "MISSING": MISSING, "FALLBACK": FALLBACK, "truth": truth, "SCALARS": _SCALARS,
-            "ROW_KEY": groups.row_key, "REMOVE": groups.remove_row, "OUTPUT": groups._output,
+            "ROW_KEY": groups.row_key, "OUTPUT": groups._output,
             "FIRST_POS": _first_pos, "ITEM_POS": attrgetter("pos"), "GET_ITEM": attrgetter("item"),
             "WHERE": proc.where, "FACTORIES": groups.factories, "ALIAS": alias,
         }
@@ -95,20 +95,22 @@ def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]
         "    rows, by_eid = relation.rows, relation.by_eid",
         "    eid = proc.next_eid",
         "    proc.next_eid = eid + 1",
-        "    left = window.add(Entry(eid, tup))",
     ]
     if proc.timed:
-        lines.append("    left += window.prune(tup.ts)")
+        lines += ["    left = window.add(Entry(eid, tup))", "    left += window.prune(tup.ts)",
+                  "    for old in left:"]
+    else:  # ``OrderedWindow.add`` of a count window inline: what exceeds the count leaves from the head
+        lines += ["    entries = window.entries", "    entries.append(Entry(eid, tup))",
+                  "    while len(entries) > window.size:", "        old = entries.popleft()"]
     lines += [
-        "    for old in left:",
         "        gone = by_eid.pop(old.eid, None)",
         "        if type(gone) is Row:",
         "            if rows.pop(gone.pos, None) is not None and gone.gkey is not None:",
-        "                REMOVE(table, gone)",
+        "                remove(table, gone)",
         "        elif gone is not None:  # several rows (a snapshot of an older version)",
         "            for row in gone:",
         "                if rows.pop(row.pos, None) is not None and row.gkey is not None:",
-        "                    REMOVE(table, row)",
+        "                    remove(table, row)",
         "    d = tup.data",
         "    env = Env({ALIAS: tup})",
     ]
@@ -188,6 +190,21 @@ def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]
         "    return [Tuple(it.data.copy() if it.flat else COPY(it.data), ts, seq, '') for it in current]",
         "",
     ]
+    return lines + _remove_lines(groups)
+
+
+def _remove_lines(groups: Any) -> list[str]:
+    """``remove(table, row)``: ``IncrementalGrouping.remove_row`` with the aggregates unrolled."""
+    lines = ["def remove(table, row):", "    key = row.gkey", "    group = table.groups[key]", "    pos = row.pos",
+             "    members = group.members", "    del members[pos]", "    states = group.states"]
+    for j in groups.count_all:
+        lines.append(f"    states[{j}].n -= 1")
+    for j, _, _ in groups.stateful:
+        lines += [f"    odd = group.irregular[{j}]", "    if odd and pos in odd:", "        odd.discard(pos)",
+                  "    else:", f"        states[{j}].remove(pos)"]
+    lines += ["    if members:", "        table.touched[key] = None", "        return",
+              "    del table.groups[key]", "    table.touched.pop(key, None)",
+              "    if group.item is not None:", "        table.gone.append(group.item)", ""]
     return lines
 
 

@@ -90,8 +90,20 @@ class IncrementalSelectProcessor(SelectProcessor):
                 self.targets.setdefault(name, []).append(slot.index)
 
     def process(self, tup: Tuple) -> StepResult:
-        """``SelectProcessor.process`` with the FROM items of each input looked up once; the fast form
-        runs its generated step first (``None``: WHERE is false; ``FALLBACK``: the reference's step)."""
+        """``SelectProcessor.process`` with the FROM items of each input looked up once; a one-FROM-item
+        RSTREAM GROUP BY runs its generated step (``group_step``) unless a row waits for its key; the
+        fast form runs its generated step first (``None``: WHERE is false; ``FALLBACK``: the reference's
+        step)."""
+        grouped = self.grouped
+        if grouped is not None and not self.delegate and not self.relation.pending:
+            if tup.input != self.source:
+                return StepResult()
+            try:
+                outputs = grouped.advance(tup)
+            except Exception as err:  # as ``_step``: only this step is lost
+                return StepResult([], [Dropped(tup, _message(err), "other")])
+            self.emitted += len(outputs)
+            return StepResult(outputs)
         generated = self.generated
         if generated is not None:
             if tup.input != self.source:
@@ -115,16 +127,6 @@ class IncrementalSelectProcessor(SelectProcessor):
                     return StepResult([], [Dropped(tup, _message(err), "other")])
                 self.emitted += len(outputs)
                 return StepResult(outputs)
-        grouped = self.grouped
-        if grouped is not None and not self.delegate and not self.relation.pending:
-            if tup.input != self.source:
-                return StepResult()
-            try:
-                outputs = grouped.advance(tup)
-            except Exception as err:  # as ``_step``: only this step is lost
-                return StepResult([], [Dropped(tup, _message(err), "other")])
-            self.emitted += len(outputs)
-            return StepResult(outputs)
         if self.has_udsf:
             return super().process(tup)
         result = StepResult()
