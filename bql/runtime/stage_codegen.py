@@ -217,3 +217,67 @@ def generate_for(proc: Any, copy: Callable[[Any], Any] | None = None) -> Callabl
     """``generate`` for a kernel ``SelectProcessor`` in its fast form, or None."""
     parts = fast_parts(proc)
     return None if parts is None else generate(*parts, copy=copy)
+
+
+class _PairWriter(_Writer):
+    """A ``_Writer`` over two FROM items: a field of alias ``aliases[i]`` is read from ``d{i}``."""
+
+    def __init__(self, aliases: tuple[str, str]):
+        super().__init__(aliases[0])
+        self.sources = {alias: f"d{i}" for i, alias in enumerate(aliases)}
+
+    def field(self, e: FieldRef, indent: str) -> str:
+        src = self.sources.get(e.stream) if e.stream is not None else None
+        if src is None or not e.path:
+            raise _Unsupported("field without one of the two aliases")
+        keys = []
+        for step in e.path:
+            if type(step) is not KeyStep:
+                raise _Unsupported("path step other than a map key")
+            keys.append(step.key)
+        known = self.fields.get((src, *keys))
+        if known is not None:
+            return known
+        var = src
+        for key in keys:
+            var = self.temp()
+            self.lines.append(f"{indent}if type({src}) is not dict: return FALLBACK")
+            self.lines.append(f"{indent}{var} = {src}.get({key!r}, MISSING)")
+            self.lines.append(f"{indent}if {var} is MISSING: return FALLBACK")
+            src = var
+        self.fields[(self.sources[e.stream], *keys)] = var
+        return var
+
+
+def generate_pair(projections: list[tuple[str, Any]], aliases: tuple[str, str],
+                  copy: Callable[[Any], Any] | None = None) -> Callable[[Any, Any], Any] | None:
+    """``step(d0, d1)``: the select list ``projections`` ``[(key, expr)]`` of a two-FROM-item statement over
+    the data of one combination (``d0`` of ``aliases[0]``, ``d1`` of ``aliases[1]``), with ``generate``'s
+    subset and guards (every field names its alias; FALLBACK for anything else); None outside the subset.
+    Used by the incremental kernel's join step (``incremental/pair_step.py``)."""
+    w = _PairWriter(aliases)
+    try:
+        items = []
+        for key, expr in projections:
+            if isinstance(expr, FieldRef):
+                var = w.field(expr, "    ")
+                items.append((key, var if copy is None else
+                              f"(COPY({var}) if type({var}) is dict or type({var}) is list else {var})"))
+            elif isinstance(expr, Literal) and type(expr.value) in (int, float, str, bool, type(None)):
+                items.append((key, w.const(expr.value)))
+            else:
+                raise _Unsupported(type(expr).__name__)
+    except _Unsupported:
+        return None
+    if len({k for k, _ in items}) == len(items):
+        w.lines.append(f"    return {{{', '.join(f'{k!r}: {v}' for k, v in items)}}}")
+    else:  # a repeated key keeps its first position and its last value
+        w.lines.append("    row = {}")
+        w.lines.extend(f"    row[{k!r}] = {v}" for k, v in items)
+        w.lines.append("    return row")
+    source = "def step(d0, d1):\n" + "\n".join(w.lines) + "\n"
+    scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, "COPY": copy, **w.consts}
+    exec(compile(source, f"<pair stage {aliases[0]}, {aliases[1]}>", "exec"), scope)  # noqa: S102
+    step = scope["step"]
+    step.source = source
+    return step

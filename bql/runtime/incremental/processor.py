@@ -38,6 +38,7 @@ from ..windows import Entry
 from .emitter import DeltaEmitter, row_key, row_key_for
 from .group_step import grouped_step
 from .groups import GroupTable, IncrementalGrouping
+from .pair_step import paired_step
 from .join import JoinPlan
 from .ordered_window import OrderedWindow
 from .plain_select import plain_evaluator
@@ -82,6 +83,8 @@ class IncrementalSelectProcessor(SelectProcessor):
         self.fused = self.row_step is not None and self.limit is None and not self.has_udsf
         # one FROM item, RSTREAM GROUP BY: the whole step in one function (``group_step``)
         self.grouped = grouped_step(self)
+        # two hash-joined FROM items without grouping: the step with a generated projection (``pair_step``)
+        self.paired = paired_step(self)
         if self.generated is not None or self.fused or self.grouped is not None:
             self.source = self.slots[0].sources[0]
         self.targets: dict[str, list[int]] = {}
@@ -91,7 +94,9 @@ class IncrementalSelectProcessor(SelectProcessor):
 
     def process(self, tup: Tuple) -> StepResult:
         """``SelectProcessor.process`` with the FROM items of each input looked up once; a one-FROM-item
-        RSTREAM GROUP BY runs its generated step (``group_step``) unless a row waits for its key; the
+        RSTREAM GROUP BY runs its generated step (``group_step``) unless a row waits for its key, a hash
+        join of two FROM items its step with a generated projection (``pair_step``) unless a row waits
+        for its projection; the
         fast form runs its generated step first (``None``: WHERE is false; ``FALLBACK``: the reference's
         step)."""
         grouped = self.grouped
@@ -104,6 +109,16 @@ class IncrementalSelectProcessor(SelectProcessor):
                 return StepResult([], [Dropped(tup, _message(err), "other")])
             self.emitted += len(outputs)
             return StepResult(outputs)
+        paired = self.paired
+        if paired is not None and not self.delegate and not self.relation.pending:
+            targets = self.targets.get(tup.input)
+            if targets is not None and len(targets) == 1:
+                try:
+                    outputs = paired.advance(tup, targets[0])
+                except Exception as err:  # as ``_step``: only this step is lost
+                    return StepResult([], [Dropped(tup, _message(err), "other")])
+                self.emitted += len(outputs)
+                return StepResult(outputs)
         generated = self.generated
         if generated is not None:
             if tup.input != self.source:

@@ -117,6 +117,25 @@ class Relation:
             self.added.append(row)
         return row
 
+    def add_projected(self, ids: tuple[int, ...], data: dict[str, Any]) -> Row:
+        """``add`` of a row whose projection ``data`` is already computed (not pending, no ``env``)."""
+        row = Row(self.next_pos, ids, None)
+        self.next_pos += 1
+        row.data = data
+        self.rows[row.pos] = row
+        by_eid = self.by_eid
+        for eid in ids:
+            same = by_eid.get(eid)
+            if same is None:
+                by_eid[eid] = row
+            elif type(same) is list:
+                same.append(row)
+            else:
+                by_eid[eid] = [same, row]
+        if self.track:
+            self.added.append(row)
+        return row
+
     def drop_entry(self, eid: int) -> list[Row]:
         """Remove the rows containing entry ``eid``; returns those that were still present."""
         gone = []

@@ -1,0 +1,139 @@
+"""One step of a hash join of two FROM items without grouping, in one function with generated projection.
+
+``IncrementalSelectProcessor`` runs a join step through ``_step`` → ``_advance`` → ``JoinPlan.combos`` →
+``_pair`` → ``Relation.add`` (each new combination pending with its ``Env``) → ``_project`` (the select
+list's closures, then ``row_key``). For a statement whose two FROM items are hash-joined
+(``JoinPlan.hashed``), without GROUP BY, LIMIT or UDSF, whose select list is in ``stage_codegen``'s subset
+(``generate_pair``: plain fields of either alias and literals, each under one top-level key),
+``PairedStep.advance`` does the same work on the same data in one function:
+
+1. the new entry joins its window and the join index (``JoinPlan.add``); the entries that leave (count
+   window overflow, time pruning of both windows) leave the index and take their rows out of the
+   relation — exactly ``_advance``'s order;
+2. while neither the new entry nor any entry of the other window is irregular, the candidates are the
+   other window's bucket of the new entry's key (``_pair``): WHERE is checked on each (unless the key
+   decides it, ``JoinPlan.key_decides``) *before* any row is added, as ``combos`` returns the whole list
+   first, so a WHERE that raises leaves the relation as the general path does; otherwise
+   ``JoinPlan._product`` enumerates like the reference;
+3. each new combination's row is projected by the generated function (no side effects, ``FALLBACK``
+   for any value outside its guards) and enters the relation with its data and multiset key; a row the
+   function hands back enters pending with its ``Env``, and ``_project`` — the general tail — evaluates
+   the pending rows in order (the first that raises drops the step, the rest stay pending) and emits.
+   Projections are deterministic (``eligibility``), so computing a row's projection ahead of an earlier
+   pending row that raises changes nothing but when it is computed;
+4. without pending rows: RSTREAM lists the relation, ISTREAM/DSTREAM apply the change log to
+   ``DeltaEmitter`` — ``_project``'s tail.
+
+The state is the general path's, so snapshots and the two paths mix freely.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...ast import KeyStep
+from ...eval import Env
+from ..kernel import _copy, truth
+from ..processor import Tuple
+from ..stage_codegen import FALLBACK, generate_pair
+from ..windows import Entry
+from .emitter import row_key_for
+from .join_keys import NO_MATCH
+from .relation import emitted_copy
+
+
+def paired_step(proc: Any) -> PairedStep | None:
+    """The fused join step of an ``IncrementalSelectProcessor``, or None (see the module doc)."""
+    if (len(proc.slots) != 2 or not proc.join.hashed or proc.groups is not None or proc.limit is not None
+            or proc.has_udsf or proc.select_list is None or proc.select_list.wild):
+        return None
+    exprs = [p.expr for p in proc.select.projections]
+    if len(exprs) != len(proc.select_list.explicit):
+        return None
+    projections = []
+    for (steps, _fn), expr in zip(proc.select_list.explicit, exprs):
+        if len(steps) != 1 or type(steps[0]) is not KeyStep:
+            return None
+        projections.append((steps[0].key, expr))
+    project = generate_pair(projections, proc.aliases, _copy)
+    if project is None:
+        return None
+    return PairedStep(proc, project, [label for label, _ in projections])
+
+
+class PairedStep:
+    """The join step of one statement (the state stays on the processor, whose ``restore`` replaces
+    windows, index and relation; ``advance`` reads them at every call)."""
+
+    __slots__ = ("proc", "project", "row_key")
+
+    def __init__(self, proc: Any, project: Any, labels: list[str]):
+        self.proc = proc
+        self.project = project
+        self.row_key = row_key_for(list(dict.fromkeys(labels)))
+
+    def advance(self, tup: Tuple, k: int) -> list[Tuple]:
+        """``_advance`` + ``_project`` for a tuple of FROM item ``k`` (its only FROM item); the output
+        tuples, or raises as the general path does."""
+        proc = self.proc
+        slots, join, index, relation = proc.slots, proc.join, proc.index, proc.relation
+        eid = proc.next_eid
+        proc.next_eid = eid + 1
+        entry = Entry(eid, tup)
+        popped = slots[k].window.add(entry)
+        join.add(index, k, entry)
+        left = [(k, e) for e in popped] if popped else []
+        if proc.timed:
+            for slot in slots:
+                if slot.window.span is not None:
+                    left.extend((slot.index, e) for e in slot.window.prune(tup.ts))
+        for s, old in left:
+            join.remove(index, s, old)
+            relation.drop_entry(old.eid)
+        facts = index.facts
+        if facts[eid].irregular or index.irregular[1 - k]:
+            for ids, env in join._product({k: entry}):
+                relation.add(ids, env)
+        else:
+            self._add_pairs(tup, k, eid, facts[eid].keys)
+        if relation.pending:
+            return proc._project(tup)
+        ts, seq = tup.ts, tup.seq
+        delta = proc.delta
+        if delta is None:
+            return [Tuple(emitted_copy(row.data), ts, seq, "") for row in relation.rows.values()]
+        removed, added = relation.take_changes()
+        items = delta.apply_one(removed, added[0]) if len(added) == 1 else delta.apply(removed, added)
+        return [Tuple(emitted_copy(item.data), ts, seq, "") for item in items]
+
+    def _add_pairs(self, tup: Tuple, k: int, eid: int, keys: tuple[Any, ...]) -> None:
+        """``JoinPlan._pair`` and ``Relation.add`` with the generated projection (see module doc, 2–3)."""
+        proc = self.proc
+        join, index, relation = proc.join, proc.index, proc.relation
+        s = 1 - k
+        e, _, p = join.links[k][s]
+        key = keys[p]
+        bucket = index.buckets[(e, s)].get(key) if key is not NO_MATCH else None
+        if not bucket:
+            return
+        a0, a1 = proc.aliases
+        mine = tup.data
+        if join.key_decides:
+            others = list(bucket.values())
+        else:  # WHERE on every candidate before any row is added (a raise adds none)
+            where = join.where
+            others = [o for o in bucket.values()
+                      if truth(where(Env({a0: tup, a1: o.tuple} if k == 0 else {a0: o.tuple, a1: tup})),
+                               "WHERE")]
+        project, keyed = self.project, proc.delta is not None
+        row_key = self.row_key
+        for other in others:
+            if k == 0:
+                ids, data = (eid, other.eid), project(mine, other.tuple.data)
+            else:
+                ids, data = (other.eid, eid), project(other.tuple.data, mine)
+            if data is FALLBACK:
+                relation.add(ids, Env({a0: tup, a1: other.tuple} if k == 0 else {a0: other.tuple, a1: tup}))
+                continue
+            row = relation.add_projected(ids, data)
+            if keyed:
+                row.ekey, row.nan = row_key(data)
