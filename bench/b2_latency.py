@@ -44,6 +44,7 @@ import os
 import queue
 import random
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -128,7 +129,8 @@ def progress_means(progress: list[dict[str, Any]]) -> dict[str, float]:
     return {k: sum(r.get(k, 0) for r in rows) / len(rows) for k in keys} if rows else {}
 
 
-def sbpy_topology(ctx: Any, n: int, gap_ms: float, form: str, name: str) -> tuple[list[float], dict[str, float], float]:
+def sbpy_topology(ctx: Any, n: int, gap_ms: float, form: str, name: str,
+                  hops: Hops | None = None) -> tuple[list[float], dict[str, float], float]:
     """One topology of ``form`` (``SCRIPTS``): latencies, mean batch phases of the sink's query, and the
     seconds from the first statement to the first tuple at the sink."""
     from sbpy.bql.parser import parse_script
@@ -150,7 +152,10 @@ def sbpy_topology(ctx: Any, n: int, gap_ms: float, form: str, name: str) -> tupl
         probe.wait(0)
         start_s = time.perf_counter() - t0
         lat = _measure(n, gap_ms, probe, lambda i, price: q.put({"id": i, "price": price}))
-        means = progress_means(handle._query.recentProgress)
+        progress = handle._query.recentProgress
+        means = progress_means(progress)
+        if hops is not None:
+            hops.report(probe.sent, probe.seen, progress)
     finally:
         q.put(None)
         t.stop()
@@ -204,6 +209,89 @@ def reference(spark: Any, tmp: Path, n: int, gap_ms: float) -> tuple[list[float]
     return lat, means, start_s
 
 
+class Hops:
+    """``--hops``: where one tuple's time goes in the fused topology, hop by hop, from wall-clock marks.
+
+    The bench process wraps (for this run only) the journal's HEAD write, PySpark's foreachBatch entry
+    and exit, the driver's journal read and ``DriverPipeline.run_batch``; Spark's progress report of each
+    batch gives its trigger start (``timestamp``) and phases. Per tuple: emit → HEAD written (the source's
+    commit: log, HEAD, fsyncs) → trigger start (Spark's polling, or the previous batch still running) →
+    foreachBatch called (latestOffset, offset log write, planning, the sink's own planning of the
+    batch) → rows read → pipeline run (snapshot saved) → sink written; and after the sink, the batch's
+    end (commit log), which delays a tuple only when the next one arrives meanwhile."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[str, float, int]] = []  # (what, wall time, seq or batch id)
+
+    def mark(self, what: str, key: int) -> None:
+        self.marks.append((what, time.time(), key))
+
+    def install(self) -> None:
+        import pyspark.sql.utils as pu
+        from sbpy.bql.spark import driver_query as dq
+        from sbpy.bql.spark import journal_format as jf
+
+        write_head, call, read, run = jf.write_head, pu.ForeachBatchFunction.call, dq.journal_batch_rows, \
+            dq.DriverPipeline.run_batch
+
+        def timed_head(d: Any, seq: int, *a: Any, **k: Any) -> None:
+            write_head(d, seq, *a, **k)
+            self.mark("head", seq)
+
+        def timed_call(fn: Any, jdf: Any, batch_id: int) -> None:
+            self.mark("foreachBatch", batch_id)
+            try:
+                call(fn, jdf, batch_id)
+            finally:
+                self.mark("exit", batch_id)
+
+        def timed_read(*a: Any) -> list[tuple]:
+            rows = read(*a)
+            self.mark("read", 0)
+            return rows
+
+        def timed_run(runner: Any, batch_id: int, rows: Any) -> list[tuple]:
+            out = run(runner, batch_id, rows)
+            self.mark("pipeline", batch_id)
+            return out
+
+        jf.write_head, pu.ForeachBatchFunction.call = timed_head, timed_call
+        dq.journal_batch_rows, dq.DriverPipeline.run_batch = timed_read, timed_run
+
+    def report(self, sent: dict[int, float], seen: dict[int, float], progress: list[dict[str, Any]]) -> None:
+        """Median ms of each hop over the tuples (``sent``/``seen``: perf_counter times by tuple id)."""
+        import datetime as dt
+
+        shift = time.time() - time.perf_counter()
+        starts = {p["batchId"]: dt.datetime.fromisoformat(p["timestamp"]).timestamp() for p in progress}
+        ends = {p["batchId"]: starts[p["batchId"]] + p["durationMs"].get("triggerExecution", 0) / 1000
+                for p in progress}
+        hops: dict[str, list[float]] = {}
+        for i, t_sent in sent.items():
+            if i == 0 or i not in seen:
+                continue
+            t0, t_sink = t_sent + shift, seen[i] + shift
+            after = [m for m in self.marks if t0 <= m[1] <= t_sink]
+            head = next((m for m in after if m[0] == "head"), None)
+            call = next((m for m in after if m[0] == "foreachBatch"), None)
+            if head is None or call is None or call[2] not in starts:
+                continue
+            b = call[2]
+            read = next((m for m in after if m[0] == "read" and m[1] >= call[1]), call)
+            run = next((m for m in after if m[0] == "pipeline" and m[2] == b), read)
+            points = [("emit → HEAD written", head[1]), ("HEAD → trigger start", max(head[1], starts[b])),
+                      ("trigger start → foreachBatch", call[1]), ("foreachBatch → rows read", read[1]),
+                      ("rows → pipeline done", run[1]), ("pipeline → sink written", t_sink)]
+            prev = t0
+            for name, t in points:
+                hops.setdefault(name, []).append((t - prev) * 1000)
+                prev = t
+            hops.setdefault("(after) sink → batch end", []).append((ends[b] - t_sink) * 1000)
+        print("\nwhere one tuple's time goes (fused, median ms over the tuples):")
+        print(benchlib.table(("hop", "p50 ms", "mean ms"), [
+            (name, statistics.median(v), statistics.mean(v)) for name, v in hops.items()]))
+
+
 REFERENCE = "PySpark: json file source → filter → project → foreachBatch"
 
 
@@ -217,6 +305,22 @@ def variants(forms: list[str], reads: list[str]) -> list[tuple[str, str | None, 
     return out
 
 
+def hops_only(a: argparse.Namespace) -> None:
+    print(f"B2 hops: the fused topology, {a.n} tuples; {benchlib.load_note()}")
+    tmp = Path(tempfile.mkdtemp(prefix="sbpy-b2-"))
+    ctx = benchlib.server_context(tmp / "data", a.master, a.conf)
+    hops = Hops()
+    try:
+        benchlib.start_session(ctx)
+        hops.install()
+        lat = sbpy_topology(ctx, a.n, a.gap_ms, "fused", "b2hops", hops)[0]
+    finally:
+        ctx.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    s = benchlib.summary_ms(lat)
+    print(f"latency p50 {s['p50']:.0f} ms, p99 {s['p99']:.0f} ms; {benchlib.load_note()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=60, help="tuples measured per path and round")
@@ -224,10 +328,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1, help="alternating rounds of every path")
     ap.add_argument("--forms", default="fused,eager", help="sbpy topologies to measure: fused, eager")
     ap.add_argument("--driver-read", default="journal", help="driver reads to measure: journal, spark")
+    ap.add_argument("--hops", action="store_true",
+                    help="only the fused topology (journal read), with where each tuple's time goes (Hops)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="extra Spark setting for the session (repeatable), as sensorbee.yaml's spark.conf")
     a = ap.parse_args()
+    if a.hops:
+        hops_only(a)
+        return
     paths = variants([f for f in a.forms.split(",") if f], [r for r in a.driver_read.split(",") if r])
     print(f"B2: one tuple through source → 2 streams → sink, {a.n} tuples × {a.rounds} rounds; "
           f"{benchlib.load_note()}" + (f"\nextra conf: {a.conf}" if a.conf else ""))
