@@ -158,7 +158,7 @@ def test_a_projection_that_raises_leaves_rows_pending():
               ("s1", {"id": 2, "k": 1, "x": 5}), ("s2", {"id": 3, "k": 1}), ("s2", {"id": 4, "k": 2}),
               ("s1", {"id": 5, "k": 2, "x": {"y": 2.0}})]
     timed = [(n, d, 100 * i) for i, (n, d) in enumerate(stream)]
-    assert run_three(query, timed) == len(stream)
+    assert 0 < run_three(query, timed) < len(stream)  # the general path runs while a row is pending
     reference = build_processor(parse_select(query), ProcessorContext(kernel="reference"))
     drops = [_observed(reference, n, d, START + dt.timedelta(milliseconds=ms), seq)[1]
              for seq, (n, d, ms) in enumerate(timed, 1)]
