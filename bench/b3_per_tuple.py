@@ -20,7 +20,8 @@ kernel can go. ``--ops`` prints instead the Python bytecodes and calls per tuple
 loop (``sys.settrace`` with opcode events, 200 tuples after 100 to fill the window): deterministic
 figures to read next to the timings on a loaded machine.
 
-Run: ``.venv/bin/python bench/b3_per_tuple.py [--n 100000] [--spark 200000] [--rounds 3] [--ops | --floor]``. Prints a table.
+Run: ``.venv/bin/python bench/b3_per_tuple.py [--n 100000] [--spark 200000] [--rounds 3] [--only GROUP,join]
+[--ops | --floor]``. Prints a table.
 """
 from __future__ import annotations
 
@@ -393,6 +394,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=0,
                     help="CPU time, best of this many alternating kernel / hand-loop rounds (0: one wall-clock run)")
     ap.add_argument("--floor", action="store_true", help="the Processor contract's own cost vs the hand loops")
+    ap.add_argument("--only", default="", help="comma-separated substrings: run only the statements they name")
     a = ap.parse_args()
     if a.floor:
         print(benchlib.table(("contract alone", "µs", "hand-written µs", "× hand"),
@@ -408,7 +410,8 @@ def main() -> None:
         return
     clock = f"CPU time, best of {a.rounds} rounds" if a.rounds else "wall clock"
     print(f"B3: per-tuple cost, {a.n:,} tuples per case ({clock}); {benchlib.load_note()}")
-    res = in_process(a.n, rounds=max(1, a.rounds))
+    only = {n for n, *_ in CASES if any(w and w in n for w in a.only.split(","))} if a.only else None
+    res = in_process(a.n, only, rounds=max(1, a.rounds))
     spark = through_spark(a.spark, a.master) if a.spark else {}
     rows = []
     for r in res:
@@ -421,8 +424,9 @@ def main() -> None:
     print(benchlib.table(("statement", "tuples", "kernel µs", "hand-written µs", "× hand", "reference kernel µs",
                           "Spark µs", "Spark/kernel", "outputs", "same rows"), rows))
     print("  kernel: build_processor's choice (the incremental kernel; the filter and the one-stream ISTREAM"
-          " statements decide each new row with stage_codegen's generated step); reference kernel:"
-          " SelectProcessor forced, over the first (n) tuples where given")
+          " statements decide each new row with stage_codegen's generated step, GROUP BY runs"
+          " group_step's generated step, the join pair_step's with a generated projection); reference"
+          " kernel: SelectProcessor forced, over the first (n) tuples where given")
     by_name = {r["name"]: r for r in res}
     small, big = by_name.get("ISTREAM [RANGE 5 TUPLES]"), by_name.get("ISTREAM [RANGE 5000 TUPLES]")
     if small and big:

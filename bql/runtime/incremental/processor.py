@@ -174,6 +174,10 @@ class IncrementalSelectProcessor(SelectProcessor):
             parts.append("head-pruned time windows")
         if self.groups is not None:
             parts.append(self.groups.describe())
+        if self.grouped is not None:
+            parts.append("one generated step per tuple")
+        if self.paired is not None:
+            parts.append("generated pair projection")
         parts.append(f"{self.emitter.kind.upper()} from the relation's changes"
                      if self.delta is not None else "RSTREAM of the cached rows")
         return f"incremental ({', '.join(parts)})"

@@ -113,6 +113,8 @@ def test_plain_rows_run_the_generated_step():
     stmt = parse_select(query)
     fused, general = build_processor(stmt), build_processor(stmt)
     general.grouped = None
+    assert "one generated step per tuple" in fused.kernel_description()  # EXPLAIN says which path runs
+    assert "one generated step" not in general.kernel_description()
     calls = _counting(fused)
     for i in range(200):
         data = {"k": i % 7, "price": [1, 9, 2.5, 8.0][i % 4]}

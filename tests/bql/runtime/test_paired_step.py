@@ -125,6 +125,8 @@ def test_the_bench_join_runs_the_generated_step():
     query = ("SELECT ISTREAM a:id AS aid, b:id AS bid FROM s1 [RANGE 5 TUPLES] AS a, s2 [RANGE 5 TUPLES] AS b "
              "WHERE a:k = b:k")
     fused, general, reference = _processors(query)
+    assert "generated pair projection" in fused.kernel_description()  # EXPLAIN says which path runs
+    assert "generated pair projection" not in general.kernel_description()
     step = fused.paired
     calls = _counting(fused)
     project = step.project
