@@ -93,32 +93,11 @@ class IncrementalSelectProcessor(SelectProcessor):
                 self.targets.setdefault(name, []).append(slot.index)
 
     def process(self, tup: Tuple) -> StepResult:
-        """``SelectProcessor.process`` with the FROM items of each input looked up once; a one-FROM-item
-        RSTREAM GROUP BY runs its generated step (``group_step``) unless a row waits for its key, a hash
-        join of two FROM items its step with a generated projection (``pair_step``) unless a row waits
-        for its projection; the
-        fast form runs its generated step first (``None``: WHERE is false; ``FALLBACK``: the reference's
-        step)."""
-        grouped = self.grouped
-        if grouped is not None and not self.delegate and not self.relation.pending:
-            if tup.input != self.source:
-                return StepResult()
-            try:
-                outputs = grouped.advance(tup)
-            except Exception as err:  # as ``_step``: only this step is lost
-                return StepResult([], [Dropped(tup, _message(err), "other")])
-            self.emitted += len(outputs)
-            return StepResult(outputs)
-        paired = self.paired
-        if paired is not None and not self.delegate and not self.relation.pending:
-            targets = self.targets.get(tup.input)
-            if targets is not None and len(targets) == 1:
-                try:
-                    outputs = paired.advance(tup, targets[0])
-                except Exception as err:  # as ``_step``: only this step is lost
-                    return StepResult([], [Dropped(tup, _message(err), "other")])
-                self.emitted += len(outputs)
-                return StepResult(outputs)
+        """``SelectProcessor.process`` with the FROM items of each input looked up once; the fast form
+        runs its generated step first (``None``: WHERE is false; ``FALLBACK``: the reference's step); a
+        one-FROM-item RSTREAM GROUP BY runs its generated step (``group_step``) unless a row waits for its
+        key, a hash join of two FROM items its step with a generated projection (``pair_step``) unless a
+        row waits for its projection."""
         generated = self.generated
         if generated is not None:
             if tup.input != self.source:
@@ -138,6 +117,26 @@ class IncrementalSelectProcessor(SelectProcessor):
             if data is not FALLBACK:
                 try:
                     outputs = self._advance_generated(tup, data)
+                except Exception as err:  # as ``_step``: only this step is lost
+                    return StepResult([], [Dropped(tup, _message(err), "other")])
+                self.emitted += len(outputs)
+                return StepResult(outputs)
+        grouped = self.grouped
+        if grouped is not None and not self.delegate and not self.relation.pending:
+            if tup.input != self.source:
+                return StepResult()
+            try:
+                outputs = grouped.advance(tup)
+            except Exception as err:  # as ``_step``: only this step is lost
+                return StepResult([], [Dropped(tup, _message(err), "other")])
+            self.emitted += len(outputs)
+            return StepResult(outputs)
+        paired = self.paired
+        if paired is not None and not self.delegate and not self.relation.pending:
+            targets = self.targets.get(tup.input)
+            if targets is not None and len(targets) == 1:
+                try:
+                    outputs = paired.advance(tup, targets[0])
                 except Exception as err:  # as ``_step``: only this step is lost
                     return StepResult([], [Dropped(tup, _message(err), "other")])
                 self.emitted += len(outputs)
