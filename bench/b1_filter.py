@@ -190,7 +190,7 @@ def main() -> None:
                     outs[side] = tmp / f"sbpy-out-{r}.jsonl"
                     res = sbpy_topology(ctx, src, outs[side], expected, a.timeout, f"b1r{r}")
                     times[side].append(res["seconds"])
-                    tier = res["tier"]
+                    tier = f"{res['tier']}, {res['batches']} batches"
                     journal = res["journal_dir"]
             sbpy_rows, ref_rows = read_rows(outs["topo"]), read_rows(outs["ref"])
             in_order = sbpy_rows == sorted(sbpy_rows)
@@ -220,6 +220,8 @@ def main() -> None:
                      n / only["seconds"], ref_med / only["seconds"]))
     print()
     print(benchlib.table(("path", "seconds", "rows/s", "× streaming ref"), rows))
+    if only is not None:
+        print(f"(the query alone ran {only['batches']} micro-batch(es) with input)")
     ratios = sorted(t_ref / t_topo for t_ref, t_topo in zip(times["ref"], times["topo"]))
     print(f"\nratio sbpy topology / PySpark streaming reference: {ref_med / topo_med:.3f} (median of medians); "
           f"per round {', '.join(f'{x:.2f}' for x in ratios)}; row checks: "
