@@ -194,11 +194,11 @@ class DriverReadQuery:
         self._counts = counts
 
     @property
-    def lastProgress(self) -> dict[str, Any] | None:  # noqa: N802 - StreamingQuery's name
+    def lastProgress(self) -> dict[str, Any] | None:
         return self._counts.fill(self._query.lastProgress)
 
     @property
-    def recentProgress(self) -> list[dict[str, Any]]:  # noqa: N802 - StreamingQuery's name
+    def recentProgress(self) -> list[dict[str, Any]]:
         return [self._counts.fill(p) for p in self._query.recentProgress]
 
     def __getattr__(self, name: str) -> Any:  # the rest of PySpark's StreamingQuery

@@ -19,7 +19,6 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from sbpy.bql.plan import Execution, plan_query
 from sbpy.bql.spark import driver_query
 from sbpy.bql.spark import journal_format as jf
