@@ -257,7 +257,7 @@ _NATIVE_PARTITIONING = ("any partition of the journal read; rows outside the com
 
 
 KEYED_PARTITIONING = ("bucketed by PARTITION BY key: one group, one Python call per micro-batch, per bucket "
-                      "pmod(xxhash64(key), N); N buckets = the query's state partitions "
+                      "crc32(key) mod N; N buckets = the query's state partitions "
                       "(spark.sql.shuffle.partitions at its first start, sbpy's default 2), pinned in its checkpoint")
 
 

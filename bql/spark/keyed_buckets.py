@@ -5,9 +5,12 @@ Spark calls a grouped Python function once per group and micro-batch, and that c
 itself, thousands of keys cost thousands of calls per batch. So the keyed operator groups by a bucket
 of the key instead:
 
-- ``bucket = pmod(xxhash64(key), n)`` where ``key`` is ``keyed_plan.route_key``'s canonical text of the
-  partition values (BQL equality) and ``n`` the bucket count, pinned in the checkpoint at the first start
-  (``pin_buckets``): the bucket keys the state, so it must not change across restarts;
+- ``bucket = crc32(key) mod n`` (``bucket_of``) where ``key`` is ``keyed_plan.route_key``'s canonical
+  text of the partition values (BQL equality) and ``n`` the bucket count, pinned in the checkpoint at
+  the first start (``pin_buckets``): the bucket keys the state, so it must not change across restarts;
+- the router packs each bucket's rows of a chunk into one row (``pack_rows``): the pandas
+  ``transformWithState`` turns its input into pandas row by row in Python (``itertuples`` and a frame
+  per key), which cost more than the matcher itself; a packed row is one JSON text;
 - the grouping value of bucket ``b`` is ``group_values(n)[b]``, an int that Spark's hash partitioning
   (``pmod(murmur3(value, 42), partitions)``) sends to shuffle partition ``b``: with ``n`` equal to the
   query's shuffle partitions every partition gets exactly one group (one Python call per partition per
@@ -28,11 +31,15 @@ dropped and each key is read back from the map.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from .keyed_ops import KeyedCore
 from .keyed_plan import PASS_KEY
@@ -83,6 +90,36 @@ def murmur3_int(value: int, seed: int = 42) -> int:
     return h1 - (1 << 32) if h1 >= 1 << 31 else h1
 
 
+def bucket_of(key: str | None, buckets: int) -> int:
+    """The bucket of a routed row's key text (``""``/None: a row without a key): ``crc32(utf-8) mod n``,
+    the same in every process and release."""
+    return zlib.crc32((key or "").encode("utf-8")) % buckets
+
+
+def pack_rows(rows: Iterable[Any], buckets: int) -> list[tuple[int, str]]:
+    """Routed rows (``ROW_COLUMNS`` order) as one ``(grouping value, JSON text of the bucket's rows)``
+    pair per bucket that has rows. Spark hands a grouped Python operator its input row by row (the
+    pandas ``transformWithState`` regroups rows in Python), so the router sends each bucket's rows of a
+    chunk as one packed row; every field is a str, an int or None, which JSON keeps exactly."""
+    values = group_values(buckets)
+    packs: dict[int, list] = {}
+    for r in rows:
+        b = bucket_of(r[10], buckets)
+        pack = packs.get(b)
+        if pack is None:
+            pack = packs[b] = []
+        pack.append(r)
+    return [(values[b], orjson.dumps(pack).decode("utf-8")) for b, pack in packs.items()]
+
+
+def unpack_rows(texts: Iterable[str]) -> list[tuple]:
+    """The rows of packed texts, sorted by ``(seq, idx)`` (stable: a routed row's place)."""
+    rows = [tuple(r) for text in texts for r in orjson.loads(text)]
+    rows.sort(key=lambda r: (r[2], r[3]))
+    return rows
+
+
+@functools.lru_cache(maxsize=64)
 def group_values(buckets: int) -> list[int]:
     """For each bucket ``b`` the smallest int ``v >= 0`` (distinct) with ``pmod(murmur3(v), buckets) == b``:
     the grouping value Spark's hash partitioning over ``buckets`` partitions places in partition ``b``."""

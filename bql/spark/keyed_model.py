@@ -14,17 +14,11 @@ exercised.
 from __future__ import annotations
 
 import random
-import zlib
 from collections.abc import Iterable
 
-from .keyed_buckets import BucketCore
+from .keyed_buckets import BucketCore, group_values, pack_rows, unpack_rows
 from .keyed_ops import JournalRouter, KeyedCore, RouterCore, TailCore
 from .keyed_plan import KeyedPlan
-
-
-def bucket_of(key: str, buckets: int) -> int:
-    """An in-process stand-in for the Spark expression (any stable function of the key is correct)."""
-    return zlib.crc32(key.encode("utf-8")) % buckets
 
 
 def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str = "", buckets: int = 3,
@@ -38,6 +32,7 @@ def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str 
     maps: dict[int, dict[str, bytes]] = {}      # bucket -> key -> snapshot (the committed MapState)
     stamps: dict[int, bytes] = {}               # bucket -> stamp (the committed ValueState)
     workers: dict[int, BucketCore] = {}         # bucket -> the worker cache that ran it last
+    bucket_of_value = {v: b for b, v in enumerate(group_values(buckets))}
     result = []
     for batch in batches:
         if plan.upstream:
@@ -49,15 +44,16 @@ def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str 
         else:
             rows = JournalRouter(plan, topology, lambda e: [r for r in journal if r[1] == plan.route and r[0] < e]
                                  ).run(batch)
-        groups: dict[int, list[tuple]] = {}
-        for r in rows:
-            groups.setdefault(bucket_of(r[10] or "", buckets), []).append(r)
+        groups: dict[int, list[str]] = {}  # bucket -> packed texts (one per router chunk)
+        for start in range(0, len(rows), 50):
+            for value, text in pack_rows(rows[start:start + 50], buckets):
+                groups.setdefault(bucket_of_value[value], []).append(text)
         order = list(groups)
         if chaos is not None:
             chaos.shuffle(order)
         produced: list[tuple] = []
         for b in order:
-            brows = sorted(groups[b], key=lambda r: (r[2], r[3]))
+            brows = unpack_rows(groups[b])
             if chaos is not None and chaos.random() < 0.2:
                 workers.pop(b, None)
             worker = workers.setdefault(b, BucketCore(keyed))

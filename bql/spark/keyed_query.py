@@ -4,14 +4,16 @@
 
     sbpy_journal ─► mapInPandas(JournalRouter)                           no stage before K: stateless
                  │  or groupBy(0).transformWithStateInPandas(router)     one group: upstream stages, keys
-                 ─► groupBy(bucket).transformWithStateInPandas(keyed)    one group per bucket of keys
+                 ─► groupBy(_b).transformWithStateInPandas(keyed)        one group per bucket of keys
                  ─► groupBy(0).transformWithStateInPandas(tail)          only if stages follow K
 
 Spark 4 chains ``transformWithStateInPandas`` operators in Append mode without watermarks (it accepts
 only one ``applyInPandasWithState`` per query; docs/spark-facts). The per-key operator groups by a
-bucket of the partition key (``keyed_buckets``: ``pmod(xxhash64(key), n)``, ``n`` pinned in the
-checkpoint, each bucket's grouping value placed in its own shuffle partition), so Spark calls Python
-once per bucket and micro-batch, not once per key. State: the router and the tail keep one pickled
+bucket of the partition key (``keyed_buckets``: ``crc32(key) mod n``, ``n`` pinned in the checkpoint,
+each bucket's grouping value placed in its own shuffle partition), so Spark calls Python once per
+bucket and micro-batch, not once per key; the router sends each bucket's rows of a chunk as one packed
+row (``PACK_SCHEMA``), because the pandas ``transformWithState`` regroups its input in Python row by
+row. State: the router and the tail keep one pickled
 snapshot (``ValueState``: their Pipeline, and the router's key list); each bucket keeps a ``MapState``
 from key text to that key's matcher snapshot — a batch writes only the keys it touched — and a
 ``stamp``. Warm cores and key views are cached per Python worker and reused while Spark's state is what
@@ -23,11 +25,12 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .keyed_buckets import BucketCore, group_values, pin_buckets
+from .keyed_buckets import BucketCore, pack_rows, pin_buckets, unpack_rows
 from .keyed_ops import ROW_COLUMNS, ROW_SCHEMA, JournalRouter, KeyedCore, RouterCore, TailCore
 from .keyed_plan import KeyedPlan
 
 STATE_SCHEMA = "snap binary"
+PACK_SCHEMA = "_b int, rows string"  # router → keyed: a bucket's rows of a chunk, packed (keyed_buckets)
 STAMP_SCHEMA = "stamp binary"
 KEY_SCHEMA = "key string"
 # inside the consumer's checkpoint folder: a different plan, its own layout (v3: bucketed MapState)
@@ -45,6 +48,15 @@ def _frame(rows: list[tuple]) -> Any:
     if rows:
         return pd.DataFrame.from_records(rows, columns=ROW_COLUMNS)
     return pd.DataFrame({c: pd.Series(dtype="int64" if c in _INT_COLUMNS else "object") for c in ROW_COLUMNS})
+
+
+def _packed(buckets: int, rows: list[tuple]) -> Any:
+    """The router's output frame: its rows packed per bucket (``keyed_buckets.pack_rows``)."""
+    import pandas as pd
+
+    packs = pack_rows(rows, buckets)
+    return pd.DataFrame({"_b": pd.Series([p[0] for p in packs], dtype="int32"),
+                         "rows": pd.Series([p[1] for p in packs], dtype="object")})
 
 
 def _concat(frames: Iterator[Any]) -> Any:
@@ -74,8 +86,10 @@ def _plan_key(plan: KeyedPlan) -> tuple:
     return (tuple(s.key() for s in plan.upstream), plan.keyed.key(), tuple(s.key() for s in plan.downstream))
 
 
-def _run_sequential(role: str, cache_key: tuple, make: Callable[[], Any], state: Any, rows: Iterator[Any]) -> Any:
-    """One micro-batch of a sequential core (router or tail) in its single group."""
+def _run_sequential(role: str, cache_key: tuple, make: Callable[[], Any], emit: Callable[[list], Any], state: Any,
+                    rows: Iterator[Any]) -> Any:
+    """One micro-batch of a sequential core (router or tail) in its single group; ``emit`` makes the
+    output frame of its rows."""
     pdf = _concat(rows)
     value = state.get() if state.exists() else None
     snap = bytes(value[0]) if value is not None and value[0] is not None else None
@@ -91,10 +105,11 @@ def _run_sequential(role: str, cache_key: tuple, make: Callable[[], Any], state:
     new = core.snapshot()
     state.update((new,))
     core.saved, core.dirty = new, False
-    return _frame(out)
+    return emit(out)
 
 
-def _sequential(role: str, query_id: str, plan: KeyedPlan, topology: str, make: Callable[[], Any]) -> Any:
+def _sequential(role: str, query_id: str, plan: KeyedPlan, topology: str, make: Callable[[], Any],
+                emit: Callable[[list], Any]) -> Any:
     """A ``StatefulProcessor`` running one sequential core (router or tail) in a single group.
 
     The class is built here (pyspark is imported lazily) and so pickled by value; everything that
@@ -109,7 +124,7 @@ def _sequential(role: str, query_id: str, plan: KeyedPlan, topology: str, make: 
             self.state = handle.getValueState("snap", STATE_SCHEMA)
 
         def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-            yield _run_sequential(role, cache_key, make, self.state, rows)
+            yield _run_sequential(role, cache_key, make, emit, self.state, rows)
 
         def close(self) -> None:
             pass
@@ -133,8 +148,8 @@ def _run_bucket(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int, f
                 stamp: Any, snaps: Any) -> Any:
     """One micro-batch of one bucket (``keyed_buckets.BucketCore``): ``stamp`` is the bucket's
     ``ValueState``, ``snaps`` its ``MapState`` (key text → that key's snapshot)."""
-    pdf = _concat(frames)
-    if pdf is None:
+    texts = [t for f in frames for t in f["rows"].tolist()]
+    if not texts:
         return _frame([])
     core = _CORES.get(cache_key)
     if core is None:
@@ -143,8 +158,7 @@ def _run_bucket(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int, f
     worker = _BUCKETS.get(bkey)
     if worker is None:
         worker = _BUCKETS[bkey] = BucketCore(core)
-    pdf = pdf.sort_values(["seq", "idx"], kind="stable")
-    rows = zip(*(pdf[c].tolist() for c in ROW_COLUMNS))
+    rows = unpack_rows(texts)
     saved = stamp.get()
 
     def get(key: str) -> bytes | None:
@@ -179,7 +193,7 @@ def _keyed(query_id: str, plan: KeyedPlan, topology: str) -> Any:
 
 
 def _route_chunks(cache_key: tuple, plan: KeyedPlan, topology: str, journal_dir: str, start_seq: int,
-                  frames: Iterator[Any]) -> Iterator[Any]:
+                  buckets: int, frames: Iterator[Any]) -> Iterator[Any]:
     """The ``mapInPandas`` function of a plan without upstream stages (``JournalRouter``)."""
     core = _CORES.get(cache_key)
     if core is None:
@@ -192,7 +206,7 @@ def _route_chunks(cache_key: tuple, plan: KeyedPlan, topology: str, journal_dir:
         if not len(pdf):
             continue
         pdf = pdf.sort_values("seq", kind="stable")
-        yield _frame(core.run(_journal_rows(pdf)))
+        yield _packed(buckets, core.run(_journal_rows(pdf)))
 
 
 def bucket_count(spark: Any, checkpoint: Any, partitions: int | None) -> int:
@@ -202,15 +216,6 @@ def bucket_count(spark: Any, checkpoint: Any, partitions: int | None) -> int:
     return pin_buckets(checkpoint, int(partitions or spark.conf.get("spark.sql.shuffle.partitions")))
 
 
-def bucket_column(buckets: int) -> Any:
-    """The grouping column of the per-key operator: bucket ``pmod(xxhash64(key), buckets)``'s value
-    from ``group_values`` (the bucket of the pass-through key "" holds the rows without a key)."""
-    from pyspark.sql import functions as F
-
-    values = F.array(*[F.lit(v) for v in group_values(buckets)])
-    return F.element_at(values, (F.pmod(F.xxhash64(F.col("key")), F.lit(buckets)) + 1).cast("int"))
-
-
 def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journal_dir: str = "",
           start_seq: int = 0, buckets: int = 1) -> Any:
     """The keyed chain over the journal DataFrame ``reader`` (entries with seq > ``start_seq``, the
@@ -218,17 +223,18 @@ def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journ
     from pyspark.sql import functions as F
 
     if plan.upstream:
-        router = _sequential("router", query_id, plan, topology, lambda: RouterCore(plan, topology))
+        router = _sequential("router", query_id, plan, topology, lambda: RouterCore(plan, topology),
+                             functools.partial(_packed, buckets))
         df = (reader.withColumn("_g", F.lit(0)).groupBy("_g")
-              .transformWithStateInPandas(router, ROW_SCHEMA, "Append", "None"))
+              .transformWithStateInPandas(router, PACK_SCHEMA, "Append", "None"))
     else:  # stateless routing: no operator start-up and no state commit per micro-batch
         route = functools.partial(_route_chunks, ("jrouter", query_id, _plan_key(plan), str(journal_dir),
-                                                  int(start_seq)), plan, topology, str(journal_dir), int(start_seq))
-        df = reader.mapInPandas(route, ROW_SCHEMA)
-    df = (df.withColumn("_b", bucket_column(buckets)).groupBy("_b")
-          .transformWithStateInPandas(_keyed(query_id, plan, topology), ROW_SCHEMA, "Append", "None"))
+                                                  int(start_seq)), plan, topology, str(journal_dir), int(start_seq),
+                                  int(buckets))
+        df = reader.mapInPandas(route, PACK_SCHEMA)
+    df = df.groupBy("_b").transformWithStateInPandas(_keyed(query_id, plan, topology), ROW_SCHEMA, "Append", "None")
     if plan.downstream:
-        tail = _sequential("tail", query_id, plan, topology, lambda: TailCore(plan, topology))
+        tail = _sequential("tail", query_id, plan, topology, lambda: TailCore(plan, topology), _frame)
         df = (df.withColumn("_g", F.lit(0)).groupBy("_g")
               .transformWithStateInPandas(tail, ROW_SCHEMA, "Append", "None"))
     return df

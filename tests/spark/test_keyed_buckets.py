@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from sbpy.bql.plan import Execution, Tier
 from sbpy.bql.plan.planner import plan_query
 from sbpy.bql.spark import journal_format as jf
-from sbpy.bql.spark.keyed_buckets import (BUCKETS_FILE, BucketCore, group_values, murmur3_int,
-                                          pin_buckets)
+from sbpy.bql.spark.keyed_buckets import (BUCKETS_FILE, BucketCore, bucket_of, group_values, murmur3_int,
+                                          pack_rows, pin_buckets, unpack_rows)
 from sbpy.bql.spark.keyed_ops import KeyedCore, RouterCore, decode_data
 from sbpy.bql.spark.keyed_plan import plan_keyed
 from sbpy.bql.spark.operator import Pipeline, StageSpec
@@ -121,17 +121,28 @@ def test_explain_names_the_bucketing():
 def test_spark_places_bucket_values_as_we_compute(spark):
     from pyspark.sql import functions as F
 
-    from sbpy.bql.spark.keyed_query import bucket_column
-
     n = 4
-    df = spark.createDataFrame([(f'[["s","k{i}"]]',) for i in range(40)] + [("",)], "key string")
-    rows = (df.withColumn("_b", bucket_column(n)).repartition(n, "_b")
-            .select("key", "_b", F.hash(F.col("_b")).alias("h"), F.spark_partition_id().alias("p"),
-                    F.pmod(F.xxhash64("key"), F.lit(n)).alias("bucket")).collect())
+    rows = [(f'[["s","k{i}"]]',) for i in range(40)] + [("",)]
+    packs = [p for r in rows for p in pack_rows([(None,) * 10 + r], n)]
+    df = spark.createDataFrame(packs, "_b int, rows string")
+    got = (df.repartition(n, "_b").select("_b", F.hash(F.col("_b")).alias("h"),
+                                          F.spark_partition_id().alias("p")).collect())
     values = group_values(n)
-    assert all(r["h"] == murmur3_int(r["_b"]) for r in rows)
-    assert all(r["p"] == values.index(r["_b"]) == r["bucket"] for r in rows)
-    assert len({r["p"] for r in rows}) == n
+    assert all(r["h"] == murmur3_int(r["_b"]) for r in got)
+    assert all(r["p"] == values.index(r["_b"]) for r in got)
+    assert len({r["p"] for r in got}) == n
+
+
+def test_packed_rows_round_trip_by_bucket():
+    rows = [("tuple", "src", s, i, 0, s * 10, f'{{"x": {s}}}', None, "src", None, f'[["n","{s % 5}"]]')
+            for s in range(30, 0, -1) for i in (1, 0)] + [("end", "m", 31, 0, 0, 0, None, None, None, None, "")]
+    packs = pack_rows(rows, 3)
+    values = group_values(3)
+    for value, text in packs:
+        got = unpack_rows([text])
+        assert got == sorted((r for r in rows if values[bucket_of(r[10], 3)] == value), key=lambda r: (r[2], r[3]))
+    assert sorted(r for _, t in packs for r in unpack_rows([t])) == sorted(rows)
+    assert len(packs) == len({bucket_of(r[10], 3) for r in rows})
 
 
 KEYS = st.one_of(st.sampled_from(["a", "b", 1, 1.0, 2, True, None, [1, "x"], {"m": 1}, ""]),
