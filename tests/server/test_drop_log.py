@@ -15,8 +15,8 @@ from local_runner import start_local
 from topology_util import Ctx, lines, run, write
 
 
-def _topology(tmp_path, **options):
-    ctx = Ctx(tmp_path / "data")
+def _topology(tmp_path, n, **options):
+    ctx = Ctx(tmp_path / f"data{n}")  # a folder of its own: no journal or checkpoint of an earlier one
     ctx.config = types.SimpleNamespace(logging=LoggingConfig(**options))
     return Topology("t", ctx, query_starter=start_local)
 
@@ -48,7 +48,7 @@ def make(tmp_path):
     made = []
 
     def factory(**options):
-        made.append(_topology(tmp_path, **options))
+        made.append(_topology(tmp_path, len(made), **options))
         return made[-1]
 
     yield factory
