@@ -1,4 +1,4 @@
-"""``OFFSET m`` / ``LIMIT n`` over a Timeplus query's output rows, and the error text of a dropped step.
+"""``OFFSET m`` / ``LIMIT n`` over a Timeplus query's output rows.
 
 A query's rows pass through one ``LimitedOutput`` in the order they are produced: the first ``m`` are
 skipped, the next ``n`` are kept, and the row after them (or the first row, for ``LIMIT 0``) marks the
@@ -9,22 +9,6 @@ without LIMIT / OFFSET). The three counters are part of both processors' snapsho
 from __future__ import annotations
 
 from typing import Any
-
-from ...errors import BQLError
-
-
-def error_message(err: Exception) -> str:
-    """The ``dropped_tuples`` error text of a step that raised ``err``."""
-    return str(err) if isinstance(err, BQLError) else f"{type(err).__name__}: {err}"
-
-
-def deep_copy(value: Any) -> Any:
-    """``value`` with its maps and arrays copied (an output row must not share them with state)."""
-    if isinstance(value, dict):
-        return {k: deep_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [deep_copy(v) for v in value]
-    return value
 
 
 class LimitedOutput:

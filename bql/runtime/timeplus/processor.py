@@ -36,12 +36,13 @@ from ...eval import Env, Scope, compile_expr
 from ...timeplus_query import GLOBAL_PERIOD, is_streaming_tail
 from ...values import multiset_key
 from ..grouping import Grouping, compile_where, is_grouping
+from ..kernel import _copy, _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList
 from .assign import FixedWindows
 from .emission import AFTER_WATERMARK, ON_UPDATE, EmitPolicy
 from .emit_extras import IdleTimeout, LastRange
-from .limited_output import LimitedOutput, deep_copy, error_message
+from .limited_output import LimitedOutput
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .sessions import SessionTracker
 from .streaming_calls import StreamingCalls, uses_streaming_calls
@@ -53,12 +54,6 @@ from .watermark import Watermark
 def _is_window_column(expr: Any) -> bool:
     return (isinstance(expr, FieldRef) and len(expr.path) == 1 and isinstance(expr.path[0], KeyStep)
             and expr.path[0].key in (WINDOW_START, WINDOW_END))
-
-
-def _truth(value: Any) -> bool:
-    from ..kernel import truth
-
-    return truth(value, "WHERE")
 
 
 class WindowProcessor(WallClock):
@@ -140,7 +135,7 @@ class WindowProcessor(WallClock):
         return to_micros(self.time_fn(self._env(tup)))
 
     def _passes(self, tup: Tuple) -> bool:
-        return self.where is None or _truth(self.where(self._env(tup)))
+        return self.where is None or truth(self.where(self._env(tup)), "WHERE")
 
     def _new_pane(self, start: int | None, end: int | None, **kw: Any) -> Pane:
         pane = Pane(self.next_pid, start, end, **kw)
@@ -169,7 +164,7 @@ class WindowProcessor(WallClock):
         except Exception as err:  # per-tuple isolation: fallible work happens before state changes
             if self.calls is not None:
                 self.calls.discard()
-            result.dropped.append(Dropped(tup, error_message(err), "other"))
+            result.dropped.append(Dropped(tup, _message(err), "other"))
         result.done = self.done
         return result
 
@@ -333,7 +328,7 @@ class WindowProcessor(WallClock):
                 try:
                     out = self.grouping.evaluate([(self._env(r), key) for r in rows], self._now)
                 except Exception as err:  # one failing group does not stop the others
-                    result.dropped.append(Dropped(Tuple({}, cause[0], cause[1]), error_message(err), "output"))
+                    result.dropped.append(Dropped(Tuple({}, cause[0], cause[1]), _message(err), "output"))
                     continue
                 if out and self.calls is not None:
                     self.calls.produced()
@@ -344,7 +339,7 @@ class WindowProcessor(WallClock):
 
     def _output(self, data: dict[str, Any], ts: _dt.datetime, seq: int, result: StepResult) -> None:
         if self.out.admit():
-            result.outputs.append(Tuple(deep_copy(data), ts, seq, ""))
+            result.outputs.append(Tuple(_copy(data), ts, seq, ""))
 
     # ------------------------------------------------------------ snapshot / restore
 

@@ -26,8 +26,9 @@ from typing import Any
 from ...ast import Select
 from ...eval import Env, Scope, compile_expr
 from ...values import multiset_key
+from ..kernel import _message
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
-from .limited_output import LimitedOutput, error_message
+from .limited_output import LimitedOutput
 from .processor import WindowProcessor
 from .timecol import utc_now
 
@@ -90,7 +91,7 @@ class SubstreamProcessor:
             env = Env({self.alias: tup}, None, self.clock())
             key = tuple(multiset_key(fn(env)) for fn in self.keys)
         except Exception as err:  # per-tuple isolation, as in WindowProcessor.process
-            result.dropped.append(Dropped(tup, error_message(err), "other"))
+            result.dropped.append(Dropped(tup, _message(err), "other"))
             return result
         self._merge(self._part(key).process(tup), result)
         result.done = self.done
