@@ -39,10 +39,12 @@ class _Unsupported(Exception):
 
 
 class _Writer:
-    """Python source for one stage: statements that bind temporaries, each guarded."""
+    """Python source for one stage: statements that bind temporaries, each guarded.
 
-    def __init__(self, alias: str):
-        self.alias = alias
+    ``sources`` maps a FROM alias (None: an unqualified field) to the variable holding its row's data."""
+
+    def __init__(self, sources: dict[str | None, str]):
+        self.sources = sources
         self.lines: list[str] = []
         self.consts: dict[str, Any] = {}
         self.fields: dict[tuple[str, ...], str] = {}
@@ -59,25 +61,55 @@ class _Writer:
 
     def field(self, e: FieldRef, indent: str) -> str:
         """A variable holding the field's value (anything but MISSING; the kernel decides the rest)."""
-        if e.stream not in (None, self.alias) or not e.path:
+        src = self.sources.get(e.stream)
+        if src is None or not e.path:
             raise _Unsupported("field of another stream")
         keys = []
         for step in e.path:
             if type(step) is not KeyStep:
                 raise _Unsupported("path step other than a map key")
             keys.append(step.key)
-        known = self.fields.get(tuple(keys))
+        known = self.fields.get((src, *keys))
         if known is not None:
             return known
-        var, src = "d", "d"
+        var = src
         for key in keys:
             var = self.temp()
             self.lines.append(f"{indent}if type({src}) is not dict: return FALLBACK")
             self.lines.append(f"{indent}{var} = {src}.get({key!r}, MISSING)")
             self.lines.append(f"{indent}if {var} is MISSING: return FALLBACK")
             src = var
-        self.fields[tuple(keys)] = var
+        self.fields[(self.sources[e.stream], *keys)] = var
         return var
+
+    def project(self, projections: list[tuple[str, Any]], copy: Callable[[Any], Any] | None) -> None:
+        """The lines returning the output map of the select list ``projections`` ``[(key, expr)]``."""
+        items = []
+        for key, expr in projections:
+            if isinstance(expr, FieldRef):
+                var = self.field(expr, "    ")
+                items.append((key, var if copy is None else
+                              f"(COPY({var}) if type({var}) is dict or type({var}) is list else {var})"))
+            elif isinstance(expr, Literal) and type(expr.value) in (int, float, str, bool, type(None)):
+                items.append((key, self.const(expr.value)))
+            else:
+                raise _Unsupported(type(expr).__name__)
+        if len({k for k, _ in items}) == len(items):
+            body = ", ".join(f"{k!r}: {v}" for k, v in items)
+            self.lines.append(f"    return {{{body}}}")
+        else:  # a repeated key keeps its first position and its last value, as the kernel's dict
+            self.lines.append("    row = {}")
+            self.lines.extend(f"    row[{k!r}] = {v}" for k, v in items)
+            self.lines.append("    return row")
+
+    def compile(self, params: str, name: str, copy: Callable[[Any], Any] | None) -> Callable[..., Any]:
+        """The function ``step(params)`` of the lines written (its text on ``step.source``)."""
+        source = f"def step({params}):\n" + "\n".join(self.lines) + "\n"
+        scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, "COPY": copy, **self.consts}
+        exec(compile(source, name, "exec"), scope)  # noqa: S102 - generated from the AST
+        step = scope["step"]
+        step.source = source  # for tests and debugging
+        return step
 
     # ------------------------------------------------------------ WHERE (bool-valued)
 
@@ -156,36 +188,15 @@ def generate(where: Any, projections: list[tuple[str, Any]], alias: str,
     With ``copy`` a projected map or array value is emitted as ``copy(value)`` (the in-process kernel
     gives each output row its own containers, ``kernel._copy``); without it the output shares them
     with the input row (the Spark tier serialises the row at once)."""
-    w = _Writer(alias)
+    w = _Writer({None: "d", alias: "d"})
     try:
         if where is not None:
             verdict = w.predicate(where, "    ")
             w.lines.append(f"    if not {verdict}: return None")
-        items = []
-        for key, expr in projections:
-            if isinstance(expr, FieldRef):
-                var = w.field(expr, "    ")
-                items.append((key, var if copy is None else
-                              f"(COPY({var}) if type({var}) is dict or type({var}) is list else {var})"))
-            elif isinstance(expr, Literal) and type(expr.value) in (int, float, str, bool, type(None)):
-                items.append((key, w.const(expr.value)))
-            else:
-                raise _Unsupported(type(expr).__name__)
+        w.project(projections, copy)
     except _Unsupported:
         return None
-    if len({k for k, _ in items}) == len(items):
-        body = ", ".join(f"{k!r}: {v}" for k, v in items)
-        w.lines.append(f"    return {{{body}}}")
-    else:  # a repeated key keeps its first position and its last value, as the kernel's dict
-        w.lines.append("    row = {}")
-        w.lines.extend(f"    row[{k!r}] = {v}" for k, v in items)
-        w.lines.append("    return row")
-    source = "def step(d):\n" + "\n".join(w.lines) + "\n"
-    scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, "COPY": copy, **w.consts}
-    exec(compile(source, f"<stage {alias}>", "exec"), scope)  # noqa: S102 - generated from the AST above
-    step = scope["step"]
-    step.source = source  # for tests and debugging
-    return step
+    return w.compile("d", f"<stage {alias}>", copy)
 
 
 def fast_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str] | None:
@@ -219,65 +230,15 @@ def generate_for(proc: Any, copy: Callable[[Any], Any] | None = None) -> Callabl
     return None if parts is None else generate(*parts, copy=copy)
 
 
-class _PairWriter(_Writer):
-    """A ``_Writer`` over two FROM items: a field of alias ``aliases[i]`` is read from ``d{i}``."""
-
-    def __init__(self, aliases: tuple[str, str]):
-        super().__init__(aliases[0])
-        self.sources = {alias: f"d{i}" for i, alias in enumerate(aliases)}
-
-    def field(self, e: FieldRef, indent: str) -> str:
-        src = self.sources.get(e.stream) if e.stream is not None else None
-        if src is None or not e.path:
-            raise _Unsupported("field without one of the two aliases")
-        keys = []
-        for step in e.path:
-            if type(step) is not KeyStep:
-                raise _Unsupported("path step other than a map key")
-            keys.append(step.key)
-        known = self.fields.get((src, *keys))
-        if known is not None:
-            return known
-        var = src
-        for key in keys:
-            var = self.temp()
-            self.lines.append(f"{indent}if type({src}) is not dict: return FALLBACK")
-            self.lines.append(f"{indent}{var} = {src}.get({key!r}, MISSING)")
-            self.lines.append(f"{indent}if {var} is MISSING: return FALLBACK")
-            src = var
-        self.fields[(self.sources[e.stream], *keys)] = var
-        return var
-
-
 def generate_pair(projections: list[tuple[str, Any]], aliases: tuple[str, str],
                   copy: Callable[[Any], Any] | None = None) -> Callable[[Any, Any], Any] | None:
     """``step(d0, d1)``: the select list ``projections`` ``[(key, expr)]`` of a two-FROM-item statement over
     the data of one combination (``d0`` of ``aliases[0]``, ``d1`` of ``aliases[1]``), with ``generate``'s
     subset and guards (every field names its alias; FALLBACK for anything else); None outside the subset.
     Used by the incremental kernel's join step (``incremental/pair_step.py``)."""
-    w = _PairWriter(aliases)
+    w = _Writer({alias: f"d{i}" for i, alias in enumerate(aliases)})
     try:
-        items = []
-        for key, expr in projections:
-            if isinstance(expr, FieldRef):
-                var = w.field(expr, "    ")
-                items.append((key, var if copy is None else
-                              f"(COPY({var}) if type({var}) is dict or type({var}) is list else {var})"))
-            elif isinstance(expr, Literal) and type(expr.value) in (int, float, str, bool, type(None)):
-                items.append((key, w.const(expr.value)))
-            else:
-                raise _Unsupported(type(expr).__name__)
+        w.project(projections, copy)
     except _Unsupported:
         return None
-    if len({k for k, _ in items}) == len(items):
-        w.lines.append(f"    return {{{', '.join(f'{k!r}: {v}' for k, v in items)}}}")
-    else:  # a repeated key keeps its first position and its last value
-        w.lines.append("    row = {}")
-        w.lines.extend(f"    row[{k!r}] = {v}" for k, v in items)
-        w.lines.append("    return row")
-    source = "def step(d0, d1):\n" + "\n".join(w.lines) + "\n"
-    scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, "COPY": copy, **w.consts}
-    exec(compile(source, f"<pair stage {aliases[0]}, {aliases[1]}>", "exec"), scope)  # noqa: S102
-    step = scope["step"]
-    step.source = source
-    return step
+    return w.compile("d0, d1", f"<pair stage {aliases[0]}, {aliases[1]}>", copy)
