@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
+from typing import Any
 
 from .keyed_buckets import BucketCore, group_values, pack_rows, unpack_rows
 from .keyed_ops import JournalRouter, KeyedCore, RouterCore, TailCore
@@ -36,11 +37,7 @@ def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str 
     result = []
     for batch in batches:
         if plan.upstream:
-            router = RouterCore(plan, topology)
-            if router_snap is not None:
-                router.restore(router_snap)
-            rows = router.run(batch)
-            router_snap = router.snapshot()
+            rows, router_snap = _resumed_run(RouterCore(plan, topology), router_snap, batch)
         else:
             rows = JournalRouter(plan, topology, lambda e: [r for r in journal if r[1] == plan.route and r[0] < e]
                                  ).run(batch)
@@ -67,11 +64,16 @@ def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str 
             stamps[b] = stamp
             produced.extend(out)
         if plan.downstream:
-            tail = TailCore(plan, topology)
-            if tail_snap is not None:
-                tail.restore(tail_snap)
-            produced = tail.run(produced)
-            tail_snap = tail.snapshot()
+            produced, tail_snap = _resumed_run(TailCore(plan, topology), tail_snap, produced)
         produced.sort(key=lambda r: (r[2], r[3], r[4]))
         result.append(produced)
     return result
+
+
+def _resumed_run(core: Any, snap: bytes | None, rows: list[tuple]) -> tuple[list[tuple], bytes]:
+    """A fresh sequential core (router or tail) restored to ``snap``, run over ``rows``: its output and
+    its new snapshot (what a micro-batch of its single group does)."""
+    if snap is not None:
+        core.restore(snap)
+    out = core.run(rows)
+    return out, core.snapshot()
