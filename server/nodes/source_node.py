@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sbpy.bql.spark.journal_format import ts_to_us
+from sbpy.bql.spark.journal_format import decode_data, ts_to_us
+from sbpy.bql.spark.journal_segments import expand, last_seq
 
 from ..drop_log import DESTINATIONLESS_ERROR
 from ..journal_prune import maybe_prune
@@ -32,20 +33,11 @@ log = logging.getLogger("sbpy.source")
 FLUSH_EVERY = 256
 
 
-def segment_values(seg: dict[str, Any]) -> list[Any]:
-    """The tuples of a journaled file chunk (its well-formed lines; nothing when the bytes are gone)."""
-    from sbpy.bql.spark.journal_segments import parse_line, read_chunk
-
-    chunk = read_chunk(seg)
-    out = []
-    for raw in (chunk or b"").split(b"\n"):
-        raw = raw.strip()
-        if raw:
-            try:
-                out.append(parse_line(raw)[0])
-            except ValueError:
-                continue
-    return out
+def segment_values(name: str, seg: dict[str, Any]) -> list[Any]:
+    """The tuples a journaled file chunk holds, as a reader of the journal gets them (``expand``: its
+    well-formed lines; nothing when the bytes are gone)."""
+    rows = expand(0, 0, seg, name, -1, last_seq(0, seg))
+    return [decode_data(text) for _seq, _input, _ts, text, _end, _error in rows if text is not None]
 
 
 class SourceStopped(Exception):
@@ -100,10 +92,7 @@ class SourceContext:
         if ts is None:
             ts = _dt.datetime.now(_dt.timezone.utc)
         node.journal.append_segment(node.name, ts_to_us(ts), seg)
-        if node.topology.has_destination(node.name):
-            node.counters.add_sent(int(seg["k"]))
-        else:
-            node.destinationless(int(seg["k"]), lambda: segment_values(seg))
+        node.count_emitted(int(seg["k"]), lambda: segment_values(node.name, seg))
         maybe_prune(node.topology)
 
     def report_dropped(self, error: str, data: Any = None) -> None:
@@ -124,10 +113,7 @@ class SourceContext:
             n = len(self._buf) if room is None else min(room, len(self._buf))
             part, self._buf = self._buf[:n], self._buf[n:]
             node.journal.append(node.name, part)
-            if node.topology.has_destination(node.name):
-                node.counters.add_sent(len(part))
-            else:
-                node.destinationless(len(part), lambda part=part: [data for _ts, data in part])
+            node.count_emitted(len(part), lambda part=part: [data for _ts, data in part])
         maybe_prune(node.topology)
 
     def sleep(self, seconds: float) -> bool:
@@ -244,9 +230,13 @@ class SourceNode:
         self.state = st.STOPPED
         self._on_stopped(self)
 
-    def destinationless(self, n: int, values: Callable[[], list[Any]]) -> None:
-        """``n`` tuples were emitted while nothing read this source: SensorBee counts them dropped and,
-        with ``log_destinationless_tuples``, reports each one (``drop_log.py``)."""
+    def count_emitted(self, n: int, values: Callable[[], list[Any]]) -> None:
+        """``n`` tuples were just journaled: sent, or, while nothing reads this source, *destinationless* —
+        SensorBee counts them dropped and, with ``log_destinationless_tuples``, reports each one
+        (``values()`` gives them; ``drop_log.py``)."""
+        if self.topology.has_destination(self.name):
+            self.counters.add_sent(n)
+            return
         self.counters.add_dropped(n)
         if self.topology.drop_logging.log_destinationless:
             for data in values():
