@@ -248,11 +248,11 @@ class ExpressionRules:
     def slice_step3(self, meta, start, end, step):
         return SliceStep(start, end, step, span=span_of(meta))
 
-    def slice_step_nostop(self, meta, start, step):
-        return SliceStep(start, None, step, span=span_of(meta))
-
     def recursive_step(self, meta, tok):
         return RecursiveStep(str(tok), span=span_of(meta))
+
+    def recursive_bracket_step(self, meta, tok):
+        return RecursiveStep(unquote(tok), span=span_of(meta))
 
     def sint(self, meta, tok):
         return int_value(tok)

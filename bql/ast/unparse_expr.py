@@ -171,7 +171,7 @@ def path_text(steps, first: bool = True) -> str:
                 parts.append(str(s.step))
             out.append("[" + ":".join(parts) + "]")
         elif isinstance(s, RecursiveStep):
-            out.append(f"..{s.key}")
+            out.append(f"..{s.key}" if _IDENT.match(s.key) else f"..[{quote(s.key)}]")
         else:
             raise TypeError(f"cannot unparse path step '{type(s).__name__}'")
     return "".join(out)

@@ -84,7 +84,8 @@ def test_json_paths():
     assert e.path == (KeyStep("a"), KeyStep("b"), KeyStep("c d", True), IndexStep(-1),
                       RecursiveStep("e"))
     assert parse_expression("a[1:3].b").path[1:] == (SliceStep(1, 3), KeyStep("b"))
-    assert parse_expression("a[::2]").path[1] == SliceStep(None, None, 2)
+    assert parse_expression("a[0:5:2]").path[1] == SliceStep(0, 5, 2)
+    assert parse_expression('a..["b c"]').path[1] == RecursiveStep("b c")
     assert parse_expression("a[3:1:-1]").path[1] == SliceStep(3, 1, -1)
     assert parse_expression('["x"]') == FieldRef((KeyStep("x", True),))
     assert parse_expression("FooBar").path == (KeyStep("FooBar"),)
