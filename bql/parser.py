@@ -87,7 +87,7 @@ def parse_expression(text: str) -> Expr:
 
 def _run(text: str, start: str):
     try:
-        tree = _lark().parse(text, start=start)
+        tree = _parse_tree(text, start)
     except UnexpectedInput as e:
         raise _from_lark(text, e) from None
     except RecursionError:
@@ -106,6 +106,81 @@ def _run(text: str, start: str):
             end = orig.span.end if orig.span else pos
             raise _error(text, pos, orig.reason, end) from None
         raise orig from None
+
+
+# ---------------------------------------------------------------------------- keywords as names
+# SensorBee's PEG parser has no reserved words inside expressions: it backtracks, so a field may be
+# called `when`, `case`, `cast`, `not`, `order` or `distinct` (bql.peg; expression_parser_test.go parses
+# `CASE when WHEN 2 THEN 3 ELSE 6 END` with `when` a field). The contextual LALR lexer makes a word a
+# keyword wherever the keyword may stand, which matters for the keywords that may stand where a field
+# may: CASE, CAST, NOT, WHEN, ORDER (`f(order)`) and DISTINCT (all others were checked against every
+# expression position). So when a text does not parse, it is parsed again with such tokens read as
+# names, one more at a time, from the nearest to the error backwards, keeping a renaming that moves the
+# error further. The literals NULL, TRUE and FALSE stay literals, as in SensorBee. If no renaming
+# parses, the first error stands.
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_NAME_LIKE_KEYWORDS = frozenset({"CASE", "CAST", "NOT", "WHEN", "ORDER", "DISTINCT"})
+MAX_RENAMING_ATTEMPTS = 32
+"""Parses tried (per failing text) while looking for keywords that must be read as names."""
+
+
+def _parse_tree(text: str, start: str) -> Tree:
+    try:
+        return _lark().parse(text, start=start)
+    except UnexpectedInput as first:
+        tree = _keywords_as_names(text, start)
+        if tree is None:
+            raise first from None
+        return tree
+
+
+def _keywords_as_names(text: str, start: str) -> Tree | None:
+    """The tree of ``text`` with some keyword tokens read as IDENT, or None (see above)."""
+    renamed: frozenset[int] = frozenset()
+    tokens, tree, error = _attempt(text, start, renamed)
+    attempts = 0
+    while error is not None:
+        reached = _error_pos(text, error)
+        candidates = [t.start_pos for t in reversed(tokens) if t.start_pos not in renamed and _renamable(t)]
+        for pos in candidates:
+            attempts += 1
+            if attempts > MAX_RENAMING_ATTEMPTS:
+                return None
+            more_tokens, tree, more_error = _attempt(text, start, renamed | {pos})
+            if more_error is None:
+                return tree
+            if _error_pos(text, more_error) > reached:
+                renamed, tokens, error = renamed | {pos}, more_tokens, more_error
+                break
+        else:
+            return None
+    return tree
+
+
+def _attempt(text: str, start: str, renamed: frozenset[int]) -> tuple[list[Token], Tree | None, Exception | None]:
+    """Parse with the tokens starting at ``renamed`` offsets read as IDENT: the tokens read, and the
+    tree or the error."""
+    parser = _lark().parse_interactive(text, start=start)
+    seen: list[Token] = []
+    try:
+        for tok in parser.iter_parse():
+            if tok.start_pos in renamed:
+                tok.type = "IDENT"
+            seen.append(tok)
+        return seen, parser.feed_eof(seen[-1] if seen else None), None
+    except UnexpectedInput as e:
+        return seen, None, e
+
+
+def _renamable(tok: Token) -> bool:
+    return tok.type in _NAME_LIKE_KEYWORDS and bool(_NAME.match(tok))
+
+
+def _error_pos(text: str, e: UnexpectedInput) -> int:
+    if isinstance(e, UnexpectedToken):
+        return len(text) if e.token.type == "$END" else e.token.start_pos
+    return getattr(e, "pos_in_stream", None) or 0
 
 
 def _nesting_violation(tree: Tree) -> int | None:

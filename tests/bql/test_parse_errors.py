@@ -74,3 +74,19 @@ def test_expression_errors():
         parse_expression("1 +")
     with pytest.raises(BQLSyntaxError):
         parse_expression("EVAL 1")
+
+
+def test_keyword_read_as_a_name_only_when_the_text_does_not_parse_otherwise():
+    from sbpy.bql.ast import Case, FieldRef, KeyStep, Literal
+
+    case = parse_expression("CASE when WHEN 2 THEN 3 ELSE 6 END")
+    assert isinstance(case, Case) and case.operand == FieldRef((KeyStep("when"),))
+    assert case.whens[0].condition == Literal(2) and case.else_ == Literal(6)
+    searched = parse_expression("CASE WHEN true THEN 3 END")
+    assert searched.operand is None and searched.whens[0].condition == Literal(True)
+
+
+def test_failed_renaming_reports_the_first_error():
+    with pytest.raises(BQLSyntaxError) as info:
+        parse("SELECT RSTREAM * FROM a [RANGE 1 TUPLES] UNION SELECT RSTREAM * FROM b [RANGE 1 TUPLES]")
+    assert info.value.message.split("\n")[3] == "unexpected 'SELECT', expected 'ALL'"

@@ -93,9 +93,15 @@ def test_new_words_stay_field_names_elsewhere():
     assert parse_expression("in IN (like)") == parse_expression("(in) IN (like)")
 
 
-def test_distinct_field_needs_brackets_first_in_the_select_list():
-    with pytest.raises(BQLSyntaxError):
-        parse_one("SELECT RSTREAM distinct FROM s [RANGE 1 TUPLES]")
+def test_distinct_first_in_the_select_list():
+    # a field called distinct (SensorBee has no DISTINCT: bql.peg reads it as a field), unless a select
+    # item follows it
+    stmt = parse_one("SELECT RSTREAM distinct FROM s [RANGE 1 TUPLES]")
+    assert not stmt.distinct and stmt.projections[0].expr == parse_expression("distinct")
+    stmt = parse_one("SELECT RSTREAM distinct, a FROM s [RANGE 1 TUPLES]")
+    assert not stmt.distinct and len(stmt.projections) == 2
+    stmt = parse_one("SELECT RSTREAM DISTINCT a FROM s [RANGE 1 TUPLES]")
+    assert stmt.distinct and len(stmt.projections) == 1
     stmt = parse_one('SELECT RSTREAM ["distinct"], distinct FROM s [RANGE 1 TUPLES]')
     assert not stmt.distinct and len(stmt.projections) == 2
 
