@@ -3,7 +3,8 @@
 Every tuple a source emits (and every output of a stream computed by its own query) is appended to
 that node's log with a topology-wide, strictly increasing sequence number, so ``seq`` order is the
 arrival order across all inputs; the ``file`` source journals whole chunks of its file by reference
-(``append_segment``: one entry, one seq per line). Each append is one commit: one write, then (with
+(``append_segment``: one entry, one seq per line; ``append_segments``: several entries, and the end
+marker after them, in one commit). Each append is one commit: one write, then (with
 ``fsync``, the default) an fsync of the log, then HEAD (atomic temp file + ``os.replace``, the temp file
 and the folder synced); Spark readers only read entries with ``seq <= HEAD``.
 
@@ -33,6 +34,7 @@ Example::
     w = JournalWriter(journal_dir)
     w.append("src", [(ts_us, {"a": 1}), (ts_us, {"a": 2})])   # -> last seq
     w.append_segment("f", ts_us, seg)                          # seg: journal_segments.make_segment
+    w.append_segments("f", [(ts_us, seg2), (ts_us, seg3)], end=True)  # one commit, the end marker last
     w.end("src")
 """
 from __future__ import annotations
@@ -211,9 +213,12 @@ class JournalWriter:
                 fsync_dir(path.parent)
         return f
 
-    def _commit(self, node: str, text: str, first: int, seq: int, tuples: int) -> None:
+    def _commit(self, node: str, text: str, first: int, seq: int, tuples: int,
+                entries: list[tuple[int, int, int]] | None = None) -> None:
         """Write ``text`` (whole lines, seqs ``first .. seq``, ``tuples`` tuples) to ``node``'s log, sync
-        it, then move HEAD to ``seq``."""
+        it, then move HEAD to ``seq``. ``entries``: ``(first seq, last seq, tuples)`` of each entry when
+        the commit holds several segments (a backlog mark each, so a reader inside the commit is
+        counted as exactly as after one-segment commits); default one mark for the whole commit."""
         f = self._file(node, first)
         data = text.encode("utf-8")
         f.write(data)
@@ -226,10 +231,13 @@ class JournalWriter:
         part.size += len(data)
         part.last = seq
         part.count += tuples
-        count = self._counts.get(node, 0) + tuples
-        self._counts[node] = count
-        if tuples:
-            self._marks.setdefault(node, []).append((seq, count, tuples if seq - first + 1 == tuples else 0))
+        count = self._counts.get(node, 0)
+        self._counts[node] = count + tuples
+        marks = self._marks.setdefault(node, [])
+        for e_first, e_last, e_tuples in entries if entries is not None else [(first, seq, tuples)]:
+            if e_tuples:
+                count += e_tuples
+                marks.append((e_last, count, e_tuples if e_last - e_first + 1 == e_tuples else 0))
 
     def append(self, node: str, items: Iterable[tuple[int, Any]], batch: tuple[str, int] | None = None) -> int:
         """Append ``(ts_us, data)`` items to ``node``'s log, commit them (HEAD) and return the last seq.
@@ -265,6 +273,34 @@ class JournalWriter:
                          int(seg["k"]))
             self._segments[node] = seg
             self._parts[node][-1].segment = seg
+            return self._seq
+
+    def append_segments(self, node: str, segments: list[tuple[int, dict[str, Any]]],
+                        end: bool = False) -> int:
+        """Journal several file segments ``(ts_us, seg)`` in one commit (one write, one sync, one HEAD),
+        each its own entry exactly as ``append_segment`` writes it; ``end``: the node's end marker
+        follows them in the same commit. Returns the last seq. A reader sees all of them or none."""
+        with self._lock:
+            if node in self._ended:
+                raise ValueError(f"node '{node}' has already ended")
+            first = seq = self._seq + 1
+            lines, entries = [], []
+            for ts_us, seg in segments:
+                lines.append(js.encode_segment(seq, ts_us, seg))
+                entries.append((seq, js.last_seq(seq, seg), int(seg["k"])))
+                seq = js.last_seq(seq, seg) + 1
+            if end:
+                lines.append(jf.encode_end(seq))
+                seq += 1
+            if not lines:
+                return self._seq
+            self._commit(node, "\n".join(lines) + "\n", first, seq - 1, sum(e[2] for e in entries), entries)
+            if segments:
+                self._segments[node] = segments[-1][1]
+                self._parts[node][-1].segment = segments[-1][1]
+            if end:
+                self._parts[node][-1].ended = True
+                self._ended.add(node)
             return self._seq
 
     def end(self, node: str) -> int | None:

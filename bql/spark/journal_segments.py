@@ -47,6 +47,17 @@ _SEG_MARK = b'"seg":'
 Row = tuple  # (seq, input, ts_us, data_text | None, end, error | None)
 
 
+def _space_table() -> Any:
+    import numpy as np
+
+    table = np.zeros(256, dtype=bool)
+    table[list(b" \t\r\x0b\x0c")] = True  # what bytes.strip removes, but the newline
+    return table
+
+
+_SPACE = _space_table()
+
+
 # ---------------------------------------------------------------- entries
 
 
@@ -67,16 +78,24 @@ def last_seq(seq: int, seg: dict[str, Any]) -> int:
 
 
 def chunk_info(chunk: bytes) -> tuple[int, int]:
-    """``(lines, non-blank lines)`` of a chunk of a JSON-lines file (a last line may lack its newline)."""
-    n = chunk.count(b"\n")
-    if chunk and chunk[-1:] != b"\n":
-        n += 1
-    if b"\r" in chunk or b"\n " in chunk or b"\n\t" in chunk or chunk[:1].isspace():
-        blank = sum(1 for line in chunk.split(b"\n") if not line.strip())
-        if chunk[-1:] == b"\n":
-            blank -= 1  # the empty piece after the last newline is no line
-    else:
-        blank = chunk.count(b"\n\n") + (chunk[:1] == b"\n")
+    """``(lines, non-blank lines)`` of a chunk of a JSON-lines file (a last line may lack its newline):
+    lines split at ``\n``, a line blank when ``bytes.strip`` leaves nothing, as ``expand`` reads them.
+    Vectorized: only a line that starts with whitespace other than ``\n`` is looked at by itself."""
+    import numpy as np
+
+    if not chunk:
+        return 0, 0
+    a = np.frombuffer(chunk, dtype=np.uint8)
+    newlines = np.flatnonzero(a == 10)
+    n = len(newlines) + (chunk[-1] != 10)
+    starts = np.concatenate(([0], newlines[:-1] + 1 if chunk[-1] == 10 else newlines + 1))
+    first = a[starts]  # each line's first byte (a newline: the line is empty)
+    blank = int(np.count_nonzero(first == 10))
+    for k in np.flatnonzero(_SPACE[first]):  # starts with other whitespace: blank when nothing else
+        start = int(starts[k])
+        end = chunk.find(b"\n", start)
+        if not chunk[start:len(chunk) if end < 0 else end].strip():
+            blank += 1
     return n, n - blank
 
 

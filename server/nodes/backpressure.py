@@ -12,8 +12,8 @@ most that many buffered tuples and waits (``wait_for_room``) while it is 0, so a
 exceeds its buffer.
 
 A ``file`` source's chunks journaled by reference (segments) are held against a larger buffer:
-``SEGMENT_BACKLOG`` lines (a micro-batch's admission limit, ``journal_source.DEFAULT_MAX_SEQS``), or the
-query's buffer if larger; a chunk is admitted whole once there is room. Holding them at 1024 lines would
+``SEGMENT_BACKLOG`` lines (the native tier's micro-batch admission limit, ``native_source.MAX_SEQS``:
+a file of that many lines read at once is one micro-batch there), or the query's buffer if larger; a chunk is admitted whole once there is room. Holding them at 1024 lines would
 only cut the query's batches to one chunk each (a fixed cost per micro-batch for nothing: a chunk costs
 the journal ~200 bytes, its lines stay in the file), while an endless ``repeat = -1`` source is still
 bounded.
@@ -34,7 +34,7 @@ from sbpy.bql.spark.buffers import DEFAULT_BUFFER_SIZE, wait_buffers
 from sbpy.bql.spark.checkpoint_positions import planned_after
 
 POLL = 0.01  # seconds between two looks at the readers' checkpoints while the source waits
-SEGMENT_BACKLOG = 1_000_000  # lines: the buffer a file segment is held against (module doc)
+SEGMENT_BACKLOG = 2_000_000  # lines: the buffer a file segment is held against (module doc)
 
 
 @functools.lru_cache(maxsize=256)

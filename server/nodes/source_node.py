@@ -3,12 +3,14 @@
 The thread runs the source type's ``run(ctx)`` with a ``SourceContext``; every emitted tuple is
 journaled (buffered, committed in batches of up to 256 tuples or whenever the source waits: one write
 and one HEAD update per batch); the ``file`` source journals whole chunks of its file instead
-(``emit_segment``, one commit per chunk). A commit waits while a query reading the source with a
-``WAIT`` buffer has a full backlog, and commits only as many tuples as there is room for
-(``backpressure.py``); after a commit the topology's journal is pruned when due
-(``server/journal_prune.py``). When
-``run`` returns the node writes its end marker and becomes ``stopped``; a failure ends it too, with
-``status.error``. The thread stops by itself on DROP SOURCE or topology stop.
+(``emit_segment``): the chunks it reads are committed together, one commit at most every
+``SEGMENT_GROUP_SECONDS`` while it reads on, and whenever it waits or pauses; the last ones take the end
+marker along (a reader sees a whole file read at once in one piece, not chunk by chunk). A commit
+waits while a query reading the source with a ``WAIT`` buffer has a full backlog, and commits only as
+many tuples as there is room for (``backpressure.py``); after a commit the topology's journal is
+pruned when due (``server/journal_prune.py``). When ``run`` returns the node writes its end marker
+and becomes ``stopped``; a failure ends it too, with ``status.error``. The thread stops by itself on
+DROP SOURCE or topology stop.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from .backpressure import Backpressure
 log = logging.getLogger("sbpy.source")
 
 FLUSH_EVERY = 256
+SEGMENT_GROUP_SECONDS = 0.5  # a file chunk waits at most this long for the next ones to share its commit
 
 
 def segment_values(name: str, seg: dict[str, Any]) -> list[Any]:
@@ -50,6 +53,9 @@ class SourceContext:
     def __init__(self, node: SourceNode):
         self._node = node
         self._buf: list[tuple[int, Any]] = []
+        self._segs: list[tuple[int, dict[str, Any]]] = []  # file chunks read, not yet committed
+        self._segs_since = 0.0  # when the first of them was read (monotonic)
+        self._segs_lines = 0  # the non-blank lines they hold
         self.skip = node.skip
         self.resume = node.journal.last_segment(node.name)  # the last file segment journaled before a restart
         self.topology = node.topology
@@ -75,6 +81,8 @@ class SourceContext:
 
     def emit(self, data: dict[str, Any], ts: _dt.datetime | None = None) -> None:
         self._wait_running()
+        if self._segs:  # chunks read before this tuple are journaled before it
+            self._commit_segments()
         if ts is None:
             ts = _dt.datetime.now(_dt.timezone.utc)
         self._buf.append((ts_to_us(ts), data))
@@ -82,24 +90,59 @@ class SourceContext:
             self.flush()
 
     def emit_segment(self, seg: dict[str, Any], ts: _dt.datetime | None = None) -> None:
-        """Journal a chunk of a file by reference (``journal_segments.make_segment``): one commit, one
-        seq per line; blocks while paused, raises ``SourceStopped`` when stopping."""
+        """Journal a chunk of a file by reference (``journal_segments.make_segment``), one seq per line:
+        committed with the chunks read after it within ``SEGMENT_GROUP_SECONDS`` (or at the next
+        wait, pause or end; at once when they hold more lines than ``backpressure.SEGMENT_BACKLOG``, a
+        micro-batch's worth); blocks while paused, raises ``SourceStopped`` when stopping."""
         self._wait_running()
-        self.flush()
-        node = self._node
-        if node.backpressure.wait_for_room(node._stop, backpressure.SEGMENT_BACKLOG) == 0:
-            raise SourceStopped()
+        self._flush_tuples()
         if ts is None:
             ts = _dt.datetime.now(_dt.timezone.utc)
-        node.journal.append_segment(node.name, ts_to_us(ts), seg)
-        node.count_emitted(int(seg["k"]), lambda: segment_values(node.name, seg))
-        maybe_prune(node.topology)
+        now = time.monotonic()
+        if not self._segs:
+            self._segs_since = now
+            self._segs_lines = 0
+        self._segs.append((ts_to_us(ts), seg))
+        self._segs_lines += int(seg["k"])
+        if now - self._segs_since >= SEGMENT_GROUP_SECONDS or \
+                self._segs_lines > backpressure.SEGMENT_BACKLOG:  # more than one micro-batch reads anyway
+            self._commit_segments()
+
+    def _commit_segments(self, end: bool = False) -> None:
+        """Commit the chunks read so far, as many at a time as the readers' backlog has room for (a
+        chunk is admitted whole; ``backpressure.SEGMENT_BACKLOG``); ``end``: the end marker follows the
+        last of them in the same commit. Raises ``SourceStopped`` if the source stops meanwhile."""
+        node = self._node
+        committed = False
+        while self._segs:
+            room = node.backpressure.wait_for_room(node._stop, backpressure.SEGMENT_BACKLOG)
+            if room == 0:
+                raise SourceStopped()
+            take, lines = 0, 0
+            for _ts, seg in self._segs:
+                if take and room is not None and lines + int(seg["k"]) > room:
+                    break
+                take += 1
+                lines += int(seg["k"])
+            part, self._segs = self._segs[:take], self._segs[take:]
+            node.journal.append_segments(node.name, part, end=end and not self._segs)
+            node.count_emitted(lines, lambda part=part: [v for _ts, s in part
+                                                         for v in segment_values(node.name, s)])
+            committed = True
+        if committed:
+            maybe_prune(node.topology)
 
     def report_dropped(self, error: str, data: Any = None) -> None:
         """Report a tuple the source could not emit (a bad line) on ``dropped_tuples``."""
         self._node.topology.report_dropped(self._node.name, data, error, "input")
 
-    def flush(self) -> None:
+    def flush(self, end: bool = False) -> None:
+        """Commit the buffered tuples or file chunks; ``end``: the source is done, and its last chunks
+        take the end marker along (``SourceNode._finish`` writes it otherwise)."""
+        self._flush_tuples()
+        self._commit_segments(end)
+
+    def _flush_tuples(self) -> None:
         """Commit the buffered tuples, as many at a time as the readers' ``WAIT`` buffers have room for
         (waiting while there is none); raises ``SourceStopped`` if the source is stopped meanwhile (the
         uncommitted tuples are emitted again after a restart, as any uncommitted ones)."""
@@ -183,7 +226,7 @@ class SourceNode:
         try:
             self.impl.run(ctx)
             if not self._stop.is_set():
-                ctx.flush()
+                ctx.flush(end=True)
         except SourceStopped:
             pass
         except Exception as e:  # noqa: BLE001 - a failing source stops with an error
