@@ -1,7 +1,10 @@
 """A Go ``fmt.Sprintf`` work-alike for BQL values (the ``format`` function).
 
 Supported verbs: ``%v %s %q %d %b %o %x %X %c %U %e %E %f %F %g %G %t %T %%`` with the flags
-``+ - # 0 space``, width and precision (``*`` is not supported).
+``+ - # 0 space``, width and precision, ``*`` for either (read from an int argument) and explicit
+argument indexes (``%[2]d``), scanned as Go's ``doPrintf`` scans them: a ``%`` at the end is
+``%!(NOVERB)``, a bad index ``%!d(BADINDEX)``, a ``*`` without an int ``%!(BADWIDTH)`` / ``%!(BADPREC)``,
+and after an explicit index unused arguments are not reported as EXTRA.
 
 What Go sees (SensorBee's formatFunc, bql/udf/builtin/string.go): a string argument is a Go ``string``, a
 float a ``float64``, anything else the ``data.Value`` itself (``data.Int``, ``data.Bool``, ``data.Null``,
@@ -18,7 +21,8 @@ from typing import Any, Sequence
 
 from ..conversions import format_float, go_json
 
-_SPEC = re.compile(r"%([-+# 0]*)(\d+)?(?:\.(\d*))?([a-zA-Z%])")
+_FLAGS = "#0+- "
+_MAX_WIDTH = 1_000_000  # Go's tooLarge: a '*' width or precision beyond 1e6 is bad
 
 
 _GO_TYPES = {type(None): "data.Null", bool: "data.Bool", int: "data.Int", float: "float64", str: "string",
@@ -127,27 +131,117 @@ def _format_one(flags: str, width: int | None, prec: int | None, verb: str, v: A
     return _bad(verb, v)
 
 
+class _Scan:
+    """The state of one ``go_sprintf``: position in the format, next argument, Go's flags."""
+
+    def __init__(self, fmt: str, args: Sequence[Any]) -> None:
+        self.fmt, self.args = fmt, args
+        self.i = 0
+        self.arg = 0
+        self.reordered = False
+        self.good_index = True
+
+    def number(self) -> int | None:
+        """Go's parsenum: decimal digits at the position, or None."""
+        start = self.i
+        while self.i < len(self.fmt) and self.fmt[self.i].isdigit():
+            self.i += 1
+        return int(self.fmt[start:self.i]) if self.i > start else None
+
+    def index(self) -> bool:
+        """Go's argNumber: an explicit ``[n]`` sets the next argument; True if one was read."""
+        fmt, i = self.fmt, self.i
+        if i >= len(fmt) or fmt[i] != "[":
+            return False
+        self.reordered = True
+        close = fmt.find("]", i + 1)
+        digits = fmt[i + 1:close] if close > 0 else ""
+        if len(fmt) - i < 3 or close < 0 or not digits.isdigit():
+            self.i = i + 1 if close < 0 or len(fmt) - i < 3 else close + 1
+            self.good_index = False
+            return False
+        self.i = close + 1
+        n = int(digits) - 1
+        if 0 <= n < len(self.args):
+            self.arg = n
+            return True
+        self.good_index = False
+        return True
+
+    def star(self) -> int | None:
+        """Go's intFromArg: the int argument a ``*`` stands for (None if there is none)."""
+        if self.arg >= len(self.args):
+            return None
+        v = self.args[self.arg]
+        self.arg += 1
+        if type(v) is not int or not -_MAX_WIDTH <= v <= _MAX_WIDTH:
+            return None
+        return v
+
+
 def go_sprintf(fmt: str, args: Sequence[Any]) -> str:
     """``fmt.Sprintf(fmt, args...)`` for BQL values."""
-    out = []
-    pos = 0
-    i = 0
-    for m in _SPEC.finditer(fmt):
-        out.append(fmt[pos:m.start()])
-        pos = m.end()
-        flags, width, prec, verb = m.groups()
+    out: list[str] = []
+    sc = _Scan(fmt, args)
+    end = len(fmt)
+    while sc.i < end:
+        pct = fmt.find("%", sc.i)
+        if pct < 0:
+            out.append(fmt[sc.i:])
+            break
+        out.append(fmt[sc.i:pct])
+        sc.i = pct + 1
+        sc.good_index = True
+        flags = ""
+        while sc.i < end and fmt[sc.i] in _FLAGS:
+            flags += fmt[sc.i]
+            sc.i += 1
+        after_index = sc.index()
+        width = prec = None
+        if sc.i < end and fmt[sc.i] == "*":
+            sc.i += 1
+            width = sc.star()
+            if width is None:
+                out.append("%!(BADWIDTH)")
+            elif width < 0:
+                flags, width = flags + "-", -width
+            after_index = False
+        else:
+            width = sc.number()
+            if after_index and width is not None:
+                sc.good_index = False
+        if sc.i + 1 < end and fmt[sc.i] == ".":
+            sc.i += 1
+            if after_index:
+                sc.good_index = False
+            after_index = sc.index()
+            if sc.i < end and fmt[sc.i] == "*":
+                sc.i += 1
+                prec = sc.star()
+                if prec is None:
+                    out.append("%!(BADPREC)")
+                elif prec < 0:
+                    prec = None
+                after_index = False
+            else:
+                prec = sc.number() or 0
+        if not after_index:
+            after_index = sc.index()
+        if sc.i >= end:
+            out.append("%!(NOVERB)")
+            break
+        verb = fmt[sc.i]
+        sc.i += 1
         if verb == "%":
             out.append("%")
-            continue
-        if i >= len(args):
+        elif not sc.good_index:
+            out.append(f"%!{verb}(BADINDEX)")
+        elif sc.arg >= len(args):
             out.append(f"%!{verb}(MISSING)")
-            continue
-        w = int(width) if width else None
-        p = None if prec is None else int(prec or 0)
-        out.append(_format_one(flags, w, p, verb, args[i]))
-        i += 1
-    out.append(fmt[pos:])
-    if i < len(args):
-        extra = ", ".join(f"{go_type(a)}={go_value(a)}" for a in args[i:])
+        else:
+            out.append(_format_one(flags, width, prec, verb, args[sc.arg]))
+            sc.arg += 1
+    if not sc.reordered and sc.arg < len(args):
+        extra = ", ".join(f"{go_type(a)}={go_value(a)}" for a in args[sc.arg:])
         out.append(f"%!(EXTRA {extra})")
     return "".join(out)
