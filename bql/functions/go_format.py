@@ -73,6 +73,8 @@ def _format_one(flags: str, width: int | None, prec: int | None, verb: str, v: A
     t = type(v)
     if verb == "v":
         return _pad(go_value(v), flags, width, zero_ok=False)
+    if verb in "sq" and t is float:
+        return _bad(verb, v)  # a float64 is no Stringer: Go's fmtFloat has no %s or %q
     if verb == "s":
         s = go_value(v) if t is not str else v
         if prec is not None:
