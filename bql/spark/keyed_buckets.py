@@ -90,9 +90,19 @@ def murmur3_int(value: int, seed: int = 42) -> int:
     return h1 - (1 << 32) if h1 >= 1 << 31 else h1
 
 
+DIRECT = "\x00"  # a key text naming its bucket: ``direct_key(b)`` (a route key is JSON, never this)
+
+
+def direct_key(bucket: int) -> str:
+    """The key text of a row the router sends to bucket ``bucket`` itself (keyed window stages)."""
+    return f"{DIRECT}{bucket}"
+
+
 def bucket_of(key: str | None, buckets: int) -> int:
     """The bucket of a routed row's key text (``""``/None: a row without a key): ``crc32(utf-8) mod n``,
-    the same in every process and release."""
+    the same in every process and release; a ``direct_key`` names its bucket."""
+    if key and key[0] == DIRECT:
+        return int(key[1:]) % buckets
     return zlib.crc32((key or "").encode("utf-8")) % buckets
 
 

@@ -19,7 +19,9 @@ from typing import Any
 
 from .keyed_buckets import BucketCore, group_values, pack_rows, unpack_rows
 from .keyed_ops import JournalRouter, KeyedCore, RouterCore, TailCore
-from .keyed_plan import KeyedPlan
+from .keyed_plan import WINDOW, KeyedPlan
+from .keyed_window_bucket import WindowBucket
+from .keyed_window_route import WindowRouter
 
 
 def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str = "", buckets: int = 3,
@@ -35,6 +37,8 @@ def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str 
     workers: dict[int, BucketCore] = {}         # bucket -> the worker cache that ran it last
     bucket_of_value = {v: b for b, v in enumerate(group_values(buckets))}
     result = []
+    if plan.kind == WINDOW:
+        return _run_window_segments(plan, batches, topology, buckets, chaos)
     for batch in batches:
         if plan.upstream:
             rows, router_snap = _resumed_run(RouterCore(plan, topology), router_snap, batch)
@@ -60,6 +64,51 @@ def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str 
                 worker.run(brows, stamps.get(b), store.get, lambda k, s: None, key_order)
             written: dict[str, bytes] = {}
             out, stamp = worker.run(brows, stamps.get(b), store.get, written.__setitem__, key_order)
+            store.update(written)
+            stamps[b] = stamp
+            produced.extend(out)
+        if plan.downstream:
+            produced, tail_snap = _resumed_run(TailCore(plan, topology), tail_snap, produced)
+        produced.sort(key=lambda r: (r[2], r[3], r[4]))
+        result.append(produced)
+    return result
+
+
+def _run_window_segments(plan: KeyedPlan, batches: list[list[tuple]], topology: str, buckets: int,
+                         chaos: random.Random | None) -> list[list[tuple]]:
+    """``run_segments`` for a keyed window stage: the router's ordered pass, then each bucket's windows
+    (a map from window start to pane, with a stamp), then the tail."""
+    router_snap = tail_snap = None
+    maps: dict[int, dict[str, bytes]] = {}
+    stamps: dict[int, bytes] = {}
+    workers: dict[int, WindowBucket] = {}
+    bucket_of_value = {v: b for b, v in enumerate(group_values(buckets))}
+    result = []
+    for batch in batches:
+        rows, router_snap = _resumed_run(WindowRouter(plan, topology, buckets), router_snap, batch)
+        groups: dict[int, list[str]] = {}
+        for start in range(0, len(rows), 50):
+            for value, text in pack_rows(rows[start:start + 50], buckets):
+                groups.setdefault(bucket_of_value[value], []).append(text)
+        order = list(groups)
+        if chaos is not None:
+            chaos.shuffle(order)
+        produced: list[tuple] = []
+        for b in order:
+            brows = unpack_rows(groups[b])
+            if chaos is not None and chaos.random() < 0.2:
+                workers.pop(b, None)
+            worker = workers.get(b)
+            if worker is None:
+                worker = workers[b] = WindowBucket(plan, topology)
+            store = maps.setdefault(b, {})
+            if chaos is not None and chaos.random() < 0.2:  # a failed attempt: nothing it wrote is kept
+                worker.run(brows, stamps.get(b), store.get, lambda k, s: None, lambda k: None)
+            written: dict[str, bytes] = {}
+            removed: set[str] = set()
+            out, stamp = worker.run(brows, stamps.get(b), store.get, written.__setitem__, removed.add)
+            for k in removed:
+                store.pop(k, None)
             store.update(written)
             stamps[b] = stamp
             produced.extend(out)

@@ -16,6 +16,10 @@ stage: then, at any ``seq``, every row descends from one journal row through one
 order key ``(seq, idx, o1, o2)`` restores the in-process arrival order exactly. Otherwise (or when no
 stage qualifies) ``plan_keyed`` returns None and the query runs as one sequential operator.
 
+``K`` may also be a Timeplus ``tumble``/``hop`` GROUP BY over plain fields (``keyed_window_plan``;
+``KeyedPlan.kind`` WINDOW) that reads a journal input directly: its router is the ordered pass of
+``keyed_window_route`` and its buckets hold windows (``keyed_window_bucket``).
+
 ``route_key`` turns partition values into the string Spark groups by, with BQL equality (int 2 and
 float 2.0 are one partition, NULL is a partition, every NaN is a partition of its own — as
 ``values.multiset_key`` makes them in-process).
@@ -28,8 +32,11 @@ from typing import Any
 
 import orjson
 
+from .keyed_window_plan import window_keys
 from .operator import StageSpec
 
+MATCH = "match"     # KeyedPlan.kind: a MATCH_RECOGNIZE with PARTITION BY, by partition key
+WINDOW = "window"   # a tumble/hop GROUP BY (keyed_window_plan), by its plain GROUP BY fields
 PASS_KEY = ""       # rows that only pass through the keyed operator
 ERROR_KEY = "!"     # a tuple whose partition values failed: the keyed processor reports the drop
 
@@ -43,6 +50,7 @@ class KeyedPlan:
     downstream: tuple[StageSpec, ...]
     up_inputs: tuple[str, ...]     # journal inputs read by upstream stages or by K
     down_inputs: tuple[str, ...]   # journal inputs read by downstream stages
+    kind: str = MATCH              # MATCH: K is a MATCH_RECOGNIZE; WINDOW: a Timeplus window aggregation
 
     @property
     def route(self) -> str:
@@ -101,8 +109,11 @@ def plan_keyed(stages: list[StageSpec], inputs: tuple[str, ...] | list[str]) -> 
     names = {s.node for s in stages}
     journal = set(inputs)
     for k, spec in enumerate(stages):
-        if partition_exprs(spec) is None:
+        kind = MATCH if partition_exprs(spec) is not None else WINDOW if window_keys(spec) is not None else None
+        if kind is None:
             continue
+        if kind == WINDOW and spec.inputs[0] not in journal:
+            continue  # a window stage reads a journal input: one tuple per seq (the merge order of its groups)
         if spec.inputs[0] not in names and spec.inputs[0] not in journal:
             continue
         sub = _subtree(stages, k)
@@ -121,7 +132,7 @@ def plan_keyed(stages: list[StageSpec], inputs: tuple[str, ...] | list[str]) -> 
         if stages[-1] is not spec and not downstream:
             continue
         return KeyedPlan(tuple(upstream), spec, tuple(downstream),
-                         tuple(n for n in inputs if n in up_in), tuple(n for n in inputs if n in down_in))
+                         tuple(n for n in inputs if n in up_in), tuple(n for n in inputs if n in down_in), kind)
     return None
 
 
