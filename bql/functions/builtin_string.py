@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import BQLEvaluationError
 from .go_format import go_sprintf
+from .go_regex import GoRegexError, compile_go_regex
 from .registry import FunctionSpec
 from .signatures import integer, string, type_error
 
@@ -168,8 +169,8 @@ def _substring(s: Any, a: Any, *rest: Any) -> Any:
         return None
     if not rest and type(a) is str:
         try:
-            pattern = re.compile(a)
-        except re.error as e:
+            pattern = compile_go_regex(a)
+        except (GoRegexError, re.error) as e:
             raise BQLEvaluationError(f"function 'substring': invalid regular expression '{a}': {e}") from None
         m = pattern.search(text)
         return m.group(0) if m else ""
