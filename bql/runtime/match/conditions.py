@@ -82,7 +82,9 @@ class RowMasks:
         fields: dict[tuple, str] = {}  # (key, back) -> local variable of the generated function
         reads: list[str] = []
         groups: dict[tuple, list] = {}  # (left, right, fast types) -> [(op, bit)] of the inline comparisons
+        specs: dict[str, tuple] = {}  # operand local -> ("lit", value) / ("field", key, back)
         self.inline: list[str] = []
+        self.only_inline = True  # every condition is an inline comparison (or TRUE / FALSE / NULL)
         for var, bit in self.bits.items():
             if var not in conds:
                 self.always |= bit
@@ -97,6 +99,7 @@ class RowMasks:
                 name = f"_holds_{bit}"
                 ns[name] = _guard(fast) if fast is not None else _view_guard(fn, var, ctx)
                 body.append(f"    if {name}(rows, p):\n        m |= {bit}")
+                self.only_inline = False
                 continue
             self.inline.append(var)
             op, left, right = simple
@@ -105,6 +108,7 @@ class RowMasks:
                 if o[0] == "lit":
                     ns[f"_c{bit}_{k}"] = o[1]
                     operands.append(f"_c{bit}_{k}")
+                    specs[f"_c{bit}_{k}"] = o
                 else:  # each field read once (rows are not changed by the conditions)
                     backs.add(o[2])
                     name = fields.get(o[1:])
@@ -112,6 +116,7 @@ class RowMasks:
                         name = fields[o[1:]] = f"f{len(fields)}"
                         reads.append(f"    {name} = d{o[2]}.get({o[1]!r})")
                     operands.append(name)
+                    specs[name] = o
             ns[f"_op{bit}"] = BINARY[op]
             fast_types = "_ORDERABLE" if op in ("<", "<=", ">", ">=") else "_SIMPLE"
             ns[fast_types] = _ORDERABLE if fast_types == "_ORDERABLE" else _SIMPLE
@@ -124,12 +129,19 @@ class RowMasks:
         self.backs = sorted(backs)
         self.namespace = ns
         self._lines = reads + body  # read ``d<n>`` (the row ``n`` before ``p``), set bits of ``m``
+        self._fields = fields
+        self._body = body
+        # the inline comparisons by operand pair: (left, right, fast types, [(op, bit)]) (``mask_columns``)
+        self.comparisons = [(specs[a], specs[b], ns[fast_types], tests)
+                            for (a, b, fast_types), tests in groups.items()]
         head = ["def mask_at(rows, p):", f"    m = {self.always}"]
         if backs:
             head += ["    rl = rows.rows", "    i = p - rows.base"]
         self.source = "\n".join(head + self.row_reads("rl", "i", "    ") + self._lines + ["    return m"])
         exec(compile(self.source, "<MATCH_RECOGNIZE DEFINE masks>", "exec"), ns)  # noqa: S102
         self.mask_at: Callable[[Any, int], int] = ns["mask_at"]
+        exec(compile(self.run_source("masks_run"), "<MATCH_RECOGNIZE DEFINE masks of a run>", "exec"), ns)  # noqa: S102
+        self.masks_run: Callable[[Any, int, int], list] = ns["masks_run"]
 
     def row_reads(self, rows_list: str, index: str, indent: str) -> list[str]:
         """Source lines binding ``d<n>`` to the data of the row ``n`` before the one at ``index`` of
@@ -137,6 +149,38 @@ class RowMasks:
         return [f"{indent}d{n} = {rows_list}[{index}].data" if n == 0 else
                 f"{indent}d{n} = {rows_list}[{index} - {n}].data if {index} >= {n} else _EMPTY"
                 for n in self.backs]
+
+    def run_source(self, name: str) -> str:
+        """The source of ``name(rows, q0, q1) -> list``: the masks of the rows at indexes ``q0 .. q1 - 1``
+        of ``rows.rows`` in order, each as ``mask_at`` gives it. Each field is read once a row: the
+        value a condition reads ``n`` rows back is the one read ``n`` rows earlier (``None`` before
+        the first kept row, as ``_EMPTY.get`` gives), carried in locals."""
+        keys: dict[str, int] = {}  # key -> its largest look-back
+        for key, back in self._fields:
+            keys[key] = max(keys.get(key, 0), back)
+        names = {}  # (key, back) -> local: the field's names, plus the carry slots between them
+        for j, (key, top) in enumerate(keys.items()):
+            for back in range(top + 1):
+                names[(key, back)] = self._fields.get((key, back)) or f"c{j}_{back}"
+        lines = [f"def {name}(rows, q0, q1):", "    rl = rows.rows", "    out = []", "    put = out.append"]
+        if any("(rows, p)" in chunk for chunk in self._body):
+            lines.append("    pshift = rows.base")
+        for (key, back), local in names.items():
+            if back:
+                lines.append(f"    {local} = rl[q0 - {back}].data.get({key!r}) if q0 >= {back} else None")
+        lines.append("    for q in range(q0, q1):")
+        if keys:
+            lines.append("        d0 = rl[q].data")
+        lines += [f"        {names[(key, 0)]} = d0.get({key!r})" for key in keys]
+        if any("(rows, p)" in chunk for chunk in self._body):
+            lines.append("        p = q + pshift")
+        lines.append(f"        m = {self.always}")
+        lines += ["    " + line for chunk in self._body for line in chunk.split("\n")]
+        lines.append("        put(m)")
+        for key, top in keys.items():  # the carry: each value moves one row further back
+            lines += [f"        {names[(key, back)]} = {names[(key, back - 1)]}" for back in range(top, 0, -1)]
+        lines.append("    return out")
+        return "\n".join(lines)
 
     def inline_source(self, rows_list: str, index: str, indent: str) -> list[str]:
         """The body of ``mask_at`` as source lines to embed in another generated function (with
