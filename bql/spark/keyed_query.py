@@ -1,4 +1,5 @@
-"""The Spark side of a keyed MATCH_RECOGNIZE query: three chained stateful operators.
+"""The Spark side of a keyed query (MATCH_RECOGNIZE by partition, Timeplus windows by GROUP BY key): three
+chained stateful operators.
 
 ::
 
@@ -18,6 +19,10 @@ snapshot (``ValueState``: their Pipeline, and the router's key list); each bucke
 from key text to that key's matcher snapshot — a batch writes only the keys it touched — and a
 ``stamp``. Warm cores and key views are cached per Python worker and reused while Spark's state is what
 they saved (``_core`` compares snapshots; a bucket compares its stamp).
+
+A keyed window stage (``KeyedPlan.kind`` WINDOW) always has the stateful router (``WindowRouter``: the
+watermark, the open windows and which buckets hold them) and buckets of windows (``WindowBucket``: a
+``MapState`` from window start to the bucket's pickled pane of it, and the stamp).
 """
 from __future__ import annotations
 
@@ -27,7 +32,9 @@ from typing import Any
 
 from .keyed_buckets import BucketCore, pack_rows, pin_buckets, unpack_rows
 from .keyed_ops import ROW_COLUMNS, ROW_SCHEMA, JournalRouter, KeyedCore, RouterCore, TailCore
-from .keyed_plan import KeyedPlan
+from .keyed_plan import WINDOW, KeyedPlan
+from .keyed_window_bucket import WindowBucket
+from .keyed_window_route import WindowRouter
 
 STATE_SCHEMA = "snap binary"
 PACK_SCHEMA = "_b int, rows string"  # router → keyed: a bucket's rows of a chunk, packed (keyed_buckets)
@@ -39,7 +46,7 @@ _INT_COLUMNS = ("seq", "idx", "sub", "ts")
 
 # Per worker process: warm cores, and per (query, bucket) the views of the keys it ran.
 _CORES: dict[tuple, Any] = {}
-_BUCKETS: dict[tuple, BucketCore] = {}
+_BUCKETS: dict[tuple, Any] = {}  # BucketCore, or WindowBucket for a keyed window stage
 
 
 def _frame(rows: list[tuple]) -> Any:
@@ -192,6 +199,51 @@ def _keyed(query_id: str, plan: KeyedPlan, topology: str) -> Any:
     return _Keyed()
 
 
+def _run_window_bucket(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int, frames: Iterator[Any],
+                       stamp: Any, panes: Any) -> Any:
+    """One micro-batch of one bucket of a keyed window stage (``keyed_window_bucket.WindowBucket``):
+    ``stamp`` is the bucket's ``ValueState``, ``panes`` its ``MapState`` (window start → pickled pane)."""
+    texts = [t for f in frames for t in f["rows"].tolist()]
+    if not texts:
+        return _frame([])
+    bkey = (cache_key, bucket)
+    worker = _BUCKETS.get(bkey)
+    if worker is None:
+        worker = _BUCKETS[bkey] = WindowBucket(plan, topology)
+    saved = stamp.get()
+
+    def get(key: str) -> bytes | None:
+        value = panes.getValue((key,))
+        return bytes(value[0]) if value is not None and value[0] is not None else None
+
+    out, new = worker.run(unpack_rows(texts), bytes(saved[0]) if saved is not None else None, get,
+                          lambda key, snap: panes.updateValue((key,), (snap,)),
+                          lambda key: panes.removeKey((key,)))
+    stamp.update((new,))
+    return _frame(out)
+
+
+def _window_keyed(query_id: str, plan: KeyedPlan, topology: str) -> Any:
+    """The bucketed ``StatefulProcessor`` of a keyed window stage (as ``_keyed``: built here, the caches
+    reached through the module-level ``_run_window_bucket``)."""
+    from pyspark.sql.streaming import StatefulProcessor
+
+    cache_key = ("window", query_id, _plan_key(plan))
+
+    class _WindowKeyed(StatefulProcessor):
+        def init(self, handle: Any) -> None:
+            self.stamp = handle.getValueState("stamp", STAMP_SCHEMA)
+            self.panes = handle.getMapState("panes", KEY_SCHEMA, STATE_SCHEMA)
+
+        def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+            yield _run_window_bucket(cache_key, plan, topology, int(key[0]), rows, self.stamp, self.panes)
+
+        def close(self) -> None:
+            pass
+
+    return _WindowKeyed()
+
+
 def _route_chunks(cache_key: tuple, plan: KeyedPlan, topology: str, journal_dir: str, start_seq: int,
                   buckets: int, frames: Iterator[Any]) -> Iterator[Any]:
     """The ``mapInPandas`` function of a plan without upstream stages (``JournalRouter``)."""
@@ -222,7 +274,12 @@ def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journ
     query's first start) with ``buckets`` buckets of keys (``bucket_count``); its rows have ``ROW_SCHEMA``."""
     from pyspark.sql import functions as F
 
-    if plan.upstream:
+    if plan.kind == WINDOW:  # the ordered pass keeps the watermark and the open windows: one stateful group
+        router = _sequential("router", query_id, plan, topology, lambda: WindowRouter(plan, topology, buckets),
+                             functools.partial(_packed, buckets))
+        df = (reader.withColumn("_g", F.lit(0)).groupBy("_g")
+              .transformWithStateInPandas(router, PACK_SCHEMA, "Append", "None"))
+    elif plan.upstream:
         router = _sequential("router", query_id, plan, topology, lambda: RouterCore(plan, topology),
                              functools.partial(_packed, buckets))
         df = (reader.withColumn("_g", F.lit(0)).groupBy("_g")
@@ -232,7 +289,8 @@ def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journ
                                                   int(start_seq)), plan, topology, str(journal_dir), int(start_seq),
                                   int(buckets))
         df = reader.mapInPandas(route, PACK_SCHEMA)
-    df = df.groupBy("_b").transformWithStateInPandas(_keyed(query_id, plan, topology), ROW_SCHEMA, "Append", "None")
+    keyed = _window_keyed(query_id, plan, topology) if plan.kind == WINDOW else _keyed(query_id, plan, topology)
+    df = df.groupBy("_b").transformWithStateInPandas(keyed, ROW_SCHEMA, "Append", "None")
     if plan.downstream:
         tail = _sequential("tail", query_id, plan, topology, lambda: TailCore(plan, topology), _frame)
         df = (df.withColumn("_g", F.lit(0)).groupBy("_g")
