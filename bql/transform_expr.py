@@ -139,7 +139,10 @@ class ExpressionRules:
         return UnaryOp("-", operand, span=span_of(meta))
 
     def pos(self, meta, operand):
-        return operand
+        # unary plus takes numbers (and NULL) only, as every arithmetic operator: +4 is 4, +"a" an error
+        if isinstance(operand, Literal) and type(operand.value) in (int, float):
+            return operand
+        return UnaryOp("+", operand, span=span_of(meta))
 
     def cast_op(self, meta, operand, tok):
         return Cast(operand, type_name(tok), span=span_of(meta))

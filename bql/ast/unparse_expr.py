@@ -80,6 +80,8 @@ def _UnaryOp(e) -> str:
     if e.op == "not":
         return f"NOT {expr(e.operand, NOT)}"
     inner = expr(e.operand, UNARY)
+    if e.op == "+":
+        return f"+ {inner}" if inner.startswith(("+", "-")) else f"+{inner}"
     return f"- {inner}" if inner.startswith("-") else f"-{inner}"
 
 
