@@ -7,7 +7,8 @@ statements to the workers. Small ordered steps:
    calls that reach the topology's states and dropping buffers;
 2. ``choose_execution``: the cheapest execution whose semantics match (first rule that applies):
    UDS calls → driver; wall-clock ticks → sequential; all stages memoryless over one input each →
-   stateless; a MATCH_RECOGNIZE with PARTITION BY → keyed; a small bounded state → driver (no shuffle,
+   stateless; a MATCH_RECOGNIZE with PARTITION BY, or a tumble/hop GROUP BY over plain fields
+   (``bql/spark/keyed_window_plan``) → keyed; a small bounded state → driver (no shuffle,
    no state-store commit per micro-batch: the latency path); otherwise sequential;
 3. ``native_verdict``: a stateless chain runs native (Spark expressions, ``bql/spark/native_stage``) when
    every stage compiles and the JVM function is available, else vectorized Python;
@@ -203,12 +204,31 @@ def _stateless_chain(inputs: Sequence[str], stages: Sequence[StagePlan]) -> str 
 
 
 def keyed_stage(stages: Sequence[StagePlan], inputs: Sequence[str]) -> str | None:
-    """The MATCH_RECOGNIZE stage the keyed split would run by partition key (None: no split applies)."""
+    """The stage the keyed split would run by key — a MATCH_RECOGNIZE by partition, a Timeplus window
+    GROUP BY by its plain fields (None: no split applies)."""
     from sbpy.bql.spark.keyed_plan import plan_keyed
     from sbpy.bql.spark.operator import StageSpec
 
-    keyed = plan_keyed([StageSpec(s.node, s.text, s.inputs) for s in stages], tuple(inputs))
+    keyed = plan_keyed([StageSpec(s.node, s.text, s.inputs, statement=s.statement) for s in stages], tuple(inputs))
     return keyed.keyed.node if keyed is not None else None
+
+
+def _is_window(stages: Sequence[StagePlan], node: str | None) -> bool:
+    return any(s.node == node and s.kernel == "timeplus" for s in stages)
+
+
+def window_note(stage: StagePlan) -> str:
+    """Why a Timeplus window stage that is not keyed stays in the sequential operator ("" if not one)."""
+    from sbpy.bql.spark.keyed_window_plan import window_verdict
+    from sbpy.bql.spark.operator import StageSpec
+
+    if stage.kernel != "timeplus":
+        return ""
+    keys, why = window_verdict(StageSpec(stage.node, stage.text, stage.inputs, statement=stage.statement))
+    if keys is not None:
+        return ("keyed execution not used: the chain does not split around this window stage (it must read a "
+                "journal input directly, and no journal input may also feed a later stage)")
+    return f"keyed execution not used: {why}" if why else ""
 
 
 def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan], keyed_node: str | None = None,
@@ -236,6 +256,9 @@ def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan], keyed_n
         return Execution.SEQUENTIAL, f"a stage emits on the wall clock every {tick_ms} ms (group timeouts)", tick_ms
     if not_stateless is None:
         return Execution.STATELESS, "every stage is memoryless: all partitions, no shuffle, no state store", 0
+    if keyed and _is_window(stages, keyed_node):
+        return (Execution.KEYED, "a tumble/hop GROUP BY over plain fields: by GROUP BY key, in buckets of keys, "
+                "after an ordered pass that decides the watermark, late tuples and window closing", 0)
     if keyed:
         return Execution.KEYED, "MATCH_RECOGNIZE with PARTITION BY: by partition key, in buckets of keys", 0
     if all(b is not None for b in bound) and sum(bound) <= SMALL_STATE_TUPLES:  # type: ignore[arg-type]
@@ -261,6 +284,12 @@ KEYED_PARTITIONING = ("bucketed by PARTITION BY key: one group, one Python call 
                       "(spark.sql.shuffle.partitions at its first start, sbpy's default 2), pinned in its checkpoint")
 
 
+WINDOW_PARTITIONING = ("bucketed by the plain GROUP BY fields: one group, one Python call per micro-batch, per "
+                       "bucket crc32(key) mod N (N pinned as for MATCH_RECOGNIZE); a one-group ordered router "
+                       "before it decides the global watermark, late tuples and which tuple closes which window, "
+                       "and the driver restores the kernel's order by (seq, idx, sub)")
+
+
 def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: str | None,
            native_why: str = "") -> tuple[StagePlan, ...]:
     out = []
@@ -272,7 +301,10 @@ def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: s
         if execution is Execution.STATELESS and not native_why:
             tier, where, part = Tier.NATIVE, Where.JVM, _NATIVE_PARTITIONING
         elif execution is Execution.KEYED:
-            if s.node == keyed_node:
+            if s.node == keyed_node and s.kernel == "timeplus":
+                tier, where, part = Tier.KEYED, Where.EXECUTOR, WINDOW_PARTITIONING
+                tier_why = "a tumble/hop GROUP BY over plain fields, AFTER WATERMARK: every group lives in one key"
+            elif s.node == keyed_node:
                 tier, where, part = Tier.KEYED, Where.EXECUTOR, KEYED_PARTITIONING
             else:
                 tier, where, part = Tier.SEQUENTIAL, Where.EXECUTOR, "one group (router or tail, arrival order)"
@@ -281,11 +313,17 @@ def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: s
         state = s.state
         if execution is Execution.DRIVER and state != "none":
             state += " (pickled to a driver snapshot file per micro-batch)"
+        elif execution is Execution.KEYED and s.node == keyed_node and s.kernel == "timeplus":
+            state += (" (per bucket, a state-store map from window start to the bucket's rows of that window: a"
+                      " micro-batch writes the windows it touched; the router keeps the watermark and the open"
+                      " windows' buckets)")
         elif execution is Execution.KEYED and s.node == keyed_node and state != "none":
             state += (" (one pickled snapshot per PARTITION BY key in a state-store map: a micro-batch writes"
                       " the keys it touched)")
         elif execution in (Execution.SEQUENTIAL, Execution.KEYED) and state != "none":
             state += " (pickled into Spark's state store)"
+        if tier is Tier.SEQUENTIAL and not tier_why:
+            tier_why = window_note(s)
         out.append(dataclasses.replace(s, tier=tier, where=where, partitioning=part, state=state, tier_why=tier_why))
     return tuple(out)
 

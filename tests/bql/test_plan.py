@@ -110,3 +110,40 @@ def test_ticking_stage_is_sequential_with_a_trigger():
     plan = _plan(("t", text, ["src"]))
     assert plan.execution is Execution.SEQUENTIAL and plan.tick_ms == 500
     assert plan.stages[0].tick_ms == 500 and "wall clock" in plan.reason
+
+
+WINDOW = ("SELECT RSTREAM k, count(*) AS n, window_start FROM tumble(src, t, 5s) WHERE v > 0 "
+          "GROUP BY k, window_start")
+
+
+def test_window_group_by_over_plain_fields_is_keyed_and_explained():
+    plan = _plan(("w", WINDOW, ["src"]))
+    assert plan.execution is Execution.KEYED and "tumble/hop GROUP BY" in plan.reason
+    stage = plan.stages[0]
+    assert stage.tier is Tier.KEYED and "plain GROUP BY fields" in stage.partitioning
+    assert "window start" in stage.state
+    text = render(plan)
+    assert "ordered router" in text and "[keyed-python]" in text
+    assert _plan(("w", WINDOW, ["src"]), force=Execution.SEQUENTIAL).execution is Execution.SEQUENTIAL
+
+
+@pytest.mark.parametrize("text, why", [
+    ("SELECT RSTREAM k, count(*) AS n, window_start FROM session(src, t, 5s) GROUP BY k, window_start",
+     "session windows run sequentially"),
+    ("SELECT RSTREAM count(*) AS n, window_start FROM tumble(src, t, 5s) GROUP BY window_start",
+     "no plain GROUP BY key"),
+    ("SELECT RSTREAM k, count(*) AS n, window_start FROM tumble(src, t, 5s) GROUP BY k, window_start LIMIT 2",
+     "LIMIT / OFFSET"),
+])
+def test_other_window_stages_stay_sequential_and_say_why(text, why):
+    plan = _plan(("w", text, ["src"]))
+    assert plan.execution is Execution.SEQUENTIAL
+    assert plan.stages[0].tier_why.startswith("keyed execution not used: ") and why in plan.stages[0].tier_why
+    assert why in render(plan)
+    assert _plan(("w", text, ["src"]), force=Execution.KEYED).execution is Execution.SEQUENTIAL
+
+
+def test_window_behind_another_stage_is_not_keyed():
+    plan = _plan(("f", FILTER, ["src"]), ("w", WINDOW.replace("tumble(src", "tumble(f"), ["f"]))
+    assert plan.execution is Execution.SEQUENTIAL
+    assert "does not split around this window stage" in plan.stages[1].tier_why
