@@ -7,8 +7,9 @@ journal position, with the processor snapshots of their stages taken from the ol
 
 - ``position(checkpoint, batch_id)``: the journal seq the last batch the consumer handled ended at
   (Spark's ``offsets/`` log; the pinned start seq when it handled none).
-- ``read_snapshot(spark, checkpoint, batch_id)``: the fused operator's pipeline snapshot after that batch
-  (Spark's state data source, ``format("statestore")``; the operator keeps one group, so one row).
+- ``read_snapshot(spark, checkpoint, batch_id, stages)``: the fused operator's pipeline snapshot after that
+  batch (Spark's state data source, ``format("statestore")``; the operator keeps one group, so one row;
+  in the logged layout its base and log, replayed through ``stages``).
 - ``split_snapshot(snapshot, old_stages, new_stages)``: a pipeline snapshot for another stage list,
   each stage's processor snapshot carried over by node name (``Pipeline.snapshot`` format).
 """
@@ -23,6 +24,8 @@ import orjson
 
 from . import journal_format as jf
 from .operator import STATE_VERSION
+from .state_function import read_logged_snapshot
+from .state_log import LOGGED, read_layout
 
 
 def _ids(folder: Path) -> list[int]:
@@ -42,8 +45,10 @@ def position(checkpoint: str | Path, batch_id: int | None) -> int | None:
     return int(orjson.loads(path.read_bytes())["seq"]) if path.exists() else None
 
 
-def read_snapshot(spark: Any, checkpoint: str | Path, batch_id: int) -> bytes | None:
-    """The fused operator's pipeline snapshot after batch ``batch_id``.
+def read_snapshot(spark: Any, checkpoint: str | Path, batch_id: int, stages: Sequence[Any] = (),
+                  topology: str = "") -> bytes | None:
+    """The fused operator's pipeline snapshot after batch ``batch_id`` (``stages``, the query's
+    ``StageSpec`` list, rebuild it from the logged state layout, ``state_log``).
 
     The batch's sink callback may have run while its commit did not (a query stopped in between); its
     state version is already in the state store then (the stateful tasks commit before the callback
@@ -51,6 +56,10 @@ def read_snapshot(spark: Any, checkpoint: str | Path, batch_id: int) -> bytes | 
     ck = Path(checkpoint)
     if not (ck / "state").is_dir():
         return None
+    if read_layout(ck) == LOGGED:
+        if not stages:
+            raise ValueError(f"the state of {ck} is logged: its stages are needed to read it")
+        return read_logged_snapshot(spark, str(ck), batch_id, list(stages), topology)
     rows = spark.read.format("statestore").option("batchId", int(batch_id)).load(str(ck)).collect()
     if not rows:
         return None

@@ -1,4 +1,6 @@
-"""The fused stateful operator: a chain of per-tuple processors hosted in ``applyInPandasWithState``.
+"""The fused stateful operator: a chain of per-tuple processors hosted in one Spark state group
+(``state_function``: ``transformWithStateInPandas`` in the logged state layout, ``applyInPandasWithState``
+in the snapshot layout; ``state_log``).
 
 A query's pipeline is a list of ``StageSpec(node, bql_text, inputs)`` in topological order; a stage
 reads journal inputs and/or earlier stages. Each journal row (sorted by ``seq``) is delivered to every
@@ -14,7 +16,8 @@ Output rows (``OUTPUT_SCHEMA``), in emission order (``idx``):
 - ``end``: a stage whose inputs all ended (after ``finish``) or that reported ``done``.
 
 Every exception of a tuple step becomes a ``dropped`` row: a bad tuple never fails the batch. All
-processor snapshots plus the end flags are pickled into one binary state column.
+processor snapshots plus the end flags are pickled into one snapshot (``snapshot``); the snapshot
+layout writes it every batch, the logged one as a base plus the journal rows run since.
 
 Wall-clock ticks (EMIT PERIODIC): a stage whose processor has a ``tick_period`` makes the query tick
 (``tick_interval_ms``, ``state_function(ticks=True)``): ``Pipeline.tick(now)`` ticks, in stage order,

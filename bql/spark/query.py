@@ -27,7 +27,8 @@ from . import journal_format as jf
 from .journal_source import NAME as SOURCE_NAME, register as register_source
 from .keyed_plan import plan_keyed
 from .operator import OUTPUT_SCHEMA, STATE_SCHEMA, StageSpec, tick_interval_ms
-from .state_function import state_function
+from .state_function import logged_processor, state_function
+from .state_log import LOGGED, pin_layout, wanted_layout
 
 log = logging.getLogger("sbpy.spark")
 
@@ -240,7 +241,14 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
         partitions = keyed_query.bucket_count(spark, checkpoint, spec.keyed_partitions)  # one per bucket
     start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
     source = journal_reader(spark, spec, start_seq)
-    if keyed is None:
+    layout = pin_layout(checkpoint, wanted_layout(bool(tick_ms))) if keyed is None else None
+    if layout == LOGGED and tick_ms:
+        raise ValueError(f"checkpoint {checkpoint} has the logged state layout, which runs no wall-clock ticks")
+    if layout == LOGGED:  # state_log: a base snapshot, the rows since, a stamp
+        proc = logged_processor(spec.query_id, spec.stages, spec.topology, initial=spec.initial_state)
+        out = (source.withColumn("k", F.lit(0)).groupBy("k")
+               .transformWithStateInPandas(proc, OUTPUT_SCHEMA, "Append", "None"))
+    elif keyed is None:  # the snapshot layout: the pipeline's snapshot written every batch
         fn = state_function(spec.query_id, spec.stages, spec.topology, ticks=bool(tick_ms),
                             initial=spec.initial_state)
         timeout = GroupStateTimeout.ProcessingTimeTimeout if tick_ms else GroupStateTimeout.NoTimeout

@@ -1,7 +1,12 @@
-"""The fused operator's ``applyInPandasWithState`` function: a warm ``Pipeline`` per worker process,
-restored from Spark's state when it differs, run over each micro-batch's journal rows in ``seq`` order,
-its snapshot written back to the state; with wall-clock ticks, the group's processing-time timeout wakes
-it at the stages' next tick (``operator`` describes the pipeline and its output rows).
+"""The fused operator's Spark functions, one per state layout (``state_log``), both running a warm
+``Pipeline`` per worker process over each micro-batch's journal rows in ``seq`` order
+(``operator`` describes the pipeline and its output rows):
+
+- ``state_function``, the snapshot layout (``applyInPandasWithState``): the pipeline restored from
+  Spark's state when it differs, its snapshot written back every batch; with wall-clock ticks, the
+  group's processing-time timeout wakes it at the stages' next tick;
+- ``logged_processor``, the logged layout (``transformWithStateInPandas``): a base snapshot, the journal
+  rows applied since and a stamp (``state_log.LoggedPipeline``); a batch writes ∝ its rows.
 """
 from __future__ import annotations
 
@@ -11,12 +16,16 @@ from typing import Any
 
 from . import journal_format as jf
 from .operator import JOURNAL_COLUMNS, OUTPUT_COLUMNS, Pipeline, StageSpec
+from .state_log import (
+    BASE_SCHEMA, LOG_SCHEMA, META_SCHEMA, LoggedPipeline, Meta, materialized_snapshot, replayable,
+)
 
 # ---------------------------------------------------------------- the Spark side (runs in workers)
 
 # Per worker process: (query id, stage keys) -> Pipeline. Spark reuses Python workers, so a warm
 # pipeline is kept between micro-batches and only restored when Spark's state differs from it.
 _PIPELINES: dict[tuple, Pipeline] = {}
+_LOGGED: dict[tuple, LoggedPipeline] = {}  # the same for the logged layout
 
 
 def _forget(cache_key: tuple) -> None:
@@ -63,10 +72,7 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "", t
     cache_key = (query_id, tuple(s.key() for s in stages))
 
     def run_batch(key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
-        import pandas as pd
-
-        parts = [f for f in frames if len(f)]
-        pdf = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True) if parts else None
+        pdf = _concat(frames)
         snap = bytes(state.get[0]) if state.exists and state.get[0] is not None else None
         pipeline = _pipeline(cache_key, stages, topology, snap, initial)
         rows: list[tuple] = []
@@ -95,8 +101,115 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "", t
             due = pipeline.next_tick()
             if due is not None:
                 state.setTimeoutDuration(_timeout_ms(due, now_ms))
-        yield pd.DataFrame.from_records(rows, columns=OUTPUT_COLUMNS) if rows else \
-            pd.DataFrame({c: pd.Series(dtype="int64" if c in ("seq", "idx", "ts") else "object")
-                          for c in OUTPUT_COLUMNS})
+        yield _output_frame(rows)
 
     return run_batch
+
+
+def _concat(frames: Iterator[Any]) -> Any:
+    import pandas as pd
+
+    parts = [f for f in frames if len(f)]
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True) if parts else None
+
+
+def _output_frame(rows: list[tuple]) -> Any:
+    import pandas as pd
+
+    if rows:
+        return pd.DataFrame.from_records(rows, columns=OUTPUT_COLUMNS)
+    return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("seq", "idx", "ts") else "object")
+                         for c in OUTPUT_COLUMNS})
+
+
+# ---------------------------------------------------------------- the logged layout
+
+
+class SparkLogStore:
+    """``state_log.LogStore`` over the processor's state variables (``base`` and ``meta`` ValueStates,
+    ``log`` a ListState)."""
+
+    def __init__(self, base: Any, log: Any):
+        self._base, self._log = base, log
+
+    def base(self) -> bytes | None:
+        value = self._base.get() if self._base.exists() else None
+        return bytes(value[0]) if value is not None and value[0] is not None else None
+
+    def log(self) -> list[tuple[int, bytes]]:
+        return [(int(v[0]), bytes(v[1])) for v in self._log.get()] if self._log.exists() else []
+
+    def write_base(self, snap: bytes) -> None:
+        self._base.update((snap,))
+
+    def clear_log(self) -> None:
+        self._log.clear()
+
+    def append(self, n: int, rows: bytes) -> None:
+        self._log.appendValue((n, rows))
+
+
+def read_meta(state: Any) -> Meta | None:
+    value = state.get() if state.exists() else None
+    if value is None or value[0] is None:
+        return None
+    return Meta(bytes(value[0]), int(value[1]), int(value[2]), int(value[3]))
+
+
+def _run_logged(cache_key: tuple, stages: list[StageSpec], topology: str, initial: bytes | None,
+                frames: Iterator[Any], meta_state: Any, store: SparkLogStore) -> Any:
+    """One micro-batch of the logged layout (module level: it reaches the per-worker cache)."""
+    pdf = _concat(frames)
+    rows: list[tuple] = []
+    if pdf is not None:
+        pdf = pdf.sort_values("seq", kind="stable")
+        rows = list(zip(*(pdf[c].tolist() for c in JOURNAL_COLUMNS if c in pdf.columns)))
+    worker = _LOGGED.get(cache_key)
+    if worker is None:
+        worker = _LOGGED[cache_key] = LoggedPipeline(lambda: Pipeline(stages, topology), initial,
+                                                     replayable(stages))
+    worker.initial = initial  # a query started again under the same id may be handed another state
+    out, meta = worker.run(rows, read_meta(meta_state), store)
+    if meta is not None:
+        meta_state.update((meta.stamp, meta.entries, meta.log_bytes, meta.base_bytes))
+    return _output_frame(out)
+
+
+def logged_processor(query_id: str, stages: list[StageSpec], topology: str = "",
+                     initial: bytes | None = None) -> Any:
+    """The ``transformWithStateInPandas`` processor of a fused pipeline in the logged layout (no
+    wall-clock ticks: those queries keep the snapshot layout). Built here (pyspark imported lazily) and
+    pickled by value; the per-worker cache is reached through the module-level ``_run_logged``."""
+    from pyspark.sql.streaming import StatefulProcessor
+
+    stages = list(stages)
+    cache_key = ("logged", query_id, tuple(s.key() for s in stages))
+
+    class _Logged(StatefulProcessor):
+        def init(self, handle: Any) -> None:
+            self.meta = handle.getValueState("meta", META_SCHEMA)
+            self.store = SparkLogStore(handle.getValueState("base", BASE_SCHEMA),
+                                       handle.getListState("log", LOG_SCHEMA))
+
+        def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+            yield _run_logged(cache_key, stages, topology, initial, rows, self.meta, self.store)
+
+        def close(self) -> None:
+            pass
+
+    return _Logged()
+
+
+def read_logged_snapshot(spark: Any, checkpoint: str, batch_id: int, stages: list[StageSpec],
+                         topology: str = "") -> bytes | None:
+    """The pipeline snapshot after batch ``batch_id`` of a logged-layout query (``handoff``): its base
+    and log read with Spark's state data source, the log replayed over the base."""
+    def rows(var: str) -> list[Any]:
+        return (spark.read.format("statestore").option("batchId", int(batch_id)).option("stateVarName", var)
+                .load(str(checkpoint)).collect())
+
+    if not rows("meta"):
+        return None
+    bases = [bytes(r["value"]["snap"]) for r in rows("base") if r["value"]["snap"] is not None]
+    log = [(int(r["list_element"]["n"]), bytes(r["list_element"]["rows"])) for r in rows("log")]
+    return materialized_snapshot(list(stages), topology, bases[0] if bases else None, log)

@@ -93,7 +93,8 @@ def _position_and_state(topology: Any, handle: Any, owner: Any) -> tuple[int, by
     if owner.on_driver:
         path = owner.checkpoint_dir / STATE_DIR / f"{batch}.snap"
         return pos, path.read_bytes() if path.exists() else None
-    return pos, handoff.read_snapshot(topology.context.spark(), owner.checkpoint_dir, batch)
+    stages, name = (handle.spec.stages, handle.spec.topology) if handle is not None else ((), "")
+    return pos, handoff.read_snapshot(topology.context.spark(), owner.checkpoint_dir, batch, stages, name)
 
 
 def prepare(checkpoint: Path, seq: int, state: bytes | None) -> None:
