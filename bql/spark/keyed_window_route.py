@@ -61,9 +61,10 @@ class WindowRouter(RouterCore):
         self.down = set(plan.down_inputs)
         self.buckets = int(buckets)
         self.times = Timestamps()
-        alias = self.proc.alias  # the plain GROUP BY fields' compiled functions (the route key's values)
-        self.key_fns = [fn for g, fn in zip(self.proc.select.group_by, self.proc.grouping.key_fns)
-                        if plain_field(g, alias) not in WINDOW_COLUMNS]
+        alias = self.proc.alias  # the plain GROUP BY fields (the route key's values)
+        self.fields = tuple(f for f in (plain_field(g, alias) for g in self.proc.select.group_by)
+                            if f not in WINDOW_COLUMNS)
+        self._str_keys: dict[str, str] = {}
         self.size = self.proc.fixed.size
         self.saved: bytes | None = None
         self.dirty = False
@@ -154,13 +155,12 @@ class WindowRouter(RouterCore):
                                 f"{bound_value(threshold)}; its window(s) already closed", "input")
             return
         try:
-            passed, first = self._windows(tup, t)
-            key = route_key(tuple(fn(first) for fn in self.key_fns)) if passed else ""
+            passed = self._windows(tup, t)
         except Exception as err:  # noqa: BLE001
             self._drop(tup, ts, _message(err), "other")
             return
         if passed:
-            bucket = bucket_of(key, self.buckets)
+            bucket = bucket_of(self._route_key(data), self.buckets)
             for start in passed:
                 held = self.open.get(start)
                 if held is None:
@@ -177,19 +177,38 @@ class WindowRouter(RouterCore):
             return datetime_micros(tup.ts)
         return to_micros(proc.time_fn(Env({proc.alias: tup}, None, utc_now())))
 
-    def _windows(self, tup: Tuple, t: int) -> tuple[list[int], Env | None]:
-        """The starts of ``t``'s windows whose tagged row passes WHERE (the kernel's plan step: WHERE and
-        the group key are evaluated, so a failure here is the kernel's), and the first such row's env."""
+    def _windows(self, tup: Tuple, t: int) -> list[int]:
+        """The starts of ``t``'s windows whose tagged row passes WHERE: the kernel's plan step, so a failure
+        here (WHERE, a GROUP BY field) is the kernel's. The group key is the plain fields and the window
+        columns, so it can fail only on a missing field: when every field is there it is not evaluated."""
         proc = self.proc
-        passed, first = [], None
-        for start, end in proc.fixed.windows_for(t):
+        data = tup.data
+        whole = type(data) is dict and all(f in data for f in self.fields)
+        windows = proc.fixed.windows_for(t)
+        if proc.where is None and whole:
+            return [start for start, _ in windows]
+        passed = []
+        for start, end in windows:
             env = Env({proc.alias: tag(tup, start, end)}, None, utc_now())
             if proc.where is None or truth(proc.where(env), "WHERE"):
-                proc.grouping.row_key(env)
+                if not whole:
+                    proc.grouping.row_key(env)
                 passed.append(start)
-                if first is None:
-                    first = env
-        return passed, first
+        return passed
+
+    def _route_key(self, data: dict) -> str:
+        """``route_key`` of the tuple's plain GROUP BY values (present: its group key was computed), with
+        NaN as one value (a coarser key is still exact: the bucket groups with BQL equality)."""
+        if len(self.fields) == 1:
+            value = data[self.fields[0]]
+            if type(value) is str:
+                key = self._str_keys.get(value)
+                if key is None:
+                    if len(self._str_keys) > 65536:
+                        self._str_keys.clear()
+                    key = self._str_keys[value] = route_key((value,))
+                return key
+        return route_key(tuple(data[f] for f in self.fields))
 
     def _close(self, seq: int, ts: int, bound: int | None) -> None:
         """Close (``bound`` None: flush) the open windows with ``end <= bound``, in ``window_start`` order."""
