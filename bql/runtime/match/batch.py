@@ -14,13 +14,13 @@ partitions in that order).
 """
 from __future__ import annotations
 
-from itertools import repeat
+from itertools import groupby, repeat
 from operator import attrgetter
 from typing import Any, Callable
 
 _DATA = attrgetter("data")
-FIRST_CHUNK, MAX_CHUNK = 16, 4096  # rows per ``feed_run`` call: doubling up to the most, from the least
-# after a tuple the lane did not take (a refusal costs the copy of one chunk, not of the group's rest)
+WINDOW = 1024  # tuples grouped at a time: each row is read by several passes (grouping, keys, masks),
+# cheap while the window's rows stay in the CPU cache; a refusal costs a copy of the group's rest
 
 
 def _groups(datas: list, pkey: Any) -> list[tuple[Any, list[int]]]:
@@ -30,6 +30,14 @@ def _groups(datas: list, pkey: Any) -> list[tuple[Any, list[int]]]:
     if pkey is None:
         return [((), list(range(len(datas))))]
     pvs = list(map(dict.get, datas, repeat(pkey)))
+    if set(map(type, pvs)) == {str}:
+        distinct = dict.fromkeys(pvs)
+        if len(distinct) == 1:
+            return [(pvs[0], list(range(len(pvs))))]
+        order = sorted(range(len(pvs)), key=pvs.__getitem__)  # stable: each group's indexes ascend
+        out = [(pv, list(idxs)) for pv, idxs in groupby(order, pvs.__getitem__)]
+        out.sort(key=lambda g: g[1][0])
+        return out
     groups: dict = {}
     get = groups.get
     for i, pv in enumerate(pvs):
@@ -41,6 +49,17 @@ def _groups(datas: list, pkey: Any) -> list[tuple[Any, list[int]]]:
         else:
             g.append(i)
     return list(groups.items())
+
+
+def each(tuples: list, one: Callable[[Any], Any]) -> list:
+    """``one(tup)`` for each tuple in turn; an entry is the exception it raised, where it raised one."""
+    results = []
+    for tup in tuples:
+        try:
+            results.append(one(tup))
+        except Exception as exc:  # noqa: BLE001 - what ``process`` raised is that tuple's answer
+            results.append(exc)
+    return results
 
 
 def run_batch(tuples: list, one: Callable[[Any], Any], parts: dict, by_str: dict, keys: tuple,
@@ -63,37 +82,35 @@ def run_batch(tuples: list, one: Callable[[Any], Any], parts: dict, by_str: dict
         if len(parts) != before:
             created.append((i, next(reversed(parts))))
 
+    n = len(tuples)
     datas = list(map(_DATA, tuples))
     if datas and set(map(type, datas)) != {dict}:  # (``process`` may raise for such a tuple)
-        for i in range(len(tuples)):
+        for i in range(n):
             general(i)
         return results
-    for pv, idxs in _groups(datas, pkey):
-        if pv is None:
-            for i in idxs:
-                general(i)
-            continue
-        grun = list(map(tuples.__getitem__, idxs))
-        gks = list(map(dict.get, map(datas.__getitem__, idxs), repeat(okey)))
-        j, m, size = 0, len(idxs), FIRST_CHUNK
-        while j < m:
-            part = parts.get(()) if pkey is None else by_str.get(pv)
-            if part is None or part.run is None:
-                general(idxs[j])
-                j += 1
+    for w in range(0, n, WINDOW):
+        for pv, idxs in _groups(datas[w:w + WINDOW], pkey):
+            if pv is None:
+                for i in idxs:
+                    general(w + i)
                 continue
-            took, steps = part.run(grun[j:j + size], gks[j:j + size])
-            for k, out in steps:
-                results[idxs[j + k]] = out
-            if took == size:
+            idxs = [w + i for i in idxs]
+            grun = list(map(tuples.__getitem__, idxs))
+            gks = list(map(dict.get, map(datas.__getitem__, idxs), repeat(okey)))
+            j, m = 0, len(idxs)
+            while j < m:
+                part = parts.get(()) if pkey is None else by_str.get(pv)
+                if part is None or part.run is None:
+                    general(idxs[j])
+                    j += 1
+                    continue
+                took, steps = part.run(grun[j:] if j else grun, gks[j:] if j else gks)
+                for k, out in steps:
+                    results[idxs[j + k]] = out
                 j += took
-                size = min(size * 2, MAX_CHUNK)
-                continue
-            j += took
-            if j < m:
-                general(idxs[j])
-                j += 1
-            size = FIRST_CHUNK
+                if j < m:
+                    general(idxs[j])
+                    j += 1
     if len(created) > 1 and created != sorted(created, key=lambda c: c[0]):
         old = list(parts)[:known]
         order = old + [key for _, key in sorted(created, key=lambda c: c[0])]

@@ -24,7 +24,7 @@ from ...values import multiset_key
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList, default_label
 from ..relation_shape import RelationShape
-from .batch import run_batch
+from .batch import each, run_batch
 from .engine import build_engine, wants_lane
 from .exprs import MRContext
 from .fastpath import OneRowMeasures, field_key
@@ -205,12 +205,7 @@ class MatchRecognizeProcessor:
         if self.make_lane is not None:
             results = run_batch(tuples, step, self.parts, self.by_str, self.fast_keys, _NOTHING)
         else:
-            results = []
-            for tup in tuples:
-                try:
-                    results.append(step(tup))
-                except Exception as exc:  # noqa: BLE001 - what ``process`` raised is that tuple's answer
-                    results.append(exc)
+            results = each(tuples, step)
         if self.shape is not None:
             results = [r if isinstance(r, Exception) else self._shaped(r) for r in results]
         return results

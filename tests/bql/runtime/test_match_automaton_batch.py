@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from sbpy.bql.runtime.match import runner
-from sbpy.bql.runtime.match.batch import MAX_CHUNK
+from sbpy.bql.runtime.match.batch import WINDOW
 from sbpy.bql.runtime.processor import Tuple
 from test_match_automaton_equivalence import T0, build, clauses, run, step_view
 from test_match_automaton_lane import in_order_streams
@@ -102,9 +102,9 @@ def ticker(n, seed, keys="abc", step=(0, 1, 1, 2)):
 @pytest.mark.parametrize("body", [ABC, ALL_ROWS])
 @pytest.mark.parametrize("bound", [0, 2.5, 10])
 def test_long_runs_equal_the_runner(body, bound):
-    """Runs longer than a chunk (``MAX_CHUNK``) and than the kept masks (8192), with a late row, a
+    """Runs longer than a window (``WINDOW``) and than the kept masks (8192), with a late row, a
     float key and a row without a key in between: the batch path against the runner row by row."""
-    rows = ticker(3 * MAX_CHUNK, 7)
+    rows = ticker(max(12_000, 3 * WINDOW), 7)
     rows[5000]["t"] -= 40  # late
     rows[6000]["t"] = rows[5999]["t"] + 0.5  # another key type: the general path
     del rows[7000]["t"]
