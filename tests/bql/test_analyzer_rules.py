@@ -232,3 +232,13 @@ def test_builtin_params_rejected(text, needle):
 ])
 def test_builtin_params_accepted(text):
     check_builtin_params(parse_one(text))
+
+
+def test_node_names_and_tags_follow_sensorbee_symbol_rules():
+    assert error("CREATE SOURCE " + "a" * 128 + " TYPE t") == (
+        "a source name can be at most 127 characters long, not 128")
+    run("CREATE SOURCE " + "a" * 127 + " TYPE t")
+    assert error("SAVE STATE s TAG select") == "'select' is a reserved word and cannot be used as a tag"
+    assert error("LOAD STATE s TYPE t TAG " + "t" * 128) == "a tag can be at most 127 characters long, not 128"
+    run("SAVE STATE s TAG Default")
+    run("LOAD STATE s TYPE t TAG v1")
