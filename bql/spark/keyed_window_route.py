@@ -34,7 +34,7 @@ from sbpy.bql.eval import Env
 from sbpy.bql.runtime.kernel import _message, truth
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.timeplus.panes import tag
-from sbpy.bql.runtime.timeplus.timecol import bound_value, datetime_micros, to_micros, utc_now
+from sbpy.bql.runtime.timeplus.timecol import bound_value, to_micros, utc_now
 
 from . import journal_format as jf
 from .keyed_buckets import bucket_of, direct_key
@@ -64,7 +64,9 @@ class WindowRouter(RouterCore):
         alias = self.proc.alias  # the plain GROUP BY fields (the route key's values)
         self.fields = tuple(f for f in (plain_field(g, alias) for g in self.proc.select.group_by)
                             if f not in WINDOW_COLUMNS)
-        self._str_keys: dict[str, str] = {}
+        self._buckets_of: dict[tuple, int] = {}  # (type, value) of one str/int field -> bucket
+        self._direct = [direct_key(b) for b in range(self.buckets)]
+        self.delay = self.proc.watermark.delay
         self.size = self.proc.fixed.size
         self.saved: bytes | None = None
         self.dirty = False
@@ -130,7 +132,7 @@ class WindowRouter(RouterCore):
 
     def _route(self, seq: int, name: str, ts: int, text: str | None) -> None:
         try:
-            data, when = decode_data(text), self.times.get(ts)
+            data = decode_data(text)
         except Exception as exc:  # noqa: BLE001 - the Pipeline drops it before the stage
             self._emit("dropped", name, seq, ts, text, _error_text(exc), name, "input")
             return
@@ -139,51 +141,53 @@ class WindowRouter(RouterCore):
         self.received += 1
         self.last_seq = seq
         self.last = (ts, seq)
-        tup = Tuple(data, when, seq, name)
         proc = self.proc
-        try:
-            t = self._time(tup)
-        except Exception as err:  # noqa: BLE001
-            self._drop(tup, ts, _message(err), "other")
-            return
+        whole = type(data) is dict and all(f in data for f in self.fields)
+        # the tuple itself is needed only by a time expression, WHERE, a missing field or a drop
+        tup = None if proc.time_fn is None and proc.where is None and whole else Tuple(data, self.times.get(ts), seq, name)
+        if proc.time_fn is None:
+            t = ts  # the tuple's timestamp in µs (``datetime_micros`` of the journal's time)
+        else:
+            try:
+                t = to_micros(proc.time_fn(Env({proc.alias: tup}, None, utc_now())))
+            except Exception as err:  # noqa: BLE001
+                self._drop(tup, ts, _message(err), "other")
+                return
         if self.max_time is None or t > self.max_time:
             self.max_time = t
-        bound = self.max_time - proc.watermark.delay
+        bound = self.max_time - self.delay
         threshold = proc.fixed.closed_end(bound)
         if t < threshold:
-            self._drop(tup, ts, f"late tuple: its window time {bound_value(t)} is before the watermark "
-                                f"{bound_value(threshold)}; its window(s) already closed", "input")
+            self._drop(tup or Tuple(data, self.times.get(ts), seq, name), ts,
+                       f"late tuple: its window time {bound_value(t)} is before the watermark "
+                       f"{bound_value(threshold)}; its window(s) already closed", "input")
             return
-        try:
-            passed = self._windows(tup, t)
-        except Exception as err:  # noqa: BLE001
-            self._drop(tup, ts, _message(err), "other")
-            return
+        if tup is None:
+            passed = [start for start, _ in proc.fixed.windows_for(t)]
+        else:
+            try:
+                passed = self._windows(tup, t, whole)
+            except Exception as err:  # noqa: BLE001
+                self._drop(tup, ts, _message(err), "other")
+                return
         if passed:
-            bucket = bucket_of(self._route_key(data), self.buckets)
+            bucket = self._bucket(data)
             for start in passed:
                 held = self.open.get(start)
                 if held is None:
                     held = self.open[start] = set()
                     heapq.heappush(self.starts, start)
                 held.add(bucket)
-            self._add("tuple", seq, self._take(), ts, text, None, orjson.dumps(passed).decode(),
-                      direct_key(bucket), node=name)
-        self._close(seq, ts, bound)
+            starts = f"[{passed[0]}]" if len(passed) == 1 else orjson.dumps(passed).decode()
+            self._add("tuple", seq, self._take(), ts, text, None, starts, self._direct[bucket], node=name)
+        if self.starts and self.starts[0] + self.size <= bound:
+            self._close(seq, ts, bound)
 
-    def _time(self, tup: Tuple) -> int:
-        proc = self.proc
-        if proc.time_fn is None:
-            return datetime_micros(tup.ts)
-        return to_micros(proc.time_fn(Env({proc.alias: tup}, None, utc_now())))
-
-    def _windows(self, tup: Tuple, t: int) -> list[int]:
+    def _windows(self, tup: Tuple, t: int, whole: bool) -> list[int]:
         """The starts of ``t``'s windows whose tagged row passes WHERE: the kernel's plan step, so a failure
         here (WHERE, a GROUP BY field) is the kernel's. The group key is the plain fields and the window
         columns, so it can fail only on a missing field: when every field is there it is not evaluated."""
         proc = self.proc
-        data = tup.data
-        whole = type(data) is dict and all(f in data for f in self.fields)
         windows = proc.fixed.windows_for(t)
         if proc.where is None and whole:
             return [start for start, _ in windows]
@@ -196,19 +200,21 @@ class WindowRouter(RouterCore):
                 passed.append(start)
         return passed
 
-    def _route_key(self, data: dict) -> str:
-        """``route_key`` of the tuple's plain GROUP BY values (present: its group key was computed), with
-        NaN as one value (a coarser key is still exact: the bucket groups with BQL equality)."""
+    def _bucket(self, data: dict) -> int:
+        """The bucket of the tuple's plain GROUP BY values (``route_key``, NaN as one value: a coarser key
+        is still exact, the bucket groups with BQL equality); memoized for one str or int field."""
         if len(self.fields) == 1:
             value = data[self.fields[0]]
-            if type(value) is str:
-                key = self._str_keys.get(value)
-                if key is None:
-                    if len(self._str_keys) > 65536:
-                        self._str_keys.clear()
-                    key = self._str_keys[value] = route_key((value,))
-                return key
-        return route_key(tuple(data[f] for f in self.fields))
+            kind = type(value)
+            if kind is str or kind is int:
+                memo = (kind, value)
+                bucket = self._buckets_of.get(memo)
+                if bucket is None:
+                    if len(self._buckets_of) > 65536:
+                        self._buckets_of.clear()
+                    bucket = self._buckets_of[memo] = bucket_of(route_key((value,)), self.buckets)
+                return bucket
+        return bucket_of(route_key(tuple(data[f] for f in self.fields)), self.buckets)
 
     def _close(self, seq: int, ts: int, bound: int | None) -> None:
         """Close (``bound`` None: flush) the open windows with ``end <= bound``, in ``window_start`` order."""
