@@ -158,7 +158,8 @@ def _keywords_as_names(text: str, start: str) -> Tree | None:
     return tree
 
 
-def _attempt(text: str, start: str, renamed: frozenset[int]) -> tuple[list[Token], Tree | None, Exception | None]:
+def _attempt(text: str, start: str,
+             renamed: frozenset[int]) -> tuple[list[Token], Tree | None, UnexpectedInput | None]:
     """Parse with the tokens starting at ``renamed`` offsets read as IDENT: the tokens read, and the
     tree or the error."""
     parser = _lark().parse_interactive(text, start=start)
@@ -180,7 +181,7 @@ def _renamable(tok: Token) -> bool:
 def _error_pos(text: str, e: UnexpectedInput) -> int:
     if isinstance(e, UnexpectedToken):
         return len(text) if e.token.type == "$END" else e.token.start_pos
-    return getattr(e, "pos_in_stream", None) or 0
+    return e.pos_in_stream or 0
 
 
 def _nesting_violation(tree: Tree) -> int | None:

@@ -1,4 +1,5 @@
-"""substring(s, r) reads r as a Go regexp (RE2): the translation to Python's ``re`` (bql/functions/go_regex.py)."""
+"""substring(s, r) reads r as a Go regexp (RE2): its translation to Python's ``re``
+(bql/functions/go_regex.py)."""
 from __future__ import annotations
 
 import re
