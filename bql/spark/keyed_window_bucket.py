@@ -53,9 +53,10 @@ class WindowBucket:
         self.times = Timestamps()
         self.stamp: bytes | None = None
         self.panes: dict[int, Pane] = {}
+        self.now = utc_now()
 
     def _env(self, tup: Tuple) -> Env:
-        return Env({self.proc.alias: tup}, None, utc_now())
+        return Env({self.proc.alias: tup}, None, self.now)
 
     def _key(self, row: Tuple) -> Any:
         return self.proc.grouping.row_key(self._env(row))
@@ -75,6 +76,7 @@ class WindowBucket:
         if stored_stamp is None or stored_stamp != self.stamp:
             self.panes = {}  # the committed state is not what these panes were saved as
         self.stamp = None
+        self.now = utc_now()  # ``now()`` of this call's steps (the kernel reads its clock per tuple)
         out: list[tuple] = []
         touched: set[int] = set()
         counts = {"sent": 0, "dropped": 0}
@@ -85,7 +87,8 @@ class WindowBucket:
                 if kind == "tuple" and r[1] == self.route and r[9] is not None:
                     last = r[2]
                     tup = Tuple(decode_data(r[6]), self.times.get(r[5]), r[2], r[8])
-                    for start in orjson.loads(r[9]):
+                    starts = r[9]
+                    for start in orjson.loads(starts) if "," in starts else (int(starts[1:-1]),):
                         row = tag(tup, start, start + self.size)
                         self._pane(start, get).add(row, self._key(row))
                         touched.add(start)
