@@ -73,6 +73,8 @@ def _format_one(flags: str, width: int | None, prec: int | None, verb: str, v: A
     t = type(v)
     if verb == "v":
         return _pad(go_value(v), flags, width, zero_ok=False)
+    if v is None and verb not in "vsqxXT":
+        return "{}"  # data.Null is a struct{}: Go prints its (no) fields for a non-string verb
     if verb in "sq" and t is float:
         return _bad(verb, v)  # a float64 is no Stringer: Go's fmtFloat has no %s or %q
     if verb == "s":
