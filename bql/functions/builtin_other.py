@@ -1,5 +1,5 @@
 """Time, array, JSON and other scalar built-ins: ``distance_us``, ``clock_timestamp``, ``now``,
-``array_length``, ``coalesce``, ``encode_json``, ``decode_json``, ``blob_to_raw_string``.
+``array_length``, ``coalesce``, ``encode_json``, ``decode_json``, ``blob_to_raw_string``, ``str``.
 
 ``now()`` is the time processing of the current tuple started (``Env.now``, set by the kernel; the wall
 clock when unset) and cannot be used in EVAL; ``clock_timestamp()`` is the wall clock at each call.
@@ -58,6 +58,12 @@ def _encode_json(v: Any) -> str:
     return go_json(v)
 
 
+def _str(v: Any) -> str:
+    """SensorBee's ``str`` (registered by bql/udf/function_registry.go): any value's ``Value.String()``, its
+    JSON text -- ``"a"`` for the string a, ``null`` for NULL, ``1.5``, ``[1,"x"]``."""
+    return go_json(v)
+
+
 def _json_int(text: str) -> Any:
     i = int(text)
     return i if INT_MIN <= i <= INT_MAX else float(text)  # Go: json.Number.Int64 fails -> Float
@@ -112,4 +118,5 @@ SPECS = [
     FunctionSpec("encode_json", _encode_json, 1, 1),
     FunctionSpec("decode_json", _decode_json, 1, 1),
     FunctionSpec("blob_to_raw_string", _blob_to_raw_string, 1, 1),
+    FunctionSpec("str", _str, 1, 1),
 ]

@@ -118,7 +118,8 @@ def test_builtin_registry_copy_is_isolated():
                 "sha256", "strpos", "substring", "upper", "distance_us", "clock_timestamp", "now",
                 "array_length", "coalesce", "array_agg", "avg", "bool_and", "bool_or", "count",
                 "json_object_agg", "max", "median", "min", "string_agg", "sum",
-                "encode_json", "decode_json", "blob_to_raw_string"}  # the last three: SensorBee init.go
+                "encode_json", "decode_json", "blob_to_raw_string",  # these three: SensorBee init.go
+                "str"}  # SensorBee bql/udf/function_registry.go init
     timeplus = {"latest", "earliest", "any", "max_k", "min_k", "lag", "emit_version", "now64"}  # docs/timeplus.md
     assert set(builtin_registry().list()) == expected | timeplus
 
