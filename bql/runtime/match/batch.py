@@ -14,7 +14,7 @@ partitions in that order).
 """
 from __future__ import annotations
 
-from itertools import groupby, repeat
+from itertools import repeat
 from operator import attrgetter
 from typing import Any, Callable
 
@@ -30,14 +30,6 @@ def _groups(datas: list, pkey: Any) -> list[tuple[Any, list[int]]]:
     if pkey is None:
         return [((), list(range(len(datas))))]
     pvs = list(map(dict.get, datas, repeat(pkey)))
-    if set(map(type, pvs)) == {str}:
-        distinct = dict.fromkeys(pvs)
-        if len(distinct) == 1:
-            return [(pvs[0], list(range(len(pvs))))]
-        order = sorted(range(len(pvs)), key=pvs.__getitem__)  # stable: each group's indexes ascend
-        out = [(pv, list(idxs)) for pv, idxs in groupby(order, pvs.__getitem__)]
-        out.sort(key=lambda g: g[1][0])
-        return out
     groups: dict = {}
     get = groups.get
     for i, pv in enumerate(pvs):

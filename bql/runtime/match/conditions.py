@@ -82,9 +82,7 @@ class RowMasks:
         fields: dict[tuple, str] = {}  # (key, back) -> local variable of the generated function
         reads: list[str] = []
         groups: dict[tuple, list] = {}  # (left, right, fast types) -> [(op, bit)] of the inline comparisons
-        specs: dict[str, tuple] = {}  # operand local -> ("lit", value) / ("field", key, back)
         self.inline: list[str] = []
-        self.only_inline = True  # every condition is an inline comparison (or TRUE / FALSE / NULL)
         for var, bit in self.bits.items():
             if var not in conds:
                 self.always |= bit
@@ -99,7 +97,6 @@ class RowMasks:
                 name = f"_holds_{bit}"
                 ns[name] = _guard(fast) if fast is not None else _view_guard(fn, var, ctx)
                 body.append(f"    if {name}(rows, p):\n        m |= {bit}")
-                self.only_inline = False
                 continue
             self.inline.append(var)
             op, left, right = simple
@@ -108,7 +105,6 @@ class RowMasks:
                 if o[0] == "lit":
                     ns[f"_c{bit}_{k}"] = o[1]
                     operands.append(f"_c{bit}_{k}")
-                    specs[f"_c{bit}_{k}"] = o
                 else:  # each field read once (rows are not changed by the conditions)
                     backs.add(o[2])
                     name = fields.get(o[1:])
@@ -116,7 +112,6 @@ class RowMasks:
                         name = fields[o[1:]] = f"f{len(fields)}"
                         reads.append(f"    {name} = d{o[2]}.get({o[1]!r})")
                     operands.append(name)
-                    specs[name] = o
             ns[f"_op{bit}"] = BINARY[op]
             fast_types = "_ORDERABLE" if op in ("<", "<=", ">", ">=") else "_SIMPLE"
             ns[fast_types] = _ORDERABLE if fast_types == "_ORDERABLE" else _SIMPLE
@@ -131,9 +126,6 @@ class RowMasks:
         self._lines = reads + body  # read ``d<n>`` (the row ``n`` before ``p``), set bits of ``m``
         self._fields = fields
         self._body = body
-        # the inline comparisons by operand pair: (left, right, fast types, [(op, bit)]) (``mask_columns``)
-        self.comparisons = [(specs[a], specs[b], ns[fast_types], tests)
-                            for (a, b, fast_types), tests in groups.items()]
         head = ["def mask_at(rows, p):", f"    m = {self.always}"]
         if backs:
             head += ["    rl = rows.rows", "    i = p - rows.base"]

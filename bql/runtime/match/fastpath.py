@@ -14,6 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...ast import Classifier, FieldRef, KeyStep, MatchNumber, Navigation, PatternFieldRef
+from ...errors import BQLError
+from ..processor import Tuple
+from .views import Blocked
 
 _CLASSIFIER, _MNO, _FIELD = 0, 1, 2
 
@@ -120,6 +123,21 @@ class OneRowMeasures:
                 idx = _nth(labels, start, last, spec[1], 0, False)
                 row[name] = None if idx is None else labels[idx - start][0]
         return [(row, ts)]
+
+    def outputs(self, events: list, rows: Any, pvalues: tuple, seq: int) -> list | None:
+        """The output tuples (stamped ``seq``) of SELECT RSTREAM * over ``events`` (each row rendered is
+        a new dict: it is emitted as it is); None when an event is not a match or a rendering fails
+        (nothing was changed: the processor's general rendering takes them)."""
+        out = []
+        try:
+            for event in events:
+                if event[0] != "match":
+                    return None
+                for row, ts in self.render(event, rows, pvalues):
+                    out.append(Tuple(row, ts, seq, ""))
+        except (BQLError, Blocked):
+            return None
+        return out
 
     def _plan(self, labels: tuple, n: int) -> tuple:
         """What ``render`` reads for a match of ``n`` rows with ``labels``, cached by the tuple."""

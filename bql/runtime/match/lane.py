@@ -33,7 +33,6 @@ from collections import deque
 from typing import Any
 
 from . import lane_batch
-from .mask_columns import compile_columns
 from .matcher import skip_target
 
 REFUSED = object()  # ``feed``'s answer for a row the lane does not take (nothing was changed)
@@ -373,8 +372,8 @@ def compile_lane(masks: Any, delay: Any, lookback: int, unmatched: bool, order_k
     unmatched rows are reported, ``order_key`` the ORDER BY field."""
     ns = dict(masks.namespace)
     ns.update(lane_batch.NAMESPACE)
-    ns.update(masks_run=compile_columns(masks) or masks.masks_run, deque=deque, REFUSED=REFUSED, DELAY=delay, LOOKBACK=lookback, UNMATCHED=unmatched, OKEY=order_key,
-              skip_target=skip_target, MASK_AT=masks.mask_at)
+    ns.update(masks_run=masks.masks_run, deque=deque, REFUSED=REFUSED, DELAY=delay, LOOKBACK=lookback,
+              UNMATCHED=unmatched, OKEY=order_key, skip_target=skip_target, MASK_AT=masks.mask_at)
     source = lane_source(masks)
     exec(compile(source, "<MATCH_RECOGNIZE lane>", "exec"), ns)  # noqa: S102
     return ns["make_lane"]

@@ -10,8 +10,8 @@ checked with ``map``, not row by row) it does in bulk what ``feed`` does row by 
   tuple released a row (the one whose step reports what the row resolves) is found by bisection
   over the run's watermarks when a row resolves something: the first tuple whose watermark reaches
   the row's key, not before the row itself arrived;
-- the DEFINE masks of the released rows in one pass (``mask_columns.py`` column by column, else
-  ``RowMasks.run_source``: each field read once);
+- the DEFINE masks of the released rows in one pass (``RowMasks.run_source``: each field read once, the
+  look-back values carried from row to row);
 - the automaton over those masks in a tight loop for the fused entries that change nothing but the
   attempt list (plain, dies, dies shadowed, restart); every other row takes the lane's per-row code
   (``lane.py``), the match resolution included;

@@ -385,6 +385,11 @@ class MatchRecognizeProcessor:
 
     def _lane_deliver(self, part: _Partition, events: list, tup: Tuple | None) -> StepResult:
         """The step result of a lane's ``events`` (the lane forgets rows itself)."""
+        if not part.pending and self.star_only and type(self.builder) is OneRowMeasures:
+            # SELECT RSTREAM * of the matches: their rows as they are (``_render`` + ``_emit``)
+            outputs = self.builder.outputs(events, part.rows, part.values, tup.seq if tup is not None else 0)
+            if outputs is not None:
+                return StepResult(outputs)
         result = StepResult()
         self._render(part, events, tup, result)
         return result
