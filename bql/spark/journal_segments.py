@@ -77,7 +77,7 @@ def last_seq(seq: int, seg: dict[str, Any]) -> int:
     return seq + int(seg["n"]) - 1
 
 
-def chunk_info(chunk: bytes) -> tuple[int, int]:
+def chunk_info(chunk: bytes | memoryview) -> tuple[int, int]:
     """``(lines, non-blank lines)`` of a chunk of a JSON-lines file (a last line may lack its newline):
     lines split at ``\n``, a line blank when ``bytes.strip`` leaves nothing, as ``expand`` reads them.
     Vectorized: only a line that starts with whitespace other than ``\n`` is looked at by itself."""
@@ -92,14 +92,13 @@ def chunk_info(chunk: bytes) -> tuple[int, int]:
     first = a[starts]  # each line's first byte (a newline: the line is empty)
     blank = int(np.count_nonzero(first == 10))
     for k in np.flatnonzero(_SPACE[first]):  # starts with other whitespace: blank when nothing else
-        start = int(starts[k])
-        end = chunk.find(b"\n", start)
-        if not chunk[start:len(chunk) if end < 0 else end].strip():
+        end = int(newlines[k]) if k < len(newlines) else len(chunk)  # line k ends at the k-th newline
+        if not bytes(chunk[int(starts[k]):end]).strip():
             blank += 1
     return n, n - blank
 
 
-def make_segment(path: str, start: int, chunk: bytes, line: int, pass_no: int, tsf: str | None) -> dict[str, Any]:
+def make_segment(path: str, start: int, chunk: bytes | memoryview, line: int, pass_no: int, tsf: str | None) -> dict[str, Any]:
     """The segment dict of ``chunk`` (bytes ``start ..`` of ``path``, first line number ``line``)."""
     n, k = chunk_info(chunk)
     seg: dict[str, Any] = {"path": path, "start": start, "end": start + len(chunk), "n": n, "line": line,

@@ -155,19 +155,22 @@ class FileSource:
             raise RuntimeError(f"cannot open '{self.path}': {e.strerror}") from None
         path = os.path.abspath(self.path)
         tsf = path_text(self.ts_path) if self.ts_path is not None else None
+        buf = bytearray(CHUNK_BYTES)  # read into one buffer: no allocation nor copy per chunk
+        view = memoryview(buf)
         with f:
             f.seek(offset)
             while True:
-                chunk = f.read(CHUNK_BYTES)
-                if not chunk:
+                got = f.readinto(buf)
+                if not got:
                     return
-                if len(chunk) == CHUNK_BYTES:  # not at the end: cut after the last newline
-                    cut = chunk.rfind(b"\n")
+                chunk: bytes | memoryview = view[:got]
+                if got == CHUNK_BYTES:  # not at the end: cut after the last newline
+                    cut = buf.rfind(b"\n")
                     if cut < 0:  # one line longer than a chunk: read on to its end
-                        chunk += f.readline()
+                        chunk = bytes(buf) + f.readline()
                     else:
-                        chunk = chunk[:cut + 1]
-                        f.seek(offset + len(chunk))
+                        chunk = view[:cut + 1]
+                        f.seek(offset + cut + 1)
                 seg = js.make_segment(path, offset, chunk, line, pass_no, tsf)
                 offset += len(chunk)
                 line += seg["n"]

@@ -87,6 +87,39 @@ def _split_count(chunk: bytes) -> tuple[int, int]:
 def test_chunk_info_counts_as_the_reader_splits(parts):
     chunk = b"".join(parts)
     assert js.chunk_info(chunk) == _split_count(chunk)
+    assert js.chunk_info(memoryview(bytearray(chunk + b"tail"))[:len(chunk)]) == _split_count(chunk)
+
+
+def _reference_chunks(path, size: int) -> list[dict]:
+    """The file source's segments as it cut them before reading into one buffer: a ``bytes`` read per
+    chunk, cut after its last newline (a longer line read on to its end)."""
+    out, offset, line = [], 0, 1
+    with open(path, "rb") as f:
+        while chunk := f.read(size):
+            if len(chunk) == size:
+                cut = chunk.rfind(b"\n")
+                if cut < 0:
+                    chunk += f.readline()
+                else:
+                    chunk = chunk[:cut + 1]
+                    f.seek(offset + len(chunk))
+            seg = js.make_segment(str(path), offset, chunk, line, 0, None)
+            offset, line = offset + len(chunk), line + seg["n"]
+            out.append(seg)
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(lines=hs.lists(hs.sampled_from(["", " ", "\t", '{"a":1}', '{"b":"' + "x" * 30 + '"}', "\u00e9", "\r"]),
+                      max_size=30),
+       size=hs.integers(1, 48), final_newline=hs.booleans())
+def test_file_source_chunks_are_cut_as_before(tmp_path_factory, lines, size, final_newline):
+    path = tmp_path_factory.mktemp("f") / "in.jsonl"
+    path.write_bytes(("\n".join(lines) + ("\n" if final_newline and lines else "")).encode("utf-8"))
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(sources, "CHUNK_BYTES", size)
+        got = list(sources.FileSource({"path": str(path)})._chunks(0, 1, 0))
+    assert got == _reference_chunks(path, size)
 
 
 def test_chunk_info_counts_runs_of_blank_lines():
