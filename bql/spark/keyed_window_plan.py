@@ -57,7 +57,8 @@ def window_verdict(spec: Any) -> tuple[tuple[str, ...] | None, str]:
     item = stmt.from_items[0]
     kind = item.kind.lower()
     if kind not in ("tumble", "hop"):
-        return None, f"{kind} windows run sequentially (a session's bounds follow its own key's earlier tuples)"
+        return None, (f"{kind} windows are not keyed yet (the ordered pass would need every key's session "
+                      "bounds: WHERE and the group key read window_start / window_end)")
     if item.source is not None:
         return None, "the window reads a subquery"
     why = _unsupported_clause(stmt, is_streaming_tail)

@@ -129,7 +129,7 @@ def test_window_group_by_over_plain_fields_is_keyed_and_explained():
 
 @pytest.mark.parametrize("text, why", [
     ("SELECT RSTREAM k, count(*) AS n, window_start FROM session(src, t, 5s) GROUP BY k, window_start",
-     "session windows run sequentially"),
+     "session windows are not keyed yet"),
     ("SELECT RSTREAM count(*) AS n, window_start FROM tumble(src, t, 5s) GROUP BY window_start",
      "no plain GROUP BY key"),
     ("SELECT RSTREAM k, count(*) AS n, window_start FROM tumble(src, t, 5s) GROUP BY k, window_start LIMIT 2",
