@@ -17,9 +17,12 @@ for the same rows in the same micro-batch cuts (``replayable``: no volatile or u
 UDSF, no stand-in factory; queries with wall-clock ticks keep the snapshot layout). A stage that is not
 replayable gets a fresh base every batch and an empty log (the snapshot layout's cost, exact).
 
-When the log grows past the base's size (at least ``MIN_LOG_BYTES``) the pipeline's snapshot becomes the
-new base and the log is cleared: a base of ``b`` bytes is written only after ``b`` bytes of input, so
-the total written stays proportional to the input, and a rebuild replays at most a base's worth.
+When the log grows past ``1 / REBASE_RATIO`` of the base's size (and ``MIN_LOG_BYTES``) the pipeline's
+snapshot becomes the new base and the log is cleared: a base of ``b`` bytes is written only after
+``b / REBASE_RATIO`` bytes of input, so the total written stays within ``REBASE_RATIO + 1`` times the
+input, and a rebuild replays at most a quarter of a base's worth of rows. (A snapshot is larger than
+the journal rows it holds — 225 against 33 bytes a tuple for a ``RANGE`` window of ``count``/``sum`` —
+so with a ratio of 1 a rebuild would replay several windows' worth.)
 
 ``pin_layout`` records the layout in the checkpoint at the first start (``LAYOUT_FILE``); a checkpoint
 with committed batches and no record was written by the snapshot layout and keeps it.
@@ -40,6 +43,7 @@ LAYOUT_FILE = "fused_state.json"
 SNAPSHOT, LOGGED = "snapshot", "logged-v1"
 LAYOUT_ENV = "SBPY_FUSED_STATE"  # "snapshot": new checkpoints use the snapshot layout (the reference)
 MIN_LOG_BYTES = 1 << 16  # a log shorter than this never triggers a new base
+REBASE_RATIO = 4  # a new base once the log holds more than a base's size / REBASE_RATIO
 BASE_SCHEMA = "snap binary"
 LOG_SCHEMA = "n long, rows binary"
 META_SCHEMA = "stamp binary, entries long, log_bytes long, base_bytes long"
@@ -182,7 +186,7 @@ class LoggedPipeline:
         base_bytes = meta.base_bytes if meta is not None else len(self.initial or b"")
         if meta is None and self.initial is not None:  # the state needs no ``initial`` to be read back
             store.write_base(self.initial)
-        if not self.replay or log_bytes > max(base_bytes, self.min_log_bytes):
+        if not self.replay or log_bytes > max(base_bytes / REBASE_RATIO, self.min_log_bytes):
             snap = self.pipeline.snapshot()
             store.write_base(snap)
             if entries:
