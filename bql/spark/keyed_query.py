@@ -21,14 +21,18 @@ from key text to that key's matcher snapshot — a batch writes only the keys it
 they saved (``_core`` compares snapshots; a bucket compares its stamp).
 
 A keyed window stage (``KeyedPlan.kind`` WINDOW) always has the stateful router (``WindowRouter``: the
-watermark, the open windows and which buckets hold them) and buckets of windows (``WindowBucket``: a
-``MapState`` from window start to the bucket's pickled pane of it, and the stamp).
+watermark, the open windows and which buckets hold them), fed by a ``mapInPandas`` that packs each
+journal partition's rows into one row (``_pack_journal``: the router's ``transformWithState`` would
+otherwise regroup every journal row in Python), and buckets of windows (``WindowBucket``: a ``MapState``
+from window start to the bucket's pickled pane of it, and the stamp).
 """
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
 from typing import Any
+
+import orjson
 
 from .keyed_buckets import BucketCore, pack_rows, pin_buckets, unpack_rows
 from .keyed_ops import ROW_COLUMNS, ROW_SCHEMA, JournalRouter, KeyedCore, RouterCore, TailCore
@@ -38,6 +42,7 @@ from .keyed_window_route import WindowRouter
 
 STATE_SCHEMA = "snap binary"
 PACK_SCHEMA = "_b int, rows string"  # router → keyed: a bucket's rows of a chunk, packed (keyed_buckets)
+JOURNAL_PACK_SCHEMA = "_g int, rows string"  # journal → window router: a partition's rows, packed
 STAMP_SCHEMA = "stamp binary"
 KEY_SCHEMA = "key string"
 # inside the consumer's checkpoint folder: a different plan, its own layout (v3: bucketed MapState)
@@ -144,7 +149,25 @@ def _journal_rows(pdf: Any) -> Any:
     return zip(*(pdf[c].tolist() for c in ("seq", "input", "ts", "data", "end", "error") if c in pdf.columns))
 
 
+def _pack_journal(frames: Iterator[Any]) -> Iterator[Any]:
+    """The ``mapInPandas`` before a keyed window router: each journal frame as one packed row (``rows``: a
+    JSON list of ``[seq, input, ts, data, end, error]``), so the router's ``transformWithState`` gets one
+    row per partition instead of regrouping every journal row in Python."""
+    import pandas as pd
+
+    for pdf in frames:
+        if not len(pdf):
+            continue
+        rows = [list(r) for r in _journal_rows(pdf)]
+        yield pd.DataFrame({"_g": pd.Series([0], dtype="int32"),
+                            "rows": pd.Series([orjson.dumps(rows).decode("utf-8")], dtype="object")})
+
+
 def _feed(role: str, core: Any, pdf: Any) -> list[tuple]:
+    if role == "window-router":  # packed journal rows (``_pack_journal``), in arrival order
+        rows = [tuple(r) for text in pdf["rows"].tolist() for r in orjson.loads(text)]
+        rows.sort(key=lambda r: r[0])
+        return core.run(rows)
     if role == "router":
         pdf = pdf.sort_values("seq", kind="stable")
         return core.run(_journal_rows(pdf))
@@ -275,9 +298,9 @@ def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journ
     from pyspark.sql import functions as F
 
     if plan.kind == WINDOW:  # the ordered pass keeps the watermark and the open windows: one stateful group
-        router = _sequential("router", query_id, plan, topology, lambda: WindowRouter(plan, topology, buckets),
-                             functools.partial(_packed, buckets))
-        df = (reader.withColumn("_g", F.lit(0)).groupBy("_g")
+        router = _sequential("window-router", query_id, plan, topology,
+                             lambda: WindowRouter(plan, topology, buckets), functools.partial(_packed, buckets))
+        df = (reader.mapInPandas(_pack_journal, JOURNAL_PACK_SCHEMA).groupBy("_g")
               .transformWithStateInPandas(router, PACK_SCHEMA, "Append", "None"))
     elif plan.upstream:
         router = _sequential("router", query_id, plan, topology, lambda: RouterCore(plan, topology),
