@@ -8,7 +8,9 @@
   ``ts()`` (the ON map carries no timestamp).
 - ``*`` / ``s:*`` stand only where SensorBee's grammar has ``ExpressionOrWildcard``: a select-list item,
   a function argument, an array element, a map value and a ``THEN`` result -- never as an operand
-  (``* IS NULL``, ``WHERE *``, ``* + 1`` are syntax errors in bql.peg).
+  (``* IS NULL``, ``WHERE *``, ``* + 1`` are syntax errors in bql.peg). As an argument it is the
+  tuple's map for any function (``array_agg(*)``, ``encode_json(*)``; SensorBee's
+  ParserExprToMaybeAggregate replaces it by 1 for ``count`` only).
 - ``IS [NOT] MISSING`` applies to a field selector only (``a + 2 IS MISSING`` is invalid: SensorBee's
   grammar has ``RowValue IS [NOT] MISSING`` and the reference document says so).
 """
@@ -66,12 +68,6 @@ def _arity(spec, name: str) -> tuple[int, int | None] | None:
     return None
 
 
-def _accepts_star(spec, name: str) -> bool:
-    if spec is not None:
-        return bool(getattr(spec, "star", True))
-    return name not in BUILTIN_AGGREGATES or name == "count"
-
-
 def _args(n: int) -> str:
     return f"{n} argument" + ("" if n == 1 else "s")
 
@@ -90,8 +86,6 @@ def check_arity(stmt: Statement, ctx: Context) -> None:
             raise fail(f"function '{n.name}' takes {want}, got {got}", n)
         if n.order_by and not ctx.is_aggregate(n):
             raise fail(f"ORDER BY can only be used in an aggregate call, and '{n.name}' is not one", n)
-        if any(isinstance(a, Wildcard) for a in n.args) and not _accepts_star(ctx.lookup(n.name), n.name):
-            raise fail(f"'*' cannot be an argument of '{n.name}'", n)
 
 
 _MATCH_ONLY_NAMES = {

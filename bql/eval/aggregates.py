@@ -4,7 +4,11 @@ The aggregation-parameter arguments (``FunctionSpec.agg_params``) are evaluated 
 passed to the aggregate as lists, ordered by the call's ``ORDER BY`` (stable, in SensorBee's ``data.Less``
 order, ``values.sensorbee_sort_key``: NULL is the smallest value, first ascending and last descending).
 The other arguments (e.g. ``string_agg``'s separator) are evaluated once,
-on the group's first row (NULL for an empty group). ``count(*)`` receives one ``True`` per row.
+on the group's first row; for an empty group (no GROUP BY, no rows) one that reads no row is still
+evaluated, as SensorBee's evalNoGroup evaluates the projection over empty aggregate inputs (so
+``string_agg(x, NULL)`` fails there too), and one that reads a row is NULL. ``count(*)`` receives one ``True`` per row; a ``*``
+argument of another aggregate is each row's map (``array_agg(*)``: SensorBee's
+groupby_execution_plan_test.go TestAggregateFunctions).
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from typing import Any, Sequence
 from ..ast import FunctionCall, Wildcard
 from ..errors import BQLAnalysisError, BQLError, BQLEvaluationError
 from ..values import sensorbee_sort_key
+from .analysis import reads_row
 from .compiler import compile_expr
 from .env import Env, Scope
 
@@ -21,10 +26,13 @@ def _row_true(env: Env) -> bool:
     return True
 
 
+_NO_ROW = Env({})
+
+
 class CompiledAggregate:
     """One compiled aggregate call; ``evaluate(envs)`` gives its value over those rows."""
 
-    __slots__ = ("call", "spec", "_args", "_agg_positions", "_order")
+    __slots__ = ("call", "spec", "_args", "_agg_positions", "_order", "_rowless")
 
     def __init__(self, call: FunctionCall, spec: Any, args: list, agg_positions: frozenset,
                  order: list):
@@ -33,6 +41,9 @@ class CompiledAggregate:
         self._args = args  # compiled argument closures, by position
         self._agg_positions = agg_positions
         self._order = order  # [(closure, descending)]
+        # the other arguments that read no row: evaluated even for an empty group
+        self._rowless = frozenset(pos for pos, a in enumerate(call.args)
+                                  if pos not in agg_positions and not reads_row(a))
 
     def evaluate(self, envs: Sequence[Env]) -> Any:
         rows = envs
@@ -47,8 +58,10 @@ class CompiledAggregate:
         for pos, f in enumerate(self._args):
             if pos in self._agg_positions:
                 args.append([f(env) for env in rows])
+            elif rows:
+                args.append(f(rows[0]))
             else:
-                args.append(f(rows[0]) if rows else None)
+                args.append(f(_NO_ROW) if pos in self._rowless else None)
         try:
             return self.spec.impl(*args)
         except BQLError:
@@ -69,9 +82,7 @@ def compile_aggregate(call: FunctionCall, scope: Scope) -> CompiledAggregate:
     agg_positions = frozenset(p for p in spec.agg_params if p < len(call.args))
     args = []
     for pos, a in enumerate(call.args):
-        if type(a) is Wildcard and a.stream is None:
-            if not (spec.star and pos in agg_positions):
-                raise BQLAnalysisError(f"'*' is not a valid argument of '{call.name}'", a.span)
+        if type(a) is Wildcard and a.stream is None and spec.star and pos in agg_positions:
             args.append(_row_true)
         else:
             args.append(compile_expr(a, inner))

@@ -64,6 +64,11 @@ _MATCH_NODES = tuple(
 )
 
 
+def reads_row(expr: Any) -> bool:
+    """True when ``expr`` reads a row: a field, ``*``, ``ts()`` or a MATCH_RECOGNIZE form."""
+    return any(type(e) in _ROW_NODES or isinstance(e, _MATCH_NODES) for e in expr.walk())
+
+
 def is_constant(expr: Any, registry: Any = None) -> bool:
     """True when ``expr`` reads no row (fields, ``*``, ``ts()``, MATCH_RECOGNIZE forms), calls no
     aggregate and no volatile or unknown function: its value can be computed once."""

@@ -248,10 +248,7 @@ class _Compiler:
             raise BQLAnalysisError(
                 f"function '{e.name}' cannot be used outside of a stream processing context", e.span
             )
-        for a in e.args:
-            if type(a) is Wildcard:
-                raise BQLAnalysisError(f"'*' is not a valid argument of '{e.name}'", a.span)
-        fs = [self.compile(a) for a in e.args]
+        fs = [self.compile(a) for a in e.args]  # a '*' argument is the tuple's map, as in SensorBee
         return _call(spec, fs)
 
 

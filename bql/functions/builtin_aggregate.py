@@ -128,13 +128,13 @@ def _median(xs: list) -> Any:
 
 
 def _string_agg(xs: list, sep: Any) -> Any:
-    """SensorBee's stringAggFuncTmpl: no rows give NULL, the separator must be a string (NULL is an
-    error), rows whose values are all NULL give ``""``, and the separator is written only after
-    something (``join_written``: ``["", "a"]`` gives ``"a"``). (With no rows the separator is not evaluated
-    here, see ``CompiledAggregate``: NULL stands for it.)"""
+    """SensorBee's stringAggFuncTmpl: the separator must be a string (NULL is an error, checked first:
+    also with no rows), no rows give NULL, rows whose values are all NULL give ``""``, and the separator
+    is written only after something (``join_written``: ``["", "a"]`` gives ``"a"``). (Without GROUP BY
+    the separator reads no row, so ``CompiledAggregate`` evaluates it for an empty window too.)"""
+    sep = string("string_agg", "sep", sep)
     if not xs:
         return None
-    sep = string("string_agg", "sep", sep)
     return join_written(sep, [string("string_agg", "x", x) for x in xs if x is not None])
 
 

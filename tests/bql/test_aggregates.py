@@ -45,6 +45,8 @@ CASES = [
     ("json_object_agg(k, v)", [{"k": "a", "v": None}, {"k": "b", "v": 2}], {"a": None, "b": 2}),
     ("json_object_agg(k, v)", [{"k": None, "v": None}, {"k": "b", "v": 2}], {"b": 2}),
     ("json_object_agg(k, v)", [], None),
+    ("array_agg(*)", xs(1, None), [{"x": 1}, {"x": None}]),  # a '*' argument is the row's map
+    ("count(s:*)", xs(1, None), 2), ("count(*)", [{"y": 1}], 1),
 ]
 
 
@@ -55,7 +57,7 @@ def test_aggregate(text, rows, want):
 
 
 @pytest.mark.parametrize("text,rows", [
-    ("sum(x)", xs(1, "a")), ("avg(x)", xs(True)), ("max(x)", xs("a")), ("bool_and(x)", xs(1)),
+    ("sum(x)", xs(1, "a")), ("sum(*)", xs(1)), ("avg(x)", xs(True)), ("max(x)", xs("a")), ("bool_and(x)", xs(1)),
     ("json_object_agg(k, v)", [{"k": None, "v": 1}]), ("json_object_agg(k, v)", [{"k": "a", "v": 1}] * 2),
     ("json_object_agg(k, v)", [{"k": 1, "v": 1}]), ("string_agg(x, \",\")", xs(1)),
     ("sum(x)", xs(9223372036854775807, 1)), ("sum(x)", [{"y": 1}]),
@@ -65,7 +67,7 @@ def test_aggregate_errors(text, rows):
         agg(text, rows)
 
 
-@pytest.mark.parametrize("text", ["abs(x)", "sum(x, 1)", "sum(*)", "sum(max(x))", "count()"])
+@pytest.mark.parametrize("text", ["abs(x)", "sum(x, 1)", "sum(max(x))", "count()"])
 def test_compile_errors(text):
     with pytest.raises(BQLError):
         compile_aggregate(parse_expression(text), Scope(("s",)))

@@ -4,8 +4,8 @@ Every ``*.yaml`` of ``tests/fixtures/conformance_extra`` is a list of cases in t
 conformance runner (``shared/conformance/FORMAT.md``), run in-process the way the other conformance
 tests do: an ``eval`` case through the parser and ``evaluate_constant``, a ``statement`` case through
 ``sbpy check -`` (``expect_error: true``: exit status 1; false: exit status 0), a stream case through
-the in-process kernel (``run_query``). Values compare as the runner compares them (int and float
-differ, timestamps compare as instants).
+the in-process kernels (``run_query``, the reference and the incremental one). Values compare as the
+runner compares them (int and float differ, timestamps compare as instants).
 """
 from __future__ import annotations
 
@@ -60,11 +60,16 @@ def _statement(case: dict) -> None:
 
 
 def _stream(case: dict) -> None:
+    """Both SELECT kernels: the sequential reference and the one ``build_processor`` picks (incremental
+    where it qualifies) must each give the expected rows."""
+    from sbpy.bql.runtime import ProcessorContext
     from sbpy.bql.runtime.testing import run_query
 
-    got = run_query(case["query"], case["inputs"], case.get("interleave"), case.get("timestamp_field"))
     want = case["expected"]
-    assert same_rows(got, want, case.get("ordered", True), float(case.get("float_tol", 0.0))), (got, want)
+    for kernel in ("reference", "auto"):
+        got = run_query(case["query"], case["inputs"], case.get("interleave"), case.get("timestamp_field"),
+                        ProcessorContext(kernel=kernel))
+        assert same_rows(got, want, case.get("ordered", True), float(case.get("float_tol", 0.0))), (kernel, got, want)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from ...ast import Select, Wildcard
+from ...ast import Select
 from ...eval import Env, Scope, compile_expr
 from ...values import multiset_key
 from ..grouping import Grouping
@@ -97,7 +97,7 @@ class IncrementalGrouping:
                 self.args.append(None)
                 continue
             arg = agg.call.args[0]
-            self.args.append(_true if type(arg) is Wildcard and arg.stream is None else compile_expr(arg, scope))
+            self.args.append(_true if factory is CountAllState else compile_expr(arg, scope))
         self.all_stateful = all(fn is not None for fn in self.args)
         # count(*) states are counters updated inline; the other states are offered each row's value,
         # (aggregate index, (alias, key) of a plain-field argument or None, compiled argument)
