@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from ..errors import BQLEvaluationError
-from ..values import check_int
+from ..values import INT_MIN
 from .builtin_string import join_written
 from .registry import FunctionSpec
 from .signatures import boolean, number, string, type_error
@@ -138,12 +138,21 @@ def _string_agg(xs: list, sep: Any) -> Any:
     return join_written(sep, [string("string_agg", "x", x) for x in xs if x is not None])
 
 
+_INT64_MASK = (1 << 64) - 1
+
+
+def wrap_int64(total: int) -> int:
+    """An integer sum as Go's int64 additions leave it: wrapped around on overflow (SensorBee's sumFunc
+    keeps the wrapped sum, so ``sum`` of MaxInt64, 10, -20 is MaxInt64 - 10 in any order)."""
+    return ((total - INT_MIN) & _INT64_MASK) + INT_MIN
+
+
 def _sum(xs: list) -> Any:
     vals = _numbers("sum", xs)
     if not vals:
         return None
     if all(type(v) is int for v in vals):
-        return check_int(sum(vals))
+        return wrap_int64(sum(vals))
     return float(sum(float(v) for v in vals))
 
 

@@ -31,8 +31,7 @@ from bisect import bisect_left, insort
 from typing import Any, Callable
 
 from ...ast import Wildcard
-from ...functions.builtin_aggregate import SPECS
-from ...values import check_int
+from ...functions.builtin_aggregate import SPECS, wrap_int64
 
 _BUILTIN_IMPLS = {spec.impl: spec.name for spec in SPECS}
 _EXACT_FLOAT_INTS = 1 << 53
@@ -150,7 +149,7 @@ class SumState:
         if not self.values:
             return None
         if not self.floats:
-            return check_int(self.int_total)
+            return wrap_int64(self.int_total)
         return float(self._float_sum())
 
 
