@@ -39,19 +39,23 @@ def _append(journal_dir: Path, start: int, n: int) -> int:
     return start + n
 
 
-def one_run(spark, layout: str, args, work: Path) -> list[dict]:
+def one_run(spark, layout: str, args, work: Path) -> tuple[list[dict], list]:
     from sbpy.bql.spark.operator import StageSpec
     from sbpy.bql.spark.query import QuerySpec, start_query
 
     os.environ["SBPY_FUSED_STATE"] = "snapshot" if layout == "snapshot" else "logged"
     shutil.rmtree(work, ignore_errors=True)
     jdir = work / "journal"
-    outs = [0]
+    outs: list = []  # per batch: its out rows' count and last data
+
+    def on_batch(bid: int, rows: list[dict]) -> None:
+        data = [r["data"] for r in rows if r["kind"] == "out"]
+        outs.append((bid, len(data), data[-1:]))
     stage = StageSpec("s", f"SELECT RSTREAM count(*) AS c, sum(x) AS s FROM src [RANGE {args.window} TUPLES]",
                       ("src",))
     spec = QuerySpec(query_id=f"b7.{layout}.{time.monotonic_ns()}", journal_dir=jdir, inputs=("src",),
                      stages=[stage], checkpoint_dir=work / "ck", topology="b7",
-                     on_batch=lambda bid, rows: outs.__setitem__(0, outs[0] + len(rows)))
+                     on_batch=on_batch)
     seq = _append(jdir, 0, args.window)
     handle = start_query(spark, spec)
     try:
@@ -62,7 +66,7 @@ def one_run(spark, layout: str, args, work: Path) -> list[dict]:
         progress = [p for p in handle._query.recentProgress if p.get("numInputRows")]
     finally:
         handle.stop()
-    return progress[1:]  # the window-filling batch excluded
+    return progress[1:], outs  # the window-filling batch excluded from the timings
 
 
 def main() -> None:
@@ -78,11 +82,15 @@ def main() -> None:
     spark = benchlib.start_session(ctx)
     print(benchlib.load_note())
     per: dict[str, list[dict]] = {lay: [] for lay in LAYOUTS}
+    outputs: dict[str, list] = {}
     try:
         for r in range(args.rounds):
             for layout in LAYOUTS if r % 2 == 0 else reversed(LAYOUTS):
-                progress = one_run(spark, layout, args, base / layout)
+                progress, outs = one_run(spark, layout, args, base / layout)
                 per[layout].extend(progress)
+                outputs.setdefault(layout, outs)
+                if outs != outputs[layout]:
+                    print(f"round {r} {layout}: outputs differ from its first round")
                 print(f"round {r} {layout}: {len(progress)} batches, median trigger "
                       f"{statistics.median(p['durationMs']['triggerExecution'] for p in progress):.0f} ms "
                       f"({benchlib.load_note()})")
@@ -104,6 +112,8 @@ def main() -> None:
                          med(o.get("memoryUsedBytes") for o in ops)))
         print(benchlib.table(("layout", "batches", "trigger ms", "addBatch ms", "rows updated", "put ms",
                               "commit ms", "ckpt ms", "state memory B"), rows))
+        same = outputs[LAYOUTS[0]] == outputs[LAYOUTS[1]]
+        print(f"same outputs in both layouts (per batch: count, last row): {'yes' if same else 'NO'}")
         print(benchlib.load_note())
     finally:
         ctx.close()
