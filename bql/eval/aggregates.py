@@ -3,10 +3,10 @@
 The aggregation-parameter arguments (``FunctionSpec.agg_params``) are evaluated once per row and
 passed to the aggregate as lists, ordered by the call's ``ORDER BY`` (stable, in SensorBee's ``data.Less``
 order, ``values.sensorbee_sort_key``: NULL is the smallest value, first ascending and last descending).
-The other arguments (e.g. ``string_agg``'s separator) are evaluated once,
-on the group's first row; for an empty group (no GROUP BY, no rows) one that reads no row is still
-evaluated, as SensorBee's evalNoGroup evaluates the projection over empty aggregate inputs (so
-``string_agg(x, NULL)`` fails there too), and one that reads a row is NULL. ``count(*)`` receives one ``True`` per row; a ``*``
+The other arguments (e.g. ``string_agg``'s separator) are evaluated once, on the group's first row;
+for an empty group (no GROUP BY, no rows) one that reads no row is still evaluated, as SensorBee's
+evalNoGroup evaluates the projection over empty aggregate inputs (so ``string_agg(x, NULL)`` fails
+there too), and one that reads a row is NULL. ``count(*)`` receives one ``True`` per row; a ``*``
 argument of another aggregate is each row's map (``array_agg(*)``: SensorBee's
 groupby_execution_plan_test.go TestAggregateFunctions).
 """

@@ -69,7 +69,8 @@ def _stream(case: dict) -> None:
     for kernel in ("reference", "auto"):
         got = run_query(case["query"], case["inputs"], case.get("interleave"), case.get("timestamp_field"),
                         ProcessorContext(kernel=kernel))
-        assert same_rows(got, want, case.get("ordered", True), float(case.get("float_tol", 0.0))), (kernel, got, want)
+        ordered, tol = case.get("ordered", True), float(case.get("float_tol", 0.0))
+        assert same_rows(got, want, ordered, tol), (kernel, got, want)
 
 
 @pytest.mark.parametrize("case", CASES)
