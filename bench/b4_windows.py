@@ -5,8 +5,11 @@ bursts of 20 s followed by 6 s of silence (so sessions end); the event time is t
 never goes back (nothing is late). Every form is ``count(*)`` and ``sum(v)`` per key and window, emitted
 AFTER WATERMARK (delay 0); the input is left open (no end marker) so neither side flushes at the end.
 
-- *ours*: the query as a BQL stage in the fused operator (journal → ``applyInPandasWithState`` →
-  ``foreachBatch``), ``max_seqs`` 50 000 per micro-batch, one state partition.
+- *ours*: the query as a BQL stage, ``max_seqs`` 50 000 per micro-batch, in each execution of ``--modes``
+  (forced where the planner allows it): ``sequential`` (the fused operator: journal →
+  ``applyInPandasWithState`` → ``foreachBatch``, one state partition) and ``keyed`` (tumble/hop: the
+  ordered router, buckets of windows by ``k``, the session's shuffle partitions as buckets; session windows
+  stay sequential).
 - *Spark*: the hand-written **streaming** equivalent in the same SparkSession — parquet files of 50 000
   rows read with ``maxFilesPerTrigger=1``, ``withWatermark("ts", "0 seconds")``,
   ``groupBy(window(ts, "10 seconds"[, "5 seconds"]) | session_window(ts, "5 seconds"), k)``, append mode,
@@ -18,7 +21,8 @@ excluded; with ``--repeat n`` the fastest of n runs). Both sides must emit the s
 count) rows; the table says whether they did. Then the curve of our operator at 10 / 1 000 / 10 000
 keys (every form runs in our operator). Takes about 4–8 minutes at the defaults on a busy 2-CPU machine.
 
-Run: ``/work/venv/bin/python bench/b4_windows.py [--rows 100000] [--keys 1000] [--curve 10,1000,10000] [--repeat 1]``.
+Run: ``/work/venv/bin/python bench/b4_windows.py [--rows 100000] [--keys 1000] [--curve 10,1000,10000] [--repeat 1]
+[--modes sequential,keyed]``.
 """
 from __future__ import annotations
 
@@ -67,7 +71,9 @@ def _busy_s(query: Any) -> tuple[float, int]:
 # ---------------------------------------------------------------- ours
 
 
-def run_ours(spark: Any, tmp: Path, name: str, from_item: str, data: list[tuple[int, int, float]]) -> dict[str, Any]:
+def run_ours(spark: Any, tmp: Path, name: str, from_item: str, data: list[tuple[int, int, float]],
+             execution: str = "sequential") -> dict[str, Any]:
+    from sbpy.bql.plan import Execution, plan_query
     from sbpy.bql.spark.operator import StageSpec
     from sbpy.bql.spark.query import QuerySpec, start_query
     from sbpy.server.journal import JournalWriter
@@ -83,15 +89,16 @@ def run_ours(spark: Any, tmp: Path, name: str, from_item: str, data: list[tuple[
     def on_batch(batch_id: int, rows: list[dict[str, Any]]) -> None:
         got.extend((r["data"]["k"], r["data"]["window_start"], r["data"]["n"]) for r in rows if r["kind"] == "out")
 
+    plan = plan_query(["src"], [("w", query, ["src"])], force=Execution(execution))  # keyed: where allowed
     spec = QuerySpec(f"b4.{name}", jdir, ("src",), [StageSpec("w", query, ("src",))], tmp / f"ck-{name}",
-                     on_batch=on_batch, max_seqs=BATCH)
+                     on_batch=on_batch, max_seqs=BATCH, plan=plan)
     handle = start_query(spark, spec)
     try:
         handle.process_all_available()
         busy, batches = _busy_s(handle._query)
     finally:
         handle.stop()
-    return {"busy": busy, "batches": batches, "rows": got}
+    return {"busy": busy, "batches": batches, "rows": got, "execution": plan.execution.value}
 
 
 # ---------------------------------------------------------------- hand-written Spark
@@ -155,6 +162,9 @@ def main() -> None:
     ap.add_argument("--curve", default="10,1000,10000", help="key counts of our operator's curve ('' skips)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per measurement (the fastest counts)")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--forms", default="", help="only these forms (tumble,hop,session; '' = all)")
+    ap.add_argument("--modes", default="sequential,keyed",
+                    help="our executions to measure (forced where the planner allows; session stays sequential)")
     a = ap.parse_args()
     from sbpy.server.context import ServerContext
 
@@ -163,7 +173,7 @@ def main() -> None:
     print(f"B4: Timeplus windows, {a.rows:,} rows; {benchlib.load_note()}")
     try:
         spark = ctx.spark()
-        forms = _forms()
+        forms = {n: f for n, f in _forms().items() if not a.forms or n.split()[0] in a.forms.split(",")}
         data = rows_of(a.rows, a.keys)
         folder = tmp / "parquet"
         write_parquet(folder, data)
@@ -172,23 +182,29 @@ def main() -> None:
         for name, (from_item, window) in forms.items():
             run_ours(spark, tmp, f"warm-{name.split()[0]}", from_item, data[:10_000])
             run_spark(spark, tmp, f"warm-{name.split()[0]}", window, tmp / "parquet-warm")
+        modes = [m.strip() for m in a.modes.split(",") if m.strip()]
         table = []
         for name, (from_item, window) in forms.items():
             slug = name.split()[0]
-            runs = [(run_ours(spark, tmp, f"{slug}-{a.keys}-{r}", from_item, data),
-                     run_spark(spark, tmp, f"{slug}-{r}", window, folder)) for r in range(a.repeat)]
-            ours = min((o for o, _ in runs), key=lambda x: x["busy"])
-            ref = min((s for _, s in runs), key=lambda x: x["busy"])
-            same = sorted(ours["rows"]) == sorted(ref["rows"])
-            r_ours, r_ref = a.rows / ours["busy"], a.rows / ref["busy"]
-            table.append((name, r_ours, r_ref, r_ours / r_ref, len(ours["rows"]), len(ref["rows"]),
-                          "yes" if same else "NO", f"{ours['batches']}/{ref['batches']}"))
-            print(f"  {name}: ours {ours['busy']:.1f} s busy, Spark {ref['busy']:.1f} s busy")
+            runs: dict[str, list] = {m: [] for m in modes}
+            refs = []
+            for r in range(a.repeat):  # the modes and Spark alternate within each round
+                for m in modes:
+                    runs[m].append(run_ours(spark, tmp, f"{slug}-{a.keys}-{m}-{r}", from_item, data, m))
+                refs.append(run_spark(spark, tmp, f"{slug}-{r}", window, folder))
+            ref = min(refs, key=lambda x: x["busy"])
+            for m in modes:
+                ours = min(runs[m], key=lambda x: x["busy"])
+                same = sorted(ours["rows"]) == sorted(ref["rows"])
+                r_ours, r_ref = a.rows / ours["busy"], a.rows / ref["busy"]
+                table.append((name, ours["execution"], r_ours, r_ref, r_ours / r_ref, len(ours["rows"]),
+                              len(ref["rows"]), "yes" if same else "NO", f"{ours['batches']}/{ref['batches']}"))
+                print(f"  {name} [{ours['execution']}]: ours {ours['busy']:.1f} s busy, Spark {ref['busy']:.1f} s busy")
         print()
-        print(f"{a.keys:,} keys, same input; ours = fused operator, Spark = hand-written streaming window() / "
-              "session_window() aggregation, same session")
-        print(benchlib.table(("form", "ours rows/s", "Spark rows/s", "ours/Spark", "ours out", "Spark out",
-                              "same rows", "batches"), table))
+        print(f"{a.keys:,} keys, same input; ours = our query in the execution shown (keyed where the planner "
+              "allows it), Spark = hand-written streaming window() / session_window() aggregation, same session")
+        print(benchlib.table(("form", "execution", "ours rows/s", "Spark rows/s", "ours/Spark", "ours out",
+                              "Spark out", "same rows", "batches"), table))
         curve_keys = [int(x) for x in a.curve.split(",") if x.strip()]
         if curve_keys:
             curve = []
@@ -196,15 +212,15 @@ def main() -> None:
                 slug = name.split()[0]
                 line: list[Any] = [name]
                 for keys in curve_keys:
-                    res = min((run_ours(spark, tmp, f"{slug}-curve-{keys}-{r}", from_item, rows_of(a.rows, keys))
-                               for r in range(a.repeat)), key=lambda x: x["busy"])
+                    res = min((run_ours(spark, tmp, f"{slug}-curve-{keys}-{r}", from_item, rows_of(a.rows, keys),
+                                        modes[-1]) for r in range(a.repeat)), key=lambda x: x["busy"])
                     line += [a.rows / res["busy"], len(res["rows"])]
                 curve.append(line)
             header = ["form"]
             for keys in curve_keys:
                 header += [f"{keys:,} keys rows/s", "out"]
             print()
-            print("our operator by number of keys (same rows and event times)")
+            print(f"our query ({modes[-1]} where allowed) by number of keys (same rows and event times)")
             print(benchlib.table(header, curve))
     finally:
         ctx.close()

@@ -8,7 +8,9 @@ Two workloads, each timed on a fresh Spark session per master (the session's cor
   core is the yardstick;
 - **keyed MATCH_RECOGNIZE** (``bench/b5_match.py``): ``A B+ C`` with ``PARTITION BY`` over the ticker
   rows, the keyed plan (one group per bucket of partition keys, as many buckets as shuffle partitions),
-  Spark's busy time.
+  Spark's busy time;
+- **keyed tumble GROUP BY** (``bench/b4_windows.py``'s tumble 10 s query, ``count(*)``, ``sum(v)`` per
+  ``k`` and window): the keyed window plan (ordered router, buckets of windows by ``k``), Spark's busy time.
 
 Prints each figure per master (median over rounds), the gain ``local[1] time / local[2] time`` and checks
 that both masters produced the same rows. The machine has 2 cores: with anything else running, the
@@ -31,6 +33,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).resolv
                                                         os.environ.get("PYTHONPATH", "")) if p)
 
 import b1_filter  # noqa: E402
+import b4_windows  # noqa: E402
 import b5_match  # noqa: E402
 import benchlib  # noqa: E402
 
@@ -63,10 +66,30 @@ def mr_round(master: str, rows: list[dict[str, Any]]) -> tuple[float, list]:
     return res["busy"], sorted(map(b5_match._key, res["matches"]))
 
 
+def window_round(master: str, data: list[tuple[int, int, float]], tmp: Path, r: int) -> tuple[float, list]:
+    """``(busy seconds, rows)`` of the keyed tumble GROUP BY (``bench/b4_windows.py``'s query, keyed by
+    ``k``: the ordered router, then one bucket per shuffle partition) on a fresh session with ``master``."""
+    from sbpy.server.context import ServerContext
+
+    folder = tmp / f"win-{r}-{master[6]}"
+    ctx = ServerContext(data_dir=folder / "data", master=master)
+    try:
+        spark = ctx.spark()
+        b4_windows.run_ours(spark, folder, "warm", "tumble(src, 10 SECONDS)", data[:10_000], "keyed")
+        res = b4_windows.run_ours(spark, folder, "run", "tumble(src, 10 SECONDS)", data, "keyed")
+        print(f"  keyed tumble GROUP BY {master} ({res['execution']}): {res['busy']:.2f} s busy; "
+              f"{benchlib.load_note()}")
+        return res["busy"], sorted(res["rows"])
+    finally:
+        ctx.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000, help="B1 input lines (0: skip B1)")
     ap.add_argument("--mr-rows", type=int, default=100_000, help="ticker rows for MATCH_RECOGNIZE (0: skip)")
+    ap.add_argument("--window-rows", type=int, default=100_000, help="rows for the keyed tumble GROUP BY (0: skip)")
+    ap.add_argument("--window-keys", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-b6-"))
@@ -81,6 +104,8 @@ def main() -> None:
         sbpy: dict[str, list[float]] = {m: [] for m in MASTERS}
         ref: dict[str, list[float]] = {m: [] for m in MASTERS}
         mr: dict[str, list[float]] = {m: [] for m in MASTERS}
+        win: dict[str, list[float]] = {m: [] for m in MASTERS}
+        window_data = b4_windows.rows_of(a.window_rows, a.window_keys) if a.window_rows else []
         outputs: dict[str, list] = {}
         for r in range(a.rounds):
             for master in (MASTERS if r % 2 == 0 else MASTERS[::-1]):
@@ -93,6 +118,10 @@ def main() -> None:
                     busy, matches = mr_round(master, ticker)
                     mr[master].append(busy)
                     outputs.setdefault(f"mr {master}", matches)
+                if window_data:
+                    busy, rows = window_round(master, window_data, tmp, r)
+                    win[master].append(busy)
+                    outputs.setdefault(f"win {master}", rows)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -103,13 +132,17 @@ def main() -> None:
              ("B1 PySpark streaming reference", med(ref["local[1]"]), med(ref["local[2]"]))] if a.rows else []
     if ticker:
         table.append(("keyed MATCH_RECOGNIZE (busy)", med(mr["local[1]"]), med(mr["local[2]"])))
+    if a.window_rows:
+        table.append(("keyed tumble GROUP BY (busy)", med(win["local[1]"]), med(win["local[2]"])))
     print()
     print(benchlib.table(("workload", "local[1] s", "local[2] s", "gain"),
                          [(n, one, two, one / two) for n, one, two in table]))
     same_b1 = not a.rows or outputs["b1 local[1]"] == outputs["b1 local[2]"]
     same_mr = not ticker or outputs["mr local[1]"] == outputs["mr local[2]"]
+    same_win = not a.window_rows or outputs["win local[1]"] == outputs["win local[2]"]
     print(f"\nrow checks: B1 {'same' if same_b1 else 'DIFFERENT'} on both masters"
-          + ("" if not ticker else f", MATCH_RECOGNIZE {'same' if same_mr else 'DIFFERENT'}"))
+          + ("" if not ticker else f", MATCH_RECOGNIZE {'same' if same_mr else 'DIFFERENT'}")
+          + ("" if not a.window_rows else f", keyed tumble {'same' if same_win else 'DIFFERENT'}"))
 
 
 if __name__ == "__main__":

@@ -89,9 +89,11 @@ def test_b1_runs_tiny():
 @pytest.mark.spark
 @pytest.mark.slow
 def test_b6_runs_tiny():
-    out = _run("b6_scaling.py", "--rows", "3000", "--mr-rows", "0", "--rounds", "1")
+    out = _run("b6_scaling.py", "--rows", "3000", "--mr-rows", "0", "--window-rows", "2000", "--window-keys", "50",
+               "--rounds", "1")
     assert "B1 sbpy topology" in out and "gain" in out and "(native-jvm)" in out
     assert "row checks: B1 same on both masters" in out, out
+    assert "keyed tumble GROUP BY local[2] (keyed)" in out and "keyed tumble same" in out, out
 
 
 @pytest.mark.spark
