@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+SMALL_STATE_TUPLES = 256  # a chain holding at most this many tuples runs on the driver (latency path)
+
+
 class Execution(str, enum.Enum):
     STATELESS = "stateless"
     SEQUENTIAL = "sequential"
@@ -90,6 +93,15 @@ class QueryPlan:
     @property
     def stage_names(self) -> list[str]:
         return [s.node for s in self.stages]
+
+    @property
+    def holds_tuples(self) -> bool:
+        """Whether a stage keeps raw input tuples beyond the small bound: a window of a SELECT or UNION
+        over more than ``SMALL_STATE_TUPLES`` tuples or over time. The fused operator then commits its
+        state as a log of the batches' rows (``bql/spark/state_log``); a Timeplus window's panes or a
+        pattern's open matches are smaller than a batch's rows, and keep the snapshot layout."""
+        return any(s.kernel in ("select", "union") and not s.stateless
+                   and (s.bounded_tuples is None or s.bounded_tuples > SMALL_STATE_TUPLES) for s in self.stages)
 
     @property
     def stateful_calls(self) -> list[str]:

@@ -26,10 +26,10 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .nodes import Execution, QueryPlan, StagePlan, Tier, Where
+from .nodes import SMALL_STATE_TUPLES, Execution, QueryPlan, StagePlan, Tier, Where
 
-SMALL_STATE_TUPLES = 256  # a chain holding at most this many tuples runs on the driver (latency path)
 FORCE_ENV = "SBPY_FORCE_EXECUTION"
+KEYED_WINDOWS_ENV = "SBPY_KEYED_WINDOWS"  # "1": a keyed-eligible Timeplus window runs keyed by default
 
 StageText = tuple[str, str, Sequence[str]]  # (node, select text, input names)
 
@@ -217,13 +217,22 @@ def _is_window(stages: Sequence[StagePlan], node: str | None) -> bool:
     return any(s.node == node and s.kernel == "timeplus" for s in stages)
 
 
-def window_note(stage: StagePlan) -> str:
+def keyed_windows() -> bool:
+    """Whether a Timeplus window GROUP BY that can run keyed does so without being forced."""
+    return os.environ.get(KEYED_WINDOWS_ENV, "").strip() == "1"
+
+
+def window_note(stage: StagePlan, keyed_node: str | None = None) -> str:
     """Why a Timeplus window stage that is not keyed stays in the sequential operator ("" if not one)."""
     from sbpy.bql.spark.keyed_window_plan import window_verdict
     from sbpy.bql.spark.operator import StageSpec
 
     if stage.kernel != "timeplus":
         return ""
+    if stage.node == keyed_node:
+        return ("keyed execution possible but not chosen: measured slower than this operator on 2 cores (its "
+                f"ordered router alone costs 0.3-0.4x the kernel; README B4); {KEYED_WINDOWS_ENV}=1 or "
+                f"{FORCE_ENV}=keyed chooses it")
     keys, why = window_verdict(StageSpec(stage.node, stage.text, stage.inputs, statement=stage.statement))
     if keys is not None:
         return ("keyed execution not used: the chain does not split around this window stage (it must read a "
@@ -256,10 +265,10 @@ def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan], keyed_n
         return Execution.SEQUENTIAL, f"a stage emits on the wall clock every {tick_ms} ms (group timeouts)", tick_ms
     if not_stateless is None:
         return Execution.STATELESS, "every stage is memoryless: all partitions, no shuffle, no state store", 0
-    if keyed and _is_window(stages, keyed_node):
+    if keyed and _is_window(stages, keyed_node) and keyed_windows():
         return (Execution.KEYED, "a tumble/hop GROUP BY over plain fields: by GROUP BY key, in buckets of keys, "
                 "after an ordered pass that decides the watermark, late tuples and window closing", 0)
-    if keyed:
+    if keyed and not _is_window(stages, keyed_node):
         return Execution.KEYED, "MATCH_RECOGNIZE with PARTITION BY: by partition key, in buckets of keys", 0
     if all(b is not None for b in bound) and sum(bound) <= SMALL_STATE_TUPLES:  # type: ignore[arg-type]
         return (Execution.DRIVER, f"small bounded state ({sum(bound)} tuples at most: {not_stateless}); "  # type: ignore[arg-type]
@@ -293,6 +302,10 @@ WINDOW_PARTITIONING = ("bucketed by the plain GROUP BY fields: one group, one Py
 def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: str | None,
            native_why: str = "") -> tuple[StagePlan, ...]:
     out = []
+    from sbpy.bql.spark.state_log import LOGGED, wanted_layout
+
+    ticks = any(s.tick_ms for s in plan_stages)
+    logged = wanted_layout(ticks, QueryPlan((), tuple(plan_stages), execution, "").holds_tuples) == LOGGED
     for s in plan_stages:
         tier_why = ""
         if execution is Execution.STATELESS:
@@ -320,10 +333,13 @@ def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: s
         elif execution is Execution.KEYED and s.node == keyed_node and state != "none":
             state += (" (one pickled snapshot per PARTITION BY key in a state-store map: a micro-batch writes"
                       " the keys it touched)")
+        elif execution is Execution.SEQUENTIAL and state != "none" and logged:
+            state += (" (in Spark's state store as a base snapshot plus each micro-batch's rows: a micro-batch"
+                      " writes its own rows, not the window)")
         elif execution in (Execution.SEQUENTIAL, Execution.KEYED) and state != "none":
             state += " (pickled into Spark's state store)"
         if tier is Tier.SEQUENTIAL and not tier_why:
-            tier_why = window_note(s)
+            tier_why = window_note(s, keyed_node)
         out.append(dataclasses.replace(s, tier=tier, where=where, partitioning=part, state=state, tier_why=tier_why))
     return tuple(out)
 

@@ -241,7 +241,8 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
         partitions = keyed_query.bucket_count(spark, checkpoint, spec.keyed_partitions)  # one per bucket
     start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
     source = journal_reader(spark, spec, start_seq)
-    layout = pin_layout(checkpoint, wanted_layout(bool(tick_ms))) if keyed is None else None
+    holds_tuples = spec.plan.holds_tuples if spec.plan is not None else None
+    layout = pin_layout(checkpoint, wanted_layout(bool(tick_ms), holds_tuples)) if keyed is None else None
     if layout == LOGGED and tick_ms:
         raise ValueError(f"checkpoint {checkpoint} has the logged state layout, which runs no wall-clock ticks")
     if layout == LOGGED:  # state_log: a base snapshot, the rows since, a stamp

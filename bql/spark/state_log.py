@@ -52,12 +52,18 @@ META_SCHEMA = "stamp binary, entries long, log_bytes long, base_bytes long"
 # ---------------------------------------------------------------- layout choice
 
 
-def wanted_layout(ticks: bool) -> str:
-    """The layout a new checkpoint gets: the snapshot layout for wall-clock ticks or when
-    ``SBPY_FUSED_STATE=snapshot``, else the logged one."""
-    if ticks or os.environ.get(LAYOUT_ENV, "").strip().lower() == SNAPSHOT:
+def wanted_layout(ticks: bool, holds_tuples: bool | None = None) -> str:
+    """The layout a new checkpoint gets: the snapshot layout for wall-clock ticks, when
+    ``SBPY_FUSED_STATE=snapshot``, or when the plan says no stage holds many raw tuples
+    (``holds_tuples`` False: a Timeplus window's panes, a pattern's open matches, a small window — a
+    snapshot smaller than a batch's rows, so logging the rows would write more, measured on B4);
+    ``SBPY_FUSED_STATE=logged`` forces the logged layout; else (no plan) the logged one."""
+    wanted = os.environ.get(LAYOUT_ENV, "").strip().lower()
+    if ticks or wanted == SNAPSHOT:
         return SNAPSHOT
-    return LOGGED
+    if wanted in (LOGGED, "logged") or holds_tuples is None:
+        return LOGGED
+    return LOGGED if holds_tuples else SNAPSHOT
 
 
 def pin_layout(checkpoint: str | os.PathLike[str], wanted: str) -> str:

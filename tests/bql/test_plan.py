@@ -5,6 +5,7 @@ import pytest
 
 from sbpy.bql.plan import Execution, Tier, Where, plan_query
 from sbpy.bql.plan.explain import as_dict, render
+from sbpy.bql.plan.planner import KEYED_WINDOWS_ENV
 
 FILTER = "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8"
 ISTREAM = "SELECT ISTREAM id FROM s1 [RANGE 2 TUPLES]"
@@ -116,7 +117,12 @@ WINDOW = ("SELECT RSTREAM k, count(*) AS n, window_start FROM tumble(src, t, 5s)
           "GROUP BY k, window_start")
 
 
-def test_window_group_by_over_plain_fields_is_keyed_and_explained():
+def test_window_group_by_over_plain_fields_is_keyed_on_request_and_explained(monkeypatch):
+    default = _plan(("w", WINDOW, ["src"]))  # measured slower than the sequential operator on 2 cores
+    assert default.execution is Execution.SEQUENTIAL
+    assert default.stages[0].tier_why.startswith("keyed execution possible but not chosen")
+    assert _plan(("w", WINDOW, ["src"]), force=Execution.KEYED).execution is Execution.KEYED
+    monkeypatch.setenv(KEYED_WINDOWS_ENV, "1")
     plan = _plan(("w", WINDOW, ["src"]))
     assert plan.execution is Execution.KEYED and "tumble/hop GROUP BY" in plan.reason
     stage = plan.stages[0]

@@ -222,3 +222,24 @@ def test_wanted_layout(monkeypatch):
     assert state_log.wanted_layout(True) == SNAPSHOT
     monkeypatch.setenv(state_log.LAYOUT_ENV, "snapshot")
     assert state_log.wanted_layout(False) == SNAPSHOT
+    assert state_log.wanted_layout(False, True) == SNAPSHOT
+
+
+def test_wanted_layout_follows_the_plan(monkeypatch):
+    from sbpy.bql.plan import plan_query
+
+    monkeypatch.delenv(state_log.LAYOUT_ENV, raising=False)
+
+    def holds(text: str) -> bool:
+        return plan_query(["src"], [("w", text, ["src"])]).holds_tuples
+
+    big = holds("SELECT ISTREAM * FROM src [RANGE 1000 TUPLES]")
+    timed = holds("SELECT ISTREAM * FROM src [RANGE 5 SECONDS]")
+    small = holds("SELECT ISTREAM * FROM src [RANGE 10 TUPLES]")
+    panes = holds("SELECT RSTREAM k, count(*) AS n, window_start FROM tumble(src, 10 SECONDS) GROUP BY k, window_start")
+    assert (big, timed, small, panes) == (True, True, False, False)
+    assert state_log.wanted_layout(False, big) == LOGGED
+    assert state_log.wanted_layout(False, panes) == SNAPSHOT
+    assert state_log.wanted_layout(True, big) == SNAPSHOT
+    monkeypatch.setenv(state_log.LAYOUT_ENV, "logged")
+    assert state_log.wanted_layout(False, panes) == LOGGED
