@@ -6,8 +6,7 @@
 
 Rows/s of (1) the in-process ``MatchRecognizeProcessor`` (pre-built tuples, no JSON) with each engine —
 the compiled lane over the deterministic automaton (the default for this pattern:
-``bql/runtime/match/lane.py``), fed all tuples in one ``process_batch`` call (``lane_batch.py``) and one
-``process`` call per tuple, the automaton driven by its runner alone (``SBPY_MATCH_ENGINE=automaton``)
+``bql/runtime/match/lane.py``), the automaton driven by its runner alone (``SBPY_MATCH_ENGINE=automaton``)
 and the backtracking matcher it falls back to (``SBPY_MATCH_ENGINE=matcher``) — and (2) the Spark topology path (default engine) (journal → router → ``groupBy(symbol key)`` matcher → ``foreachBatch``; rows/s
 = rows / Spark busy time, the sum of ``triggerExecution``, over all batches and over the batches after the
 first, which pays for starting Python workers and operators), each as a ratio against a hand-written Python
@@ -96,10 +95,9 @@ def automaton(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- in-process matcher
 
 
-def matcher_run(query: str, rows: list[dict[str, Any]], stream: str, engine: str | None = None,
-                batch: bool = False) -> tuple[float, list[dict[str, Any]]]:
-    """(seconds, output rows) of the in-process processor; ``engine``: ``SBPY_MATCH_ENGINE`` for it;
-    ``batch``: all tuples in one ``process_batch`` call instead of one ``process`` call each."""
+def matcher_run(query: str, rows: list[dict[str, Any]], stream: str,
+                engine: str | None = None) -> tuple[float, list[dict[str, Any]]]:
+    """(seconds, output rows) of the in-process processor; ``engine``: ``SBPY_MATCH_ENGINE`` for it."""
     import os
 
     from sbpy.bql.runtime import build_processor
@@ -119,12 +117,8 @@ def matcher_run(query: str, rows: list[dict[str, Any]], stream: str, engine: str
     tuples = [Tuple(r, T0, i + 1, stream) for i, r in enumerate(rows)]
     out = []
     t0 = time.perf_counter()
-    if batch:
-        for res in proc.process_batch(tuples):
-            out.extend(res.outputs)
-    else:
-        for tup in tuples:
-            out.extend(proc.process(tup).outputs)
+    for tup in tuples:
+        out.extend(proc.process(tup).outputs)
     out.extend(proc.finish(stream).outputs)
     return time.perf_counter() - t0, [o.data for o in out]
 
@@ -221,16 +215,14 @@ def main() -> None:
     ref_s = time.perf_counter() - t0
     ref_rate = a.n / ref_s
     table = [("hand-written automaton", a.n, ref_rate, 1.0, len(ref), "reference")]
-    for engine, batch, label in (("compiled", True, "in-process, compiled lane, process_batch"),
-                                 ("compiled", False, "in-process, compiled lane"),
-                                 ("automaton", False, "in-process, automaton runner"),
-                                 ("matcher", False, "in-process, matcher engine")):
+    for engine, label in (("compiled", "in-process, compiled lane"), ("automaton", "in-process, automaton runner"),
+                          ("matcher", "in-process, matcher engine")):
         from sbpy.bql.runtime.match import MatchRecognizeProcessor
         from sbpy.bql.runtime.testing import parse_select
 
         desc = MatchRecognizeProcessor(parse_select(QUERY), None, engine=engine).engine_description()
         print(f"  {engine} engine: {desc}")
-        mr_s, got = matcher_run(QUERY, rows, "ticker", engine, batch)
+        mr_s, got = matcher_run(QUERY, rows, "ticker", engine)
         same = sorted(got, key=_key) == sorted(ref, key=_key)
         mr_rate = a.n / mr_s
         table.append((label, a.n, mr_rate, mr_rate / ref_rate, len(got), "yes" if same else "NO"))
@@ -255,11 +247,11 @@ def main() -> None:
     print(benchlib.table(("path", "rows", "rows/s", "× automaton", "matches", "same matches"), table))
     if a.guard:
         print("\nguard PATTERN (A+ B+ C+ E), one partition, v = 1:")
-        for engine, batch in (("compiled", True), ("compiled", False), ("automaton", False), ("matcher", False)):
-            tenth_s, _ = matcher_run(GUARD, guard_rows[:a.guard // 10], "s", engine, batch)
-            g_s, g_out = matcher_run(GUARD, guard_rows, "s", engine, batch)
+        for engine in ("compiled", "automaton", "matcher"):
+            tenth_s, _ = matcher_run(GUARD, guard_rows[:a.guard // 10], "s", engine)
+            g_s, g_out = matcher_run(GUARD, guard_rows, "s", engine)
             bound = "OK" if g_s < 10 else "OVER"
-            print(f"  {engine}{', process_batch' if batch else ''}: {a.guard:,} rows {g_s:.2f} s ({bound} the 10 s bound), "
+            print(f"  {engine}: {a.guard:,} rows {g_s:.2f} s ({bound} the 10 s bound), "
                   f"{a.guard // 10:,} rows {tenth_s:.2f} s (x{g_s / tenth_s:.1f} for 10x the rows), "
                   f"{len(g_out)} matches")
         for r in spark:

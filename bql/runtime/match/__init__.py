@@ -6,8 +6,7 @@ expression reads), ``matcher`` (priority-ordered Pike VM per partition: the refe
 ``engine`` (which engine a clause gets), ``dfa`` / ``runner`` / ``conditions`` / ``labels`` (the
 deterministic automaton engine: states, per-partition driver, DEFINE row masks, label replay), ``lane``
 (the compiled lane: in-order rows of a partition through the reorder buffer and the automaton in one
-generated function), ``lane_batch`` / ``batch`` (its batch entry: a run of rows in one call,
-``process_batch``),
+generated function),
 ``partition`` (reorder buffer and row store), ``time_order`` (the buffer's SETTINGS and the global
 watermark's clock), ``match_time`` (MATCH_ROWTIME / MATCH_PROCTIME), ``output`` / ``fastpath`` (ONE ROW / ALL ROWS assembly and
 its shortcuts), ``processor`` (the ``Processor`` implementation).

@@ -124,16 +124,12 @@ class RowMasks:
         self.backs = sorted(backs)
         self.namespace = ns
         self._lines = reads + body  # read ``d<n>`` (the row ``n`` before ``p``), set bits of ``m``
-        self._fields = fields
-        self._body = body
         head = ["def mask_at(rows, p):", f"    m = {self.always}"]
         if backs:
             head += ["    rl = rows.rows", "    i = p - rows.base"]
         self.source = "\n".join(head + self.row_reads("rl", "i", "    ") + self._lines + ["    return m"])
         exec(compile(self.source, "<MATCH_RECOGNIZE DEFINE masks>", "exec"), ns)  # noqa: S102
         self.mask_at: Callable[[Any, int], int] = ns["mask_at"]
-        exec(compile(self.run_source("masks_run"), "<MATCH_RECOGNIZE DEFINE masks of a run>", "exec"), ns)  # noqa: S102
-        self.masks_run: Callable[[Any, int, int], list] = ns["masks_run"]
 
     def row_reads(self, rows_list: str, index: str, indent: str) -> list[str]:
         """Source lines binding ``d<n>`` to the data of the row ``n`` before the one at ``index`` of
@@ -141,38 +137,6 @@ class RowMasks:
         return [f"{indent}d{n} = {rows_list}[{index}].data" if n == 0 else
                 f"{indent}d{n} = {rows_list}[{index} - {n}].data if {index} >= {n} else _EMPTY"
                 for n in self.backs]
-
-    def run_source(self, name: str) -> str:
-        """The source of ``name(rows, q0, q1) -> list``: the masks of the rows at indexes ``q0 .. q1 - 1``
-        of ``rows.rows`` in order, each as ``mask_at`` gives it. Each field is read once a row: the
-        value a condition reads ``n`` rows back is the one read ``n`` rows earlier (``None`` before
-        the first kept row, as ``_EMPTY.get`` gives), carried in locals."""
-        keys: dict[str, int] = {}  # key -> its largest look-back
-        for key, back in self._fields:
-            keys[key] = max(keys.get(key, 0), back)
-        names = {}  # (key, back) -> local: the field's names, plus the carry slots between them
-        for j, (key, top) in enumerate(keys.items()):
-            for back in range(top + 1):
-                names[(key, back)] = self._fields.get((key, back)) or f"c{j}_{back}"
-        lines = [f"def {name}(rows, q0, q1):", "    rl = rows.rows", "    out = []", "    put = out.append"]
-        if any("(rows, p)" in chunk for chunk in self._body):
-            lines.append("    pshift = rows.base")
-        for (key, back), local in names.items():
-            if back:
-                lines.append(f"    {local} = rl[q0 - {back}].data.get({key!r}) if q0 >= {back} else None")
-        lines.append("    for q in range(q0, q1):")
-        if keys:
-            lines.append("        d0 = rl[q].data")
-        lines += [f"        {names[(key, 0)]} = d0.get({key!r})" for key in keys]
-        if any("(rows, p)" in chunk for chunk in self._body):
-            lines.append("        p = q + pshift")
-        lines.append(f"        m = {self.always}")
-        lines += ["    " + line for chunk in self._body for line in chunk.split("\n")]
-        lines.append("        put(m)")
-        for key, top in keys.items():  # the carry: each value moves one row further back
-            lines += [f"        {names[(key, back)]} = {names[(key, back - 1)]}" for back in range(top, 0, -1)]
-        lines.append("    return out")
-        return "\n".join(lines)
 
     def inline_source(self, rows_list: str, index: str, indent: str) -> list[str]:
         """The body of ``mask_at`` as source lines to embed in another generated function (with

@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from . import lane_batch
 from .matcher import skip_target
 
 REFUSED = object()  # ``feed``'s answer for a row the lane does not take (nothing was changed)
@@ -284,8 +283,8 @@ def make_lane(part, deliver):
                 del kl[:keep]
                 rows.base = base + keep
         return out
-{batch}
-    return feed, flush, feed_run
+
+    return feed, flush
 
 """
 
@@ -350,7 +349,7 @@ def _attr(cell: str) -> tuple[str, str]:
 
 
 def lane_source(masks: Any) -> str:
-    """The source of ``make_lane(part, deliver) -> (feed, flush, feed_run)`` for the DEFINE masks ``masks``."""
+    """The source of ``make_lane(part, deliver) -> (feed, flush)`` for the DEFINE masks ``masks``."""
     names = list(_CELLS)
     load, flush = [], []
     for cell in names:
@@ -359,21 +358,18 @@ def lane_source(masks: Any) -> str:
         load.append(f"        {cell} = {target}.{attr}")
         flush.append(f"        {target}.{attr} = {cell}")
     mask = masks.inline_source("rl", "q", " " * 16)
-    batch = lane_batch.TEMPLATE.format(cells=", ".join(names))
     return _TEMPLATE.format(cells=", ".join(names), ncells=len(names), load="\n".join(load),
-                            flush="\n".join(flush), mask="\n".join(mask), batch=batch)
+                            flush="\n".join(flush), mask="\n".join(mask))
 
 
 def compile_lane(masks: Any, delay: Any, lookback: int, unmatched: bool, order_key: str) -> Any:
-    """``make_lane(part, deliver) -> (feed, flush, feed_run)`` (``feed_run``: ``lane_batch.py``) for one
-    clause: ``part`` has ``rows`` (``Rows``) and ``matcher``
+    """``make_lane(part, deliver)`` for one clause: ``part`` has ``rows`` (``Rows``) and ``matcher``
     (``AutomatonMatcher``); ``deliver(part, events, tup)`` renders events into a ``StepResult``;
     ``delay`` is the reorder delay (a number), ``lookback`` the PREV reach, ``unmatched`` whether
     unmatched rows are reported, ``order_key`` the ORDER BY field."""
     ns = dict(masks.namespace)
-    ns.update(lane_batch.NAMESPACE)
-    ns.update(masks_run=masks.masks_run, deque=deque, REFUSED=REFUSED, DELAY=delay, LOOKBACK=lookback,
-              UNMATCHED=unmatched, OKEY=order_key, skip_target=skip_target, MASK_AT=masks.mask_at)
+    ns.update(deque=deque, REFUSED=REFUSED, DELAY=delay, LOOKBACK=lookback, UNMATCHED=unmatched, OKEY=order_key,
+              skip_target=skip_target, MASK_AT=masks.mask_at)
     source = lane_source(masks)
     exec(compile(source, "<MATCH_RECOGNIZE lane>", "exec"), ns)  # noqa: S102
     return ns["make_lane"]

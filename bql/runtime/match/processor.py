@@ -24,7 +24,6 @@ from ...values import multiset_key
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList, default_label
 from ..relation_shape import RelationShape
-from .batch import each, run_batch
 from .engine import build_engine, wants_lane
 from .exprs import MRContext
 from .fastpath import OneRowMeasures, field_key
@@ -45,16 +44,16 @@ _CLOCK = "\x00clock"  # the global watermark's clock in a snapshot (partition ke
 
 class _Partition:
     """One partition: its rows, its matcher, the events waiting to be rendered and, with the compiled
-    lane, the lane's ``feed``, ``flush`` and ``run`` (``lane.py``, ``lane_batch.py``)."""
+    lane, the lane's ``feed`` and ``flush`` (``lane.py``)."""
 
-    __slots__ = ("values", "rows", "matcher", "pending", "feed", "flush", "run")
+    __slots__ = ("values", "rows", "matcher", "pending", "feed", "flush")
 
     def __init__(self, values: tuple, engine: Any, order: TimeOrder, clock: StreamClock | None):
         self.values = values
         self.rows = Rows(order.delay, order.ahead, order.row_limit, clock)
         self.matcher = engine(self.rows)
         self.pending: deque = deque()
-        self.feed = self.flush = self.run = None  # the lane's (``MatchRecognizeProcessor._new_partition``)
+        self.feed = self.flush = None  # the lane's (``MatchRecognizeProcessor._new_partition``)
 
     def sync(self) -> None:
         """Write the lane's cells back to ``rows`` / ``matcher`` (before anything else reads them)."""
@@ -196,19 +195,6 @@ class MatchRecognizeProcessor:
         if self.lane_process is not None:
             return self.lane_process(tup)
         return self._process_in_order(tup)
-
-    def process_batch(self, tuples: list[Tuple]) -> list[StepResult | Exception]:
-        """The step results of ``tuples``, exactly those of calling ``process`` for each in turn (an
-        entry is the exception ``process`` raised for that tuple). With the compiled lane, the runs
-        of in-order rows of a partition go through the lane's batch entry (``batch.py``)."""
-        step = MatchRecognizeProcessor.process.__get__(self)  # without the SELECT's ORDER BY
-        if self.make_lane is not None:
-            results = run_batch(tuples, step, self.parts, self.by_str, self.fast_keys, _NOTHING)
-        else:
-            results = each(tuples, step)
-        if self.shape is not None:
-            results = [r if isinstance(r, Exception) else self._shaped(r) for r in results]
-        return results
 
     def _process_in_order(self, tup: Tuple) -> StepResult:
         """``process`` without the lane (the ``automaton`` engine): a tuple of a known partition
@@ -359,7 +345,7 @@ class MatchRecognizeProcessor:
             part.matcher.from_state(state[1])
             part.pending = deque(state[2])
         if self.make_lane is not None:
-            part.feed, part.flush, part.run = self.make_lane(part, self._lane_deliver)
+            part.feed, part.flush = self.make_lane(part, self._lane_deliver)
         if len(values) == 1 and type(values[0]) is str:
             self.by_str[values[0]] = part
             if part.feed is not None and self.fast_keys[0] is not None:
