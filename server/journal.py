@@ -245,11 +245,11 @@ class JournalWriter:
         ``batch`` = ``(query key, batch id)`` of the micro-batch that computed the items (a stream's own
         query): a batch already appended (replayed after a crash) is skipped."""
         with self._lock:
-            if node in self._ended:
-                raise ValueError(f"node '{node}' has already ended")
             last = self._batches.get(node)
             if batch is not None and last is not None and last[0] == batch[0] and int(last[1]) >= batch[1]:
-                return self._seq
+                return self._seq  # also after the node's end: the replay of the batch that ended it
+            if node in self._ended:
+                raise ValueError(f"node '{node}' has already ended")
             seq = self._seq
             lines = []
             for ts_us, data in items:

@@ -31,3 +31,18 @@ def test_reset_forgets_the_batches(tmp_path):
     w.reset("x")
     assert w.append("x", [(1, {"a": 1})], batch=("x-q", 0)) == 2
     w.close()
+
+
+def test_replay_of_the_batch_that_ended_the_node_is_skipped(tmp_path):
+    """The batch whose outputs were appended and whose end followed is replayed (its commit was lost):
+    the outputs are skipped as for any replayed batch, not refused because the node has ended."""
+    import pytest
+
+    w = JournalWriter(tmp_path)
+    w.append("x", [(1, {"a": 1})], batch=("x-q", 3))
+    w.end("x")
+    assert w.append("x", [(1, {"a": 1})], batch=("x-q", 3)) == 2  # the replay: nothing appended
+    with pytest.raises(ValueError, match="already ended"):
+        w.append("x", [(2, {"a": 2})], batch=("x-q", 4))  # a later batch after the end is an error
+    w.close()
+    assert _datas(tmp_path, "x") == [{"a": 1}, None]  # the tuple, then the end marker
