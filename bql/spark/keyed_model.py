@@ -45,16 +45,8 @@ def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str 
         else:
             rows = JournalRouter(plan, topology, lambda e: [r for r in journal if r[1] == plan.route and r[0] < e]
                                  ).run(batch)
-        groups: dict[int, list[str]] = {}  # bucket -> packed texts (one per router chunk)
-        for start in range(0, len(rows), 50):
-            for value, text in pack_rows(rows[start:start + 50], buckets):
-                groups.setdefault(bucket_of_value[value], []).append(text)
-        order = list(groups)
-        if chaos is not None:
-            chaos.shuffle(order)
         produced: list[tuple] = []
-        for b in order:
-            brows = unpack_rows(groups[b])
+        for b, brows in _routed_buckets(rows, buckets, bucket_of_value, chaos):
             if chaos is not None and chaos.random() < 0.2:
                 workers.pop(b, None)
             worker = workers.setdefault(b, BucketCore(keyed))
@@ -86,16 +78,8 @@ def _run_window_segments(plan: KeyedPlan, batches: list[list[tuple]], topology: 
     result = []
     for batch in batches:
         rows, router_snap = _resumed_run(WindowRouter(plan, topology, buckets), router_snap, batch)
-        groups: dict[int, list[str]] = {}
-        for start in range(0, len(rows), 50):
-            for value, text in pack_rows(rows[start:start + 50], buckets):
-                groups.setdefault(bucket_of_value[value], []).append(text)
-        order = list(groups)
-        if chaos is not None:
-            chaos.shuffle(order)
         produced: list[tuple] = []
-        for b in order:
-            brows = unpack_rows(groups[b])
+        for b, brows in _routed_buckets(rows, buckets, bucket_of_value, chaos):
             if chaos is not None and chaos.random() < 0.2:
                 workers.pop(b, None)
             worker = workers.get(b)
@@ -117,6 +101,20 @@ def _run_window_segments(plan: KeyedPlan, batches: list[list[tuple]], topology: 
         produced.sort(key=lambda r: (r[2], r[3], r[4]))
         result.append(produced)
     return result
+
+
+def _routed_buckets(rows: list[tuple], buckets: int, bucket_of_value: dict, chaos: random.Random | None
+                    ) -> list[tuple[int, list[tuple]]]:
+    """The router's ``rows`` as each bucket's operator receives them: packed per router chunk of 50 rows
+    and unpacked again, ``(bucket, rows)`` in bucket order (shuffled with ``chaos``: Spark gives none)."""
+    groups: dict[int, list[str]] = {}  # bucket -> packed texts (one per router chunk)
+    for start in range(0, len(rows), 50):
+        for value, text in pack_rows(rows[start:start + 50], buckets):
+            groups.setdefault(bucket_of_value[value], []).append(text)
+    order = list(groups)
+    if chaos is not None:
+        chaos.shuffle(order)
+    return [(b, unpack_rows(groups[b])) for b in order]
 
 
 def _resumed_run(core: Any, snap: bytes | None, rows: list[tuple]) -> tuple[list[tuple], bytes]:
