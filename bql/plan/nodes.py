@@ -100,9 +100,14 @@ class QueryPlan:
         over more than ``SMALL_STATE_TUPLES`` tuples or over time. The fused operator then commits its
         state as a log of the batches' rows (``bql/spark/state_log``); a Timeplus window's panes or a
         pattern's open matches are smaller than a batch's rows, and keep the snapshot layout."""
-        return any(s.kernel in ("select", "union") and not s.stateless
-                   and (s.bounded_tuples is None or s.bounded_tuples > SMALL_STATE_TUPLES) for s in self.stages)
+        return holds_tuples(self.stages)
 
     @property
     def stateful_calls(self) -> list[str]:
         return list(dict.fromkeys(c for s in self.stages for c in s.stateful_calls))
+
+
+def holds_tuples(stages: tuple[StagePlan, ...] | list[StagePlan]) -> bool:
+    """``QueryPlan.holds_tuples`` of these stages (the planner asks before the plan exists)."""
+    return any(s.kernel in ("select", "union") and not s.stateless
+               and (s.bounded_tuples is None or s.bounded_tuples > SMALL_STATE_TUPLES) for s in stages)

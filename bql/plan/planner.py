@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .nodes import SMALL_STATE_TUPLES, Execution, QueryPlan, StagePlan, Tier, Where
+from .nodes import SMALL_STATE_TUPLES, Execution, QueryPlan, StagePlan, Tier, Where, holds_tuples
 
 FORCE_ENV = "SBPY_FORCE_EXECUTION"
 KEYED_WINDOWS_ENV = "SBPY_KEYED_WINDOWS"  # "1": a keyed-eligible Timeplus window runs keyed by default
@@ -305,7 +305,7 @@ def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: s
     from sbpy.bql.spark.state_log import LOGGED, wanted_layout
 
     ticks = any(s.tick_ms for s in plan_stages)
-    logged = wanted_layout(ticks, QueryPlan((), tuple(plan_stages), execution, "").holds_tuples) == LOGGED
+    logged = wanted_layout(ticks, holds_tuples(plan_stages)) == LOGGED
     for s in plan_stages:
         tier_why = ""
         if execution is Execution.STATELESS:
