@@ -81,14 +81,14 @@ def test_split_on_spark_keeps_logged_window_state(server_context, tmp_path):
     from sbpy.plugins.loader import load_modules
 
     load_modules(["gated_source"])
-    gate("split").clear()
+    gate("split_logged").clear()
     rows = [{"a": i} for i in range(SPLIT_N)]
     k1, k2 = tmp_path / "k1.jsonl", tmp_path / "k2.jsonl"
     expected = run_query(SPLIT_QUERY, {"src": rows})
-    t = Topology("split", server_context)
+    t = Topology("split_logged", server_context)
     try:
         for p in parse_script(f"""
-                CREATE PAUSED SOURCE src TYPE gated_rows WITH n = {SPLIT_N}, first = {FIRST}, gate = "split";
+                CREATE PAUSED SOURCE src TYPE gated_rows WITH n = {SPLIT_N}, first = {FIRST}, gate = "split_logged";
                 CREATE STREAM x AS {SPLIT_QUERY};
                 CREATE SINK k1 TYPE file WITH path = "{k1}";
                 INSERT INTO k1 FROM x;
@@ -99,7 +99,7 @@ def test_split_on_spark_keeps_logged_window_state(server_context, tmp_path):
         assert json.loads((old_ck / LAYOUT_FILE).read_text())["layout"] == LOGGED
         for p in parse_script(f'CREATE SINK k2 TYPE file WITH path = "{k2}"; INSERT INTO k2 FROM x;'):
             t.execute(p)
-        gate("split").set()
+        gate("split_logged").set()
         assert t.consumers["x"].stage_names == ["x"] and t.consumers["k1"].stage_names == []
         assert not old_ck.exists()
         assert wait_until(lambda: t.node("stream", "x")["state"] == "stopped", 240, 0.1)
@@ -112,7 +112,7 @@ def test_split_on_spark_keeps_logged_window_state(server_context, tmp_path):
                        for c in t.consumers.values()},
                       t.journal.head, (t.journal.dir / "x" / "log.jsonl").read_text().splitlines()[-3:])
     finally:
-        gate("split").set()
+        gate("split_logged").set()
         t.stop()
     assert e2e_lines(k1) == expected  # the window state went on through the split
     got2 = e2e_lines(k2)
