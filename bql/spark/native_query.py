@@ -11,24 +11,21 @@ The reader sends descriptors (``lines=jvm``) when the session knows ``sbpy_file_
 (``native_udf.file_lines_registered``), else the lines themselves as Arrow strings (``lines=arrow``);
 both give the same ``line`` rows, so everything after ``expand_lines`` is one code path.
 
-Each ``line`` row becomes ``out`` (passed every stage: ``data`` is the output line), ``skip`` (a WHERE
-was false; ``depth`` says how many stages it passed; a line no stage passed is dropped in the JVM) or
-``fb`` (the guard refused it: ``data`` is the raw line). On the driver (``NativeCollector``) the ``fb`` lines are parsed exactly as the file source's
-reader parses them (``journal_segments.parse_line``) and run through the same chain pipeline the
-Python tiers run — its outputs, drops and errors are the kernel's — then merged with the native rows by
-``(seq, idx)``, which restores arrival order. Stage counters: the native rows' from the lines read (the
-reader's ``seg`` rows) less the refused ones and from ``depth``, the rest from the pipelines' ``stat``
-rows; the consumer adds them up.
+Each ``line`` row becomes an output (it passed every stage: ``data`` is the output line), a skip (a
+WHERE was false; ``depth`` says how many stages it passed; a line no stage passed is dropped in the
+JVM) or a refusal (the guard refused it: ``data`` is the raw line). ``pack`` ships them to the driver
+in three columns (``k``, ``seq``, ``data``; every further column would cost the executor→driver
+conversion once per row), where ``native_collect.NativeCollector`` runs the refused lines through the
+chain's Python pipeline and merges everything in arrival order; ``classify`` is the same decision as
+readable columns (``kind``/``depth``), for tests.
 """
 from __future__ import annotations
 
-import bisect
 import os
 from pathlib import Path
 from typing import Any
 
-from . import journal_format as jf
-from . import journal_segments as js
+from .native_collect import K_FB, K_OTHER, SKIP_BASE, NativeCollector
 from .native_source import DESCRIPTOR, LINES_OPTION
 from .native_source import NAME as SOURCE_NAME
 from .native_source import register as register_source
@@ -64,8 +61,8 @@ def expand_lines(df: Any) -> Any:
         F.when(is_desc, F.lit(None)).otherwise(F.col("event")).alias("event"))
 
 
-def classify(df: Any, chain: NativeChain) -> Any:
-    """The source's rows with ``line`` rows classified (``out``/``skip``/``fb``) and a ``depth`` column."""
+def _decide(df: Any, chain: NativeChain) -> tuple[Any, dict[str, Any]]:
+    """``df`` with the chain's columns over its ``line`` rows, and the conditions that classify a row."""
     from pyspark.sql import functions as F
 
     is_line = F.col("kind") == "line"
@@ -75,135 +72,39 @@ def classify(df: Any, chain: NativeChain) -> Any:
     df = df.withColumn("_guard", F.when(is_line, guard)).withColumn("_depth", F.when(is_line, depth))
     ok = F.col("_guard").eqNullSafe(True)
     full = F.col("_depth") == F.lit(chain.stages)
+    # a line no stage passed never reaches the driver: it is counted from the reader's ``seg`` rows
+    # (lines read) minus the refused ones
+    df = df.where(~(is_line & ok & F.col("_depth").eqNullSafe(0)))
+    return df, {"line": is_line, "ok": ok, "full": full, "data": data}
+
+
+def classify(df: Any, chain: NativeChain) -> Any:
+    """The source's rows with ``line`` rows classified (``out``/``skip``/``fb``) and a ``depth`` column
+    (the readable form of ``pack``, for tests and inspection)."""
+    from pyspark.sql import functions as F
+
+    df, c = _decide(df, chain)
+    is_line, ok, full = c["line"], c["ok"], c["full"]
     kind = F.when(~is_line, F.col("kind")).when(~ok, F.lit("fb")).when(full, F.lit("out")).otherwise(F.lit("skip"))
-    out_data = F.when(~is_line, F.col("data")).when(~ok, F.col("data")).when(full, data)
+    out_data = F.when(~is_line, F.col("data")).when(~ok, F.col("data")).when(full, c["data"])
     cols = [kind.alias("kind")] + [F.col(c) for c in OUTPUT_COLUMNS[1:5]] + [out_data.alias("data")] + \
         [F.col(c) for c in OUTPUT_COLUMNS[6:]] + [F.when(ok, F.col("_depth")).alias("depth")]
-    # a line no stage passed never reaches the driver: the collector counts it from the reader's
-    # ``seg`` rows (lines read) minus the refused ones
-    return df.select(*cols).where(~((F.col("kind") == "skip") & (F.col("depth") == 0)))
+    return df.select(*cols)
 
 
-class NativeCollector:
-    """Turns a micro-batch into the consumer's rows: ``EncodedBatch`` (JSON sinks) or ``on_batch`` dicts."""
+def pack(df: Any, chain: NativeChain) -> Any:
+    """The classified rows in the three columns the driver receives (``native_collect``'s table)."""
+    from pyspark.sql import functions as F
 
-    def __init__(self, spec: QuerySpec):
-        self.spec = spec
-        self.nodes = [s.node for s in spec.stages]
-        self.inputs = [s.inputs[0] for s in spec.stages]
-
-    def __call__(self, batch_df: Any) -> Any:
-        import pyarrow.compute as pc
-
-        table = batch_df.toArrow()
-        kind = table.column("kind")
-        stats = self._native_stats(table)
-        has_fb = table.num_rows and pc.any(pc.equal(kind, "fb")).as_py()
-        if not has_fb and self.spec.out_format == "json":
-            from .stateless_query import EncodedBatch
-
-            outs = _in_order(table.filter(pc.equal(kind, "out")))  # partitions come in seq order: no sort
-            others = _decoded(table.filter(pc.invert(pc.is_in(kind, value_set=_not_others())))
-                              .select(OUTPUT_COLUMNS).to_pylist())
-            others.sort(key=lambda r: (r["seq"], r["idx"]))
-            return EncodedBatch(outs.column("data").to_pylist(), stats + others)
-        if table.num_rows:
-            table = table.take(pc.sort_indices(table, [("seq", "ascending"), ("idx", "ascending")]))
-        rows = self._merged(table)
-        if self.spec.out_format == "json":
-            from .stateless_query import EncodedBatch
-
-            lines = [r[5] for r in rows if r[0] == "out"]
-            others = _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"])
-            return EncodedBatch(lines, stats + others)
-        return stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows])
-
-    def _native_stats(self, table: Any) -> list[dict[str, Any]]:
-        """``stat`` rows of the rows the native tier computed (``depth`` = stages passed)."""
-        import pyarrow.compute as pc
-
-        kind = table.column("kind")
-        segs = table.filter(pc.equal(kind, "seg"))
-        lines = sum(int(last) - first + 1 for first, last in
-                    zip(segs.column("seq").to_pylist(), segs.column("event").to_pylist()))
-        decided = lines - (pc.sum(pc.equal(kind, "fb")).as_py() or 0)  # every line the guards accepted
-        if decided <= 0:
-            return []
-        depth = table.column("depth").drop_null()  # the rows that passed a stage (skipped at 0 are not sent)
-        counts = [decided] + [pc.sum(pc.greater_equal(depth, k)).as_py() or 0 for k in range(1, len(self.nodes) + 1)]
-        stats = []
-        for k, node in enumerate(self.nodes):
-            if counts[k]:
-                data = {"received": {self.inputs[k]: counts[k]}, "sent": counts[k + 1], "dropped": 0}
-                stats.append(dict(zip(OUTPUT_COLUMNS, ("stat", node, 0, 0, 0, data, None, None, None))))
-        return stats
-
-    def _merged(self, table: Any) -> list[tuple]:
-        """Every row but ``skip``/``seg`` as ``OUTPUT_COLUMNS`` tuples in ``(seq, idx)`` order, the ``fb``
-        lines replaced by what the chain's pipeline makes of them (on the driver)."""
-        from .stateless_query import chain_pipeline, run_rows
-
-        rows = table.select(OUTPUT_COLUMNS).to_pylist()
-        segs = sorted((r["seq"], r["idx"], r["data"]) for r in rows if r["kind"] == "seg")
-        firsts = [s[0] for s in segs]
-        kept: list[tuple] = []
-        journal_rows: list[tuple] = []
-        for r in rows:
-            k = r["kind"]
-            if k == "fb":
-                seg = segs[bisect.bisect_right(firsts, r["seq"]) - 1] if segs else (0, 0, "?")
-                row = fallback_row(r["seq"], r["input"], r["ts"], r["data"], seg[2], seg[1])
-                if row is not None:
-                    journal_rows.append(row)
-            elif k not in _QUIET:
-                kept.append(tuple(r[c] for c in OUTPUT_COLUMNS))
-        if journal_rows:
-            spec = self.spec
-            pipeline = chain_pipeline(spec.query_id + "/driver", spec.stages, spec.topology, spec.out_format)
-            kept.extend(run_rows(pipeline, journal_rows))
-            kept.sort(key=lambda r: (r[2], r[3]))
-        return kept
-
-
-_QUIET = ("skip", "seg")
-
-
-def _in_order(table: Any) -> Any:
-    """``table`` sorted by ``(seq, idx)``; as it is when its seqs already increase (the usual case)."""
-    import pyarrow.compute as pc
-
-    if table.num_rows < 2:
-        return table
-    seq = table.column("seq").combine_chunks()
-    if pc.all(pc.greater(seq.slice(1), seq.slice(0, len(seq) - 1))).as_py():
-        return table
-    return table.take(pc.sort_indices(table, [("seq", "ascending"), ("idx", "ascending")]))
-
-
-def _decoded(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``on_batch`` dicts with their tagged-JSON ``data`` decoded (as ``query._collect`` gives them)."""
-    for row in rows:
-        if row["data"] is not None:
-            row["data"] = jf.decode_data(row["data"])
-    return rows
-
-
-def _not_others() -> Any:
-    import pyarrow as pa
-
-    return pa.array(["out", *_QUIET])
-
-
-def fallback_row(seq: int, input_name: str, ts: int, line: str, path: str, line0: int) -> tuple | None:
-    """The journal row of one refused line, as ``journal_segments.expand`` makes it (None: blank)."""
-    raw = line.encode("utf-8").strip()
-    if not raw:
-        return None
-    try:
-        _value, text = js.parse_line(raw)
-    except ValueError as e:
-        return (seq, input_name, ts, None, False, f"file source: {path}:{line0 + seq}: {e}")
-    return (seq, input_name, ts, text, False, None)
+    df, c = _decide(df, chain)
+    is_line, ok, full = c["line"], c["ok"], c["full"]
+    k = F.when(~is_line, F.lit(K_OTHER)).when(~ok, F.lit(K_FB)).when(full, F.lit(None)) \
+        .otherwise(F.lit(SKIP_BASE) + F.col("_depth"))
+    skip = is_line & ok & ~full
+    other = F.to_json(F.struct(*[F.col(name) for name in OUTPUT_COLUMNS]))
+    data = F.when(~is_line, other).when(~ok, F.col("data")).when(full, c["data"])
+    return df.select(k.cast("int").alias("k"), F.when(skip, F.lit(None)).otherwise(F.col("seq")).alias("seq"),
+                     data.alias("data"))
 
 
 def lines_mode(spark: Any) -> str:
@@ -230,6 +131,6 @@ def start_native_query(spark: Any, spec: QuerySpec, chain: NativeChain | None = 
     df = chain_reader(spark, spec, SOURCE_NAME, checkpoint).option(LINES_OPTION, mode).load()
     if mode == "jvm":
         df = expand_lines(df)
-    handle = start_writer(spark, spec, classify(df, chain), checkpoint, None, 0, NativeCollector(spec))
+    handle = start_writer(spark, spec, pack(df, chain), checkpoint, None, 0, NativeCollector(spec))
     handle.tier = "native-jvm"
     return handle

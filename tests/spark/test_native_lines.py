@@ -121,14 +121,14 @@ def _canonical(kind, data, out_format):
 
 def _normalized_reference(rows, out_format):
     out, stats = [], Counter()
-    for kind, node, seq, _idx, _ts, data, error, *_ in rows:
+    for kind, node, seq, _idx, ts, data, error, input_name, _event in rows:
         if kind == "stat":
             counts = jf.decode_data(data)
             for key in ("sent", "dropped"):
                 stats[(node, key)] += counts[key]
             stats[(node, "received")] += sum(counts["received"].values())
         else:
-            out.append((kind, node, seq, _canonical(kind, data, out_format), error))
+            out.append((kind, node, seq, _canonical(kind, data, out_format), error, ts, input_name))
     return out, stats
 
 
@@ -139,14 +139,15 @@ def _normalized_got(batches, out_format):
         lines = iter(rows.lines) if isinstance(rows, EncodedBatch) else None
         dicts = rows.others if isinstance(rows, EncodedBatch) else rows
         if lines is not None:  # the sink's lines first come in order; the others carry their seqs
-            out.extend(("out", None, None, line, None) for line in lines)
+            out.extend(("out", None, None, line, None, None, None) for line in lines)
         for r in dicts:
             if r["kind"] == "stat":
                 for key in ("sent", "dropped"):
                     stats[(r["node"], key)] += r["data"][key]
                 stats[(r["node"], "received")] += sum(r["data"]["received"].values())
                 continue
-            out.append((r["kind"], r["node"], r["seq"], _canonical(r["kind"], r["data"], out_format), r["error"]))
+            out.append((r["kind"], r["node"], r["seq"], _canonical(r["kind"], r["data"], out_format), r["error"],
+                        r["ts"], r["input"]))
     return out, stats
 
 
@@ -187,4 +188,5 @@ def test_native_lines_equal_the_sequential_kernel(spark, tmp_path, journal, mode
     kinds = Counter(r[0] for r in expected)
     assert kinds["out"] > 1000 and kinds["dropped"] > 50 and kinds["end"] == 2  # one per stage
     assert any("changed or are gone" in (r[4] or "") for r in expected)
+    assert len({r[5] for r in expected if r[0] == "out"}) > 5  # the outputs' times differ (rebuilt per block)
     assert len(batches) >= 3  # several micro-batches: segments are cut between batches and partitions

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from sbpy.bql.plan import Tier, plan_query
-from sbpy.bql.spark.native_query import chain_of, classify
+from sbpy.bql.spark.native_query import chain_of, classify, pack
 from sbpy.bql.spark.native_udf import status
 from sbpy.bql.spark.operator import OUTPUT_SCHEMA
 from sbpy.bql.spark.compile import query_spec_stages
@@ -31,16 +31,20 @@ def _executed_plan(df) -> str:
     return df._jdf.queryExecution().executedPlan().toString()
 
 
+@pytest.mark.parametrize("form", [classify, pack], ids=["classify", "pack"])
 @pytest.mark.parametrize("texts", CHAINS, ids=["b1", "two-stages", "no-where"])
-def test_the_plan_calls_the_json_pass_once(spark, texts):
+def test_the_plan_calls_the_json_pass_once(spark, texts, form):
     plan = plan_query(["src"], texts)
     assert all(s.tier is Tier.NATIVE for s in plan.stages)
     chain = chain_of(query_spec_stages(plan))
     rows = [("line", None, i, 0, 0, '{"id": %d, "price": %d, "a": "x"}\n' % (i, i), None, "src", None)
             for i in range(1, 9)]
-    df = classify(spark.createDataFrame(rows, OUTPUT_SCHEMA), chain)
+    df = form(spark.createDataFrame(rows, OUTPUT_SCHEMA), chain)
     got = df.collect()
-    assert got and {r["kind"] for r in got} <= {"out", "skip"}  # decided natively
+    if form is classify:
+        assert got and {r["kind"] for r in got} <= {"out", "skip"}  # decided natively
+    else:
+        assert got and all(r["k"] is None or r["k"] > 1 for r in got)  # outputs and skips only
     text = _executed_plan(df)
     assert text.count("sbpy_json_fields(") == 1, text
 

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from sbpy.bql.plan import Tier, plan_query
 from sbpy.bql.spark.compile import query_spec_stages
-from sbpy.bql.spark.native_query import chain_of, classify, fallback_row
+from sbpy.bql.spark.native_collect import fallback_row
+from sbpy.bql.spark.native_query import chain_of, classify
 from sbpy.bql.spark.native_udf import status
 from sbpy.bql.spark.operator import OUTPUT_COLUMNS, OUTPUT_SCHEMA
 from sbpy.bql.spark.stateless_query import chain_pipeline, run_rows
