@@ -74,3 +74,25 @@ def from_json(text: str | bytes) -> Any:
     if _LONG_DIGITS.search(raw):
         value = _fix_ints(value)
     return value
+
+
+class JsonLines:
+    """A batch of ``to_json`` lines as one text: ``parts`` (bytes-like) concatenated hold ``count``
+    lines, each ending in ``\\n`` — what the native tier ships, written by a file sink without a
+    per-line step. ``len`` is the line count; iterating gives the lines (without their newline)."""
+
+    __slots__ = ("count", "parts")
+
+    def __init__(self, parts: list[Any], count: int):
+        self.parts = parts
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def text(self) -> bytes:
+        return b"".join(self.parts)
+
+    def __iter__(self) -> Any:
+        text = self.text().decode("utf-8")
+        return iter(text.split("\n")[:-1] if text else [])

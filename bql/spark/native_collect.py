@@ -7,7 +7,7 @@ alone). So ``native_query.pack`` ships three, ``k``, ``seq`` and ``data``:
 =================  ==========  ===========  ===================================================
 row                ``k``       ``seq``      ``data``
 =================  ==========  ===========  ===================================================
-native output      NULL        its seq      the output (the sink's line, or tagged JSON)
+native output      NULL        its seq      the output (the sink's line and its newline, or tagged JSON)
 refused line       ``K_FB``    its seq      the raw line (the kernel decides it here)
 skipped line       1 + depth   NULL         NULL (only counted: it passed ``depth`` stages)
 any other row      ``K_OTHER`` its seq      JSON of the row's ``OUTPUT_COLUMNS``
@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from sbpy.bql.jsonio import JsonLines
 
 from . import journal_format as jf
 from . import journal_segments as js
@@ -64,8 +65,8 @@ class NativeCollector:
             from .stateless_query import EncodedBatch
 
             others.sort(key=_order)
-            return EncodedBatch(outs.column("data").to_pylist(), stats + _decoded(others))
-        rows = _native_rows(outs, segs, self.nodes[-1]) + [tuple(r[c] for c in OUTPUT_COLUMNS) for r in others]
+            return EncodedBatch(_json_lines(outs.column("data")), stats + _decoded(others))
+        rows = _native_rows(outs, segs, self.nodes[-1], json) + [tuple(r[c] for c in OUTPUT_COLUMNS) for r in others]
         rows.extend(self._fallback(fb, segs))
         rows.sort(key=lambda r: (r[2], r[3]))
         if json:
@@ -133,16 +134,38 @@ def _blocks(seq: Any, segs: list[dict[str, Any]]) -> Any:
     return np.searchsorted(firsts, seq.to_numpy(zero_copy_only=False), side="right") - 1
 
 
-def _native_rows(outs: Any, segs: list[dict[str, Any]], input_name: str) -> list[tuple]:
+def _native_rows(outs: Any, segs: list[dict[str, Any]], input_name: str, lines: bool) -> list[tuple]:
     """The native outputs as ``OUTPUT_COLUMNS`` tuples, as the kernel's last stage emits them: ``ts``
-    their block's, ``input`` that stage's name."""
+    their block's, ``input`` that stage's name (``lines``: the data are sink lines; their newline cut)."""
     if not outs.num_rows:
         return []
     seqs = outs.column("seq").to_pylist()
     block = _blocks(outs.column("seq"), segs).tolist()
     ts = [s["ts"] for s in segs]
-    return [("out", None, seq, 0, ts[b], data, None, input_name, None)
-            for seq, b, data in zip(seqs, block, outs.column("data").to_pylist())]
+    data = outs.column("data").to_pylist()
+    if lines:
+        data = [d[:-1] for d in data]
+    return [("out", None, seq, 0, ts[b], d, None, input_name, None) for seq, b, d in zip(seqs, block, data)]
+
+
+def _json_lines(column: Any) -> JsonLines:
+    """The sink lines of a string column whose values each end in a newline, as ``JsonLines`` over the
+    Arrow value buffers themselves (no per-line step)."""
+    import numpy as np
+    import pyarrow as pa
+
+    parts = []
+    for chunk in column.chunks:
+        n = len(chunk)
+        if not n:
+            continue
+        if chunk.null_count:
+            raise ValueError("a native output line is NULL")
+        _validity, offsets, values = chunk.buffers()
+        dtype = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        at = np.frombuffer(offsets, dtype=dtype, count=chunk.offset + n + 1)
+        parts.append(memoryview(values)[int(at[chunk.offset]):int(at[chunk.offset + n])])
+    return JsonLines(parts, len(column))
 
 
 def _in_order(table: Any) -> Any:

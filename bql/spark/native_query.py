@@ -92,8 +92,10 @@ def classify(df: Any, chain: NativeChain) -> Any:
     return df.select(*cols)
 
 
-def pack(df: Any, chain: NativeChain) -> Any:
-    """The classified rows in the three columns the driver receives (``native_collect``'s table)."""
+def pack(df: Any, chain: NativeChain, lines: bool = False) -> Any:
+    """The classified rows in the three columns the driver receives (``native_collect``'s table);
+    ``lines``: the outputs are a JSON sink's lines, each shipped with its newline (so the driver writes
+    the batch's text as Arrow holds it)."""
     from pyspark.sql import functions as F
 
     df, c = _decide(df, chain)
@@ -102,7 +104,8 @@ def pack(df: Any, chain: NativeChain) -> Any:
         .otherwise(F.lit(SKIP_BASE) + F.col("_depth"))
     skip = is_line & ok & ~full
     other = F.to_json(F.struct(*[F.col(name) for name in OUTPUT_COLUMNS]))
-    data = F.when(~is_line, other).when(~ok, F.col("data")).when(full, c["data"])
+    out = F.concat(c["data"], F.lit("\n")) if lines else c["data"]
+    data = F.when(~is_line, other).when(~ok, F.col("data")).when(full, out)
     return df.select(k.cast("int").alias("k"), F.when(skip, F.lit(None)).otherwise(F.col("seq")).alias("seq"),
                      data.alias("data"))
 
@@ -131,6 +134,7 @@ def start_native_query(spark: Any, spec: QuerySpec, chain: NativeChain | None = 
     df = chain_reader(spark, spec, SOURCE_NAME, checkpoint).option(LINES_OPTION, mode).load()
     if mode == "jvm":
         df = expand_lines(df)
-    handle = start_writer(spark, spec, pack(df, chain), checkpoint, None, 0, NativeCollector(spec))
+    out = pack(df, chain, spec.out_format == "json")
+    handle = start_writer(spark, spec, out, checkpoint, None, 0, NativeCollector(spec))
     handle.tier = "native-jvm"
     return handle

@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
 from sbpy.bql.durable import fsync_dir
-from sbpy.bql.jsonio import to_json_bytes
+from sbpy.bql.jsonio import JsonLines, to_json_bytes
 
 from .paths import allowed_path
 
@@ -145,9 +144,14 @@ class FileSink:
     def write(self, tuples: list[dict[str, Any]], batch: tuple[str, int] | None = None) -> None:
         self._append(b"".join(to_json_bytes(t) + b"\n" for t in tuples), batch)
 
-    def write_json_lines(self, lines: list[str], batch: tuple[str, int] | None = None) -> None:
+    takes_json_text = True  # ``write_json_lines`` also takes a ``JsonLines`` (written as it is)
+
+    def write_json_lines(self, lines: list[str] | JsonLines, batch: tuple[str, int] | None = None) -> None:
         """``write`` for tuples already encoded as ``sbpy.bql.jsonio.to_json`` text (one per line): the
         stateless execution encodes them on the executors, so the driver only appends."""
+        if isinstance(lines, JsonLines):
+            self._append(lines.text(), batch)
+            return
         self._append(("\n".join(lines) + "\n").encode("utf-8") if lines else b"", batch)
 
     def _append(self, data: bytes, batch: tuple[str, int] | None) -> None:

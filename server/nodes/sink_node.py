@@ -9,6 +9,8 @@ import logging
 import threading
 from typing import Any
 
+from sbpy.bql.jsonio import JsonLines
+
 from . import status as st
 
 log = logging.getLogger("sbpy.sink")
@@ -39,11 +41,13 @@ class SinkNode:
         """The sink type accepts tuples pre-encoded as JSON lines (``write_json_lines``)."""
         return hasattr(self.impl, "write_json_lines")
 
-    def write_json_lines(self, input_name: str, lines: list[str], batch: tuple[str, int] | None) -> None:
+    def write_json_lines(self, input_name: str, lines: list[str] | JsonLines, batch: tuple[str, int] | None) -> None:
         """``write`` for tuples encoded by ``sbpy.bql.jsonio.to_json`` on the executors."""
         with self._lock:
             if self.state == st.STOPPED:
                 return
+            if isinstance(lines, JsonLines) and not getattr(self.impl, "takes_json_text", False):
+                lines = list(lines)  # a plugin sink's write_json_lines takes a list of lines
             try:
                 self.impl.write_json_lines(lines, batch=batch)
             except Exception as e:  # noqa: BLE001 - a sink failure drops the batch
