@@ -61,14 +61,15 @@ def expand_lines(df: Any) -> Any:
         F.when(is_desc, F.lit(None)).otherwise(F.col("event")).alias("event"))
 
 
-def _decide(df: Any, chain: NativeChain) -> tuple[Any, dict[str, Any]]:
-    """``df`` with the chain's columns over its ``line`` rows, and the conditions that classify a row."""
+def _decide(df: Any, chain: NativeChain, newline: bool = False) -> tuple[Any, dict[str, Any]]:
+    """``df`` with the chain's columns over its ``line`` rows, and the conditions that classify a row
+    (``newline``: the output data ends in ``\n``)."""
     from pyspark.sql import functions as F
 
     is_line = F.col("kind") == "line"
     # the JVM pass once per line, as a column of its own (see ``NativeChain.columns``)
     df = df.withColumn("_f", F.when(is_line, chain.fields(F.col("data"))))
-    guard, depth, data = chain.columns(F.col("_f"))
+    guard, depth, data = chain.columns(F.col("_f"), newline)
     df = df.withColumn("_guard", F.when(is_line, guard)).withColumn("_depth", F.when(is_line, depth))
     ok = F.col("_guard").eqNullSafe(True)
     full = F.col("_depth") == F.lit(chain.stages)
@@ -98,14 +99,13 @@ def pack(df: Any, chain: NativeChain, lines: bool = False) -> Any:
     the batch's text as Arrow holds it)."""
     from pyspark.sql import functions as F
 
-    df, c = _decide(df, chain)
+    df, c = _decide(df, chain, lines)
     is_line, ok, full = c["line"], c["ok"], c["full"]
     k = F.when(~is_line, F.lit(K_OTHER)).when(~ok, F.lit(K_FB)).when(full, F.lit(None)) \
         .otherwise(F.lit(SKIP_BASE) + F.col("_depth"))
     skip = is_line & ok & ~full
     other = F.to_json(F.struct(*[F.col(name) for name in OUTPUT_COLUMNS]))
-    out = F.concat(c["data"], F.lit("\n")) if lines else c["data"]
-    data = F.when(~is_line, other).when(~ok, F.col("data")).when(full, out)
+    data = F.when(~is_line, other).when(~ok, F.col("data")).when(full, c["data"])
     return df.select(k.cast("int").alias("k"), F.when(skip, F.lit(None)).otherwise(F.col("seq")).alias("seq"),
                      data.alias("data"))
 

@@ -71,14 +71,15 @@ class NativeChain:
 
         return F.call_function("sbpy_json_fields", line, F.lit(KEY_SEPARATOR.join(self.keys)))
 
-    def columns(self, fields: Any) -> tuple[Any, Any, Any]:
-        """``(guard, depth, data)`` columns over ``fields``, a column holding ``fields(line)``.
+    def columns(self, fields: Any, newline: bool = False) -> tuple[Any, Any, Any]:
+        """``(guard, depth, data)`` columns over ``fields``, a column holding ``fields(line)``
+        (``newline``: ``data`` ends in ``\n``, a sink line as it is written).
 
         Every class and text the chain reads is an element of ``fields``, so the caller should make
         it a column of its own (``native_query.classify`` does) and the JVM pass runs once per line:
         written inline, Spark's common-subexpression elimination does not reach into the CASE
         branches that build ``data``, and the pass would run again there."""
-        return _build(list(self.plan), fields, len(self.keys))
+        return _build(list(self.plan), fields, len(self.keys), "\n" if newline else "")
 
 
 def compile_stages(stages: Sequence[tuple[str, Any]], context: Any = None) -> NativeChain:
@@ -193,7 +194,7 @@ def _operand(e: Any, value: Any) -> tuple:
 # ---------------------------------------------------------------- columns
 
 
-def _build(plan: list, f: Any, nkeys: int) -> tuple[Any, Any, Any]:
+def _build(plan: list, f: Any, nkeys: int, end: str) -> tuple[Any, Any, Any]:
     from pyspark.sql import functions as F
 
     guards: list[Any] = [f.isNotNull()]
@@ -244,7 +245,7 @@ def _build(plan: list, f: Any, nkeys: int) -> tuple[Any, Any, Any]:
         else:
             guards.append(cls[val.slot].isin(*_WRITABLE))
             pieces.append(text[val.slot])
-    data = F.concat(*pieces, F.lit("}")) if pieces else F.lit("{}")
+    data = F.concat(*pieces, F.lit("}" + end)) if pieces else F.lit("{}" + end)
     depth = F.lit(len(plan))
     for k in range(len(plan) - 1, -1, -1):
         if passes[k] is not None:
