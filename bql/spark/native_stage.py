@@ -198,8 +198,8 @@ def _build(plan: list, f: Any, nkeys: int, end: str) -> tuple[Any, Any, Any]:
     from pyspark.sql import functions as F
 
     guards: list[Any] = [f.isNotNull()]
-    cls = [F.substring(f[k], 1, 1) for k in range(nkeys)]
-    text = [F.substring(f[k], 2, 1 << 30) for k in range(nkeys)]
+    cls = [f[2 * k] for k in range(nkeys)]
+    text = [f[2 * k + 1] for k in range(nkeys)]
 
     def numeric(slot: int) -> Any:
         return cls[slot].isin(*_NUMERIC)

@@ -6,9 +6,9 @@ import org.apache.spark.sql.api.java.UDF2;
  * {@code sbpy_json_fields(line, keys)}: the native tier's one pass over a JSON line (see
  * bql/spark/native_stage.py).
  *
- * <p>{@code keys} is the top-level keys a chain reads, joined by U+0001. The result has one element per key:
- * the key's (last) value as a class character followed by its JSON text, or null when the object has no
- * such key. Classes: {@code i} an integer of at most 15 digits (not -0: exact as a double, written as
+ * <p>{@code keys} is the top-level keys a chain reads, joined by U+0001. The result has two elements per key,
+ * at {@code 2k} and {@code 2k+1}: the class of the key's (last) value (one character) and its JSON text, both
+ * null when the object has no such key. (Two elements, not one string to cut: a cut is a copy per use.) Classes: {@code i} an integer of at most 15 digits (not -0: exact as a double, written as
  * read), {@code f} a plain decimal whose text is what sbpy writes for its float (at most 15 digits, no
  * trailing zero except {@code .0}, not below 1e-5), {@code d} any other plain decimal (exact as a double,
  * not written as read), {@code s} a string without escapes, {@code b} true or false, {@code n} null,
@@ -37,6 +37,15 @@ public final class JsonFields implements UDF2<String, String, String[]> {
     return s.object() ? s.found : null;
   }
 
+  /** The class characters as strings (one shared instance each). */
+  private static final String[] CLASS_NAMES = new String[128];
+
+  static {
+    for (char c : "ifdsbnx".toCharArray()) {
+      CLASS_NAMES[c] = String.valueOf(c);
+    }
+  }
+
   /** One pass over one line; {@code pos} moves forward only. */
   static final class Scanner {
     private final String text;
@@ -49,7 +58,7 @@ public final class JsonFields implements UDF2<String, String, String[]> {
       this.text = text;
       this.end = text.length();
       this.keys = keys;
-      this.found = new String[keys.length];
+      this.found = new String[2 * keys.length];
     }
 
     private void ws() {
@@ -91,7 +100,8 @@ public final class JsonFields implements UDF2<String, String, String[]> {
             return false;
           }
           if (slot >= 0) {
-            found[slot] = cls + text.substring(valueStart, pos);
+            found[2 * slot] = CLASS_NAMES[cls];
+            found[2 * slot + 1] = text.substring(valueStart, pos);
           }
           ws();
           if (pos >= end) {
