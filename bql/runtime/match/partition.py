@@ -6,7 +6,7 @@ numeric (or timestamp) first ORDER BY key, rows are released once their key is a
 partition's own, or with the ``global`` setting the clock shared by every partition), so rows up to
 ``delay`` late are put back in order; a row older than that is *late* and dropped. A row more than
 ``ahead`` beyond the largest key is dropped too; beyond ``row_limit`` held rows the oldest is released
-at once (and later rows older than it are late). Other key types are taken in arrival order. Rows
+at once (and later rows older than it are late). Other key types (and NaN) are taken in arrival order. Rows
 with equal keys keep their arrival order; later ORDER BY keys order the held rows with an equal first
 key (``Desc`` reverses a DESC key). ``end()`` releases everything (``time_order.py`` has the settings).
 
@@ -26,7 +26,12 @@ from .views import Blocked
 
 
 def _numeric(v: Any) -> bool:
-    return (type(v) is int or type(v) is float) or isinstance(v, _dt.datetime)
+    """A time the reorder buffer orders by: an int, a float other than NaN (which no time is before
+    or after: it is taken in arrival order, as a key of another type), a timestamp."""
+    t = type(v)
+    if t is float:
+        return v == v
+    return t is int or isinstance(v, _dt.datetime)
 
 
 class Desc:
