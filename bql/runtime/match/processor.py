@@ -88,8 +88,6 @@ class MatchRecognizeProcessor:
         self.inputs = (mr.input.name.lower(),)
         in_alias = mr.input.alias or mr.input.name
         self.in_alias = in_alias
-        if reorder_bound is None:
-            reorder_bound = getattr(context, "match_reorder_bound", None)
         self.time_order = TimeOrder.from_settings(mr.settings, reorder_bound)
         self.bound = self.time_order.delay
         self.clock = StreamClock() if self.time_order.scope == "global" else None
