@@ -4,12 +4,16 @@
 
     sbpy_native (journal in seq-range partitions: one descriptor row per file segment block, or its raw
     │            lines; other rows through the Python chain)
-      └─ descriptor → sbpy_file_lines (JVM) → posexplode: line rows (seq = first + pos)   (expand_lines)
-      └─ line rows → sbpy_json_fields (JVM) → guard / depth / data columns (native_stage) → foreachBatch
+      └─ descriptor → sbpy_file_fields (JVM: split + JSON pass over the block's bytes) → posexplode:
+                      line rows (seq = first + pos) with their fields                      (expand_lines)
+      └─ line rows → guard / depth / data columns (native_stage) → foreachBatch
+                      (a line that came as text: sbpy_json_fields first)
 
-The reader sends descriptors (``lines=jvm``) when the session knows ``sbpy_file_lines``
-(``native_udf.file_lines_registered``), else the lines themselves as Arrow strings (``lines=arrow``);
-both give the same ``line`` rows, so everything after ``expand_lines`` is one code path.
+Three modes (``lines_mode``), each giving the same rows: ``fields`` (the default when the session knows
+``sbpy_file_fields``) has the reader send descriptors and the JVM split each block and scan its lines'
+UTF-8 bytes in one call, with no Java string per line; ``jvm`` (``SBPY_NATIVE_LINES=jvm``, or a jar
+without ``FileFields``) splits blocks with ``sbpy_file_lines`` and scans each line with
+``sbpy_json_fields``; ``arrow`` ships the lines themselves as Arrow strings.
 
 Each ``line`` row becomes an output (it passed every stage: ``data`` is the output line), a skip (a
 WHERE was false; ``depth`` says how many stages it passed; a line no stage passed is dropped in the
@@ -33,7 +37,8 @@ from .native_stage import NativeChain, compile_stages
 from .operator import OUTPUT_COLUMNS, StageSpec
 from .query import QueryHandle, QuerySpec, _ensure_listener, start_writer
 
-LINES_ENV = "SBPY_NATIVE_LINES"  # "arrow": the reader ships the lines (the older mode) even with sbpy_file_lines
+LINES_ENV = "SBPY_NATIVE_LINES"  # "arrow" / "jvm": an older mode even when the session has a newer one
+MODES = ("fields", "jvm", "arrow")
 
 
 def chain_of(stages: list[StageSpec]) -> NativeChain:
@@ -41,24 +46,36 @@ def chain_of(stages: list[StageSpec]) -> NativeChain:
     return compile_stages([(s.node, s.statement) for s in stages])
 
 
-def expand_lines(df: Any) -> Any:
+def expand_lines(df: Any, keys: str | None = None) -> Any:
     """The source's rows with each ``lines`` descriptor replaced by its block's ``line`` rows, in order.
 
     ``sbpy_file_lines(path, spec)`` returns the block's lines (each with its newline, as the Arrow mode's
     split gives them; it throws when the file no longer holds the journaled bytes, failing the batch);
     ``posexplode`` numbers them: the k-th line has ``seq = first + k``, ``idx`` 0, the descriptor's ``ts``
-    and ``input``. Every other row passes unchanged (exploded from a one-element array)."""
+    and ``input``. Every other row passes unchanged (exploded from a one-element array).
+
+    With ``keys`` (a chain's ``key_spec``) the block goes through ``sbpy_file_fields`` instead, the same
+    lines with their JSON pass done, and two more columns come along: ``_desc`` (the row is a block's line)
+    and ``_ff`` (that line's fields from index 2, NULL when the pass refused it: see ``_decide``)."""
     from pyspark.sql import functions as F
 
     is_desc = F.col("kind") == F.lit(DESCRIPTOR)
-    items = F.when(is_desc, F.call_function("sbpy_file_lines", F.col("data"), F.col("event"))) \
-        .otherwise(F.array(F.col("data")))
-    exploded = df.select(*[F.col(c) for c in OUTPUT_COLUMNS], F.posexplode(items).alias("_pos", "_line"))
+    if keys is None:
+        items = F.when(is_desc, F.call_function("sbpy_file_lines", F.col("data"), F.col("event"))) \
+            .otherwise(F.array(F.col("data")))
+    else:
+        items = F.when(is_desc, F.call_function("sbpy_file_fields", F.col("data"), F.col("event"), F.lit(keys))) \
+            .otherwise(F.array(F.array(F.col("data"))))
+    exploded = df.select(*[F.col(c) for c in OUTPUT_COLUMNS], is_desc.alias("_desc"),
+                         F.posexplode(items).alias("_pos", "_item"))
+    desc = F.col("_desc")
+    line = F.col("_item") if keys is None else F.col("_item")[0]
+    extra = [] if keys is None else [desc, F.when(desc & (F.size("_item") > 1), F.col("_item")).alias("_ff")]
     return exploded.select(
-        F.when(is_desc, F.lit("line")).otherwise(F.col("kind")).alias("kind"), F.col("node"),
-        F.when(is_desc, F.col("seq") + F.col("_pos")).otherwise(F.col("seq")).alias("seq"),
-        F.col("idx"), F.col("ts"), F.col("_line").alias("data"), F.col("error"), F.col("input"),
-        F.when(is_desc, F.lit(None)).otherwise(F.col("event")).alias("event"))
+        F.when(desc, F.lit("line")).otherwise(F.col("kind")).alias("kind"), F.col("node"),
+        F.when(desc, F.col("seq") + F.col("_pos")).otherwise(F.col("seq")).alias("seq"),
+        F.col("idx"), F.col("ts"), line.alias("data"), F.col("error"), F.col("input"),
+        F.when(desc, F.lit(None)).otherwise(F.col("event")).alias("event"), *extra)
 
 
 def _decide(df: Any, chain: NativeChain, newline: bool = False) -> tuple[Any, dict[str, Any]]:
@@ -68,8 +85,14 @@ def _decide(df: Any, chain: NativeChain, newline: bool = False) -> tuple[Any, di
 
     is_line = F.col("kind") == "line"
     # the JVM pass once per line, as a column of its own (see ``NativeChain.columns``)
-    df = df.withColumn("_f", F.when(is_line, chain.fields(F.col("data"))))
-    guard, depth, data = chain.columns(F.col("_f"), newline)
+    if "_ff" in df.columns:  # a block's lines come with it (``expand_lines``), fields from index 2
+        scanned = F.concat(F.array(F.lit(None).cast("string"), F.lit("")), chain.fields(F.col("data")))
+        df = df.withColumn("_f", F.when(is_line & F.col("_desc"), F.col("_ff")).when(is_line, scanned))
+        base = 2
+    else:
+        df = df.withColumn("_f", F.when(is_line, chain.fields(F.col("data"))))
+        base = 0
+    guard, depth, data = chain.columns(F.col("_f"), newline, base)
     df = df.withColumn("_guard", F.when(is_line, guard)).withColumn("_depth", F.when(is_line, depth))
     ok = F.col("_guard").eqNullSafe(True)
     full = F.col("_depth") == F.lit(chain.stages)
@@ -111,19 +134,23 @@ def pack(df: Any, chain: NativeChain, lines: bool = False) -> Any:
 
 
 def lines_mode(spark: Any) -> str:
-    """How the reader hands file lines over: ``"jvm"`` (descriptors for ``sbpy_file_lines``) when the
-    session knows that function and ``SBPY_NATIVE_LINES`` is not ``arrow``, else ``"arrow"``."""
-    from .native_udf import file_lines_registered
+    """How file lines reach the chain (module docstring): ``"fields"`` when the session knows
+    ``sbpy_file_fields``, else ``"jvm"`` when it knows ``sbpy_file_lines``, else ``"arrow"``; never a
+    newer mode than ``SBPY_NATIVE_LINES`` names."""
+    from .native_udf import file_fields_registered, file_lines_registered
 
-    if os.environ.get(LINES_ENV, "").strip().lower() == "arrow":
-        return "arrow"
-    return "jvm" if file_lines_registered(spark) else "arrow"
+    wanted = os.environ.get(LINES_ENV, "").strip().lower()
+    cap = MODES.index(wanted) if wanted in MODES else 0
+    for mode, known in (("fields", file_fields_registered), ("jvm", file_lines_registered)):
+        if MODES.index(mode) >= cap and known(spark):
+            return mode
+    return "arrow"
 
 
 def start_native_query(spark: Any, spec: QuerySpec, chain: NativeChain | None = None,
                        lines: str | None = None) -> QueryHandle:
     """Start ``spec`` (a native chain over one journal input) — see the module docstring. ``lines``:
-    the reader's mode (``"jvm"``/``"arrow"``; default ``lines_mode``)."""
+    how lines reach the chain (one of ``MODES``; default ``lines_mode``)."""
     _ensure_listener(spark)
     register_source(spark)
     from .stateless_query import chain_reader
@@ -131,9 +158,10 @@ def start_native_query(spark: Any, spec: QuerySpec, chain: NativeChain | None = 
     chain = chain or chain_of(spec.stages)
     mode = lines or lines_mode(spark)
     checkpoint = Path(spec.checkpoint_dir)
-    df = chain_reader(spark, spec, SOURCE_NAME, checkpoint).option(LINES_OPTION, mode).load()
-    if mode == "jvm":
-        df = expand_lines(df)
+    df = chain_reader(spark, spec, SOURCE_NAME, checkpoint).option(LINES_OPTION, "arrow" if mode == "arrow" else "jvm")
+    df = df.load()
+    if mode != "arrow":
+        df = expand_lines(df, chain.key_spec if mode == "fields" else None)
     out = pack(df, chain, spec.out_format == "json")
     handle = start_writer(spark, spec, out, checkpoint, None, 0, NativeCollector(spec))
     handle.tier = "native-jvm"

@@ -6,15 +6,19 @@ top-level key, literals, the comparisons ``= != <> < <= > >=`` and ``AND / OR / 
 list holds such field references or literals under keys that do not start with ``$``. ``compile_chain``
 returns the columns that classify each journal line::
 
-    f     = sbpy_json_fields(line, keys)       -- one JVM pass: each key's class + JSON text (native_udf),
-                                                  a column of its own so it runs once per line
+    f     = sbpy_json_fields(line, keys)       -- one JVM pass: each key's class + JSON text (+ number key
+                                                  for keys compared as numbers) (native_udf),
+                                                  a column of its own so it runs once per line (a file
+                                                  block's lines come with it done: sbpy_file_fields)
     guard = every value the chain touches has the class its code was written for
     depth = how many stages the tuple passes (their WHERE in order), when guard holds
     data  = the output map's JSON text (the sink's line, and tagged JSON of the same map)
 
 Exactness: a value is only used in a form where Spark's operator is BQL's. Numbers are compared as
 doubles only when both sides are exact doubles (integers of at most 15 digits, decimals without an
-exponent, int literals within 2^53) — where BQL's int/float comparison is a double comparison. Strings
+exponent, int literals within 2^53) — where BQL's int/float comparison is a double comparison; the JVM
+pass hands each such double over as its number key (``number_key``: text whose byte order and equality
+are the doubles'), so Spark compares bytes and parses nothing. Strings
 (no escapes) compare as UTF-8 bytes, which is code-point order. Output text is the input's own text
 only for classes whose text is what ``jsonio.to_json`` writes (``JsonFields.java``: ``i f s b n``);
 literals are written by ``to_json`` at compile time. Any row outside the guards (a NULL, MISSING, a
@@ -26,6 +30,7 @@ right side, a later stage of a row filtered earlier): that only sends more rows 
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +40,6 @@ from sbpy.bql.runtime.stage_codegen import fast_parts
 
 KEY_SEPARATOR = "\u0001"
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-_NUMERIC = ("i", "f", "d")  # exact doubles (JsonFields classes)
 _WRITABLE = ("i", "f", "s", "b", "n")  # written back as read
 _MAX_EXACT_INT = 2 ** 53
 
@@ -60,26 +64,34 @@ class NativeChain:
 
     keys: tuple[str, ...]
     plan: tuple[tuple[Any, list[tuple[str, _Value]]], ...]
+    numeric: frozenset[int] = frozenset()  # the slots some comparison reads as a number
 
     @property
     def stages(self) -> int:
         return len(self.plan)
 
+    @property
+    def key_spec(self) -> str:
+        """The keys the JVM pass extracts, as its functions take them (``JsonScan.Keys``): joined by U+0001,
+        each prefixed by ``#`` when a comparison reads it as a number (its number key is wanted), else ``=``."""
+        return KEY_SEPARATOR.join(("#" if k in self.numeric else "=") + key for k, key in enumerate(self.keys))
+
     def fields(self, line: Any) -> Any:
         """The JVM pass over the string column ``line``: ``sbpy_json_fields(line, keys)``."""
         from pyspark.sql import functions as F
 
-        return F.call_function("sbpy_json_fields", line, F.lit(KEY_SEPARATOR.join(self.keys)))
+        return F.call_function("sbpy_json_fields", line, F.lit(self.key_spec))
 
-    def columns(self, fields: Any, newline: bool = False) -> tuple[Any, Any, Any]:
-        """``(guard, depth, data)`` columns over ``fields``, a column holding ``fields(line)``
+    def columns(self, fields: Any, newline: bool = False, base: int = 0) -> tuple[Any, Any, Any]:
+        """``(guard, depth, data)`` columns over ``fields``, a column holding ``fields(line)``, or any array
+        with the same elements from index ``base`` (``sbpy_file_fields``' lines: ``base`` 2)
         (``newline``: ``data`` ends in ``\n``, a sink line as it is written).
 
         Every class and text the chain reads is an element of ``fields``, so the caller should make
         it a column of its own (``native_query.classify`` does) and the JVM pass runs once per line:
         written inline, Spark's common-subexpression elimination does not reach into the CASE
         branches that build ``data``, and the pass would run again there."""
-        return _build(list(self.plan), fields, len(self.keys), "\n" if newline else "")
+        return _build(list(self.plan), fields, len(self.keys), "\n" if newline else "", base, self.numeric)
 
 
 def compile_stages(stages: Sequence[tuple[str, Any]], context: Any = None) -> NativeChain:
@@ -150,7 +162,33 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]]) -> Native
                 out[key] = value(expr)
         plan.append((pred, list(out.items())))
         row = out
-    return NativeChain(tuple(keys), tuple(plan))
+    return NativeChain(tuple(keys), tuple(plan), frozenset(_numeric_slots(plan)))
+
+
+def _numeric_slots(plan: list) -> set[int]:
+    """The slots a comparison may read as numbers: a field against a number, or two fields."""
+    out: set[int] = set()
+
+    def walk(p: tuple) -> None:
+        if p[0] in ("and", "or"):
+            walk(p[1])
+            walk(p[2])
+        elif p[0] == "not":
+            walk(p[1])
+        elif p[2][0] != "str" and p[3][0] != "str":
+            out.update(side[1] for side in p[2:] if side[0] == "field")
+
+    for pred, _out in plan:
+        if pred is not None:
+            walk(pred)
+    return out
+
+
+def number_key(v: float) -> str:
+    """``JsonScan.numberKey``: 16 hex digits whose order and equality are those of the (finite) doubles;
+    -0.0 is 0.0."""
+    bits = struct.unpack(">q", struct.pack(">d", 0.0 if v == 0 else v))[0]
+    return f"{(~bits if bits < 0 else bits | (1 << 63)):016x}"
 
 
 def _what(e: Any) -> str:
@@ -194,15 +232,17 @@ def _operand(e: Any, value: Any) -> tuple:
 # ---------------------------------------------------------------- columns
 
 
-def _build(plan: list, f: Any, nkeys: int, end: str) -> tuple[Any, Any, Any]:
+def _build(plan: list, f: Any, nkeys: int, end: str, base: int, numbers: frozenset[int]) -> tuple[Any, Any, Any]:
     from pyspark.sql import functions as F
 
     guards: list[Any] = [f.isNotNull()]
-    cls = [f[2 * k] for k in range(nkeys)]
-    text = [f[2 * k + 1] for k in range(nkeys)]
+    cls = [f[base + 3 * k] for k in range(nkeys)]
+    text = [f[base + 3 * k + 1] for k in range(nkeys)]
+    num = [f[base + 3 * k + 2] for k in range(nkeys)]  # set for the ``numbers`` slots holding i, f or d
 
     def numeric(slot: int) -> Any:
-        return cls[slot].isin(*_NUMERIC)
+        assert slot in numbers, slot  # the JVM pass computes number keys for these slots only
+        return num[slot].isNotNull()
 
     def compare(op: str, a: tuple, b: tuple) -> Any:
         if a[0] != "field" and b[0] != "field":
@@ -211,13 +251,13 @@ def _build(plan: list, f: Any, nkeys: int, end: str) -> tuple[Any, Any, Any]:
             both_num = numeric(a[1]) & numeric(b[1])
             both_str = (cls[a[1]] == "s") & (cls[b[1]] == "s")
             guards.append(both_num | both_str)
-            return F.when(both_num, _op(op, text[a[1]].try_cast("double"), text[b[1]].try_cast("double"))) \
+            return F.when(both_num, _op(op, num[a[1]], num[b[1]])) \
                 .otherwise(_op(op, _unquote(text[a[1]]), _unquote(text[b[1]])))
         field, lit, flipped = (a, b, False) if a[0] == "field" else (b, a, True)
         slot = field[1]
         if lit[0] == "num":
             guards.append(numeric(slot))
-            x, y = text[slot].try_cast("double"), F.lit(lit[1])
+            x, y = num[slot], F.lit(number_key(lit[1]))
         else:
             guards.append(cls[slot] == "s")
             x, y = _unquote(text[slot]), F.lit(lit[1])

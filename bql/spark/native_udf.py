@@ -1,14 +1,17 @@
-"""The native tier's JVM functions ``sbpy_json_fields`` and ``sbpy_file_lines``: built from ``java/``, loaded with the session.
+"""The native tier's JVM functions: built from ``java/``, loaded with the session.
 
 The native tier (``native_stage``) computes a stage with Spark column expressions over the values one
-JVM pass pulls out of each JSON line (``JsonFields.java`` says which lines and values it vouches for),
+JVM pass pulls out of each JSON line (``JsonScan.java`` says which lines and values it vouches for),
 and its reader (``native_source``) may hand a file segment's lines to Spark as one descriptor row that
-``sbpy_file_lines`` (``FileLines.java``) expands on the executor. Both are small Java UDFs: this module
+the executor expands: ``sbpy_file_fields`` (``FileFields.java``) into its lines with their JSON pass done
+over the block's bytes, ``sbpy_file_lines`` (``FileLines.java``) into the lines alone, for
+``sbpy_json_fields`` (``JsonFields.java``) to scan one by one. All are small Java UDFs: this module
 compiles them once per source version with the JDK's ``javac`` into ``<cache>/sbpy-native-<hash>.jar``
 (``$SBPY_CACHE_DIR`` or ``~/.cache/sbpy``), names the jar in ``spark.jars`` when a session is created
 (``ServerContext.session_conf``: the driver and every executor load it) and registers the functions
 (``register``). A session whose jar lacks ``FileLines`` (``file_lines_registered`` is False) keeps the
-reader's older mode, the lines themselves shipped as Arrow strings.
+reader's older mode, the lines themselves shipped as Arrow strings; one that lacks ``FileFields`` scans
+the lines one by one.
 
 No ``javac`` (a JRE only), a failed build, or ``SBPY_NATIVE=0``: ``status()`` says why, the planner
 keeps the stateless chains on the vectorized Python tier, and nothing else changes.
@@ -32,7 +35,10 @@ FUNCTION = "sbpy_json_fields"
 CLASS = "sbpy.spark.JsonFields"
 LINES_FUNCTION = "sbpy_file_lines"
 LINES_CLASS = "sbpy.spark.FileLines"
-SOURCES = [Path(__file__).with_name("java") / name for name in ("JsonFields.java", "FileLines.java")]
+FIELDS_FUNCTION = "sbpy_file_fields"
+FIELDS_CLASS = "sbpy.spark.FileFields"
+SOURCES = [Path(__file__).with_name("java") / name
+           for name in ("JsonScan.java", "JsonFields.java", "FileLines.java", "FileFields.java")]
 ENV = "SBPY_NATIVE"  # "0": never use the native tier
 
 
@@ -131,10 +137,12 @@ def register(spark: Any) -> bool:
     except Exception as e:  # noqa: BLE001 - a session created without the jar: the tier stays off
         log.warning("the native function is not available in this session: %s", e)
         return False
-    try:
-        spark.udf.registerJavaFunction(LINES_FUNCTION, LINES_CLASS, ArrayType(StringType()))
-    except Exception as e:  # noqa: BLE001 - an older jar: the reader ships the lines itself
-        log.warning("%s is not available in this session (lines go through Python): %s", LINES_FUNCTION, e)
+    for name, cls, kind in ((LINES_FUNCTION, LINES_CLASS, ArrayType(StringType())),
+                            (FIELDS_FUNCTION, FIELDS_CLASS, ArrayType(ArrayType(StringType())))):
+        try:
+            spark.udf.registerJavaFunction(name, cls, kind)
+        except Exception as e:  # noqa: BLE001 - an older jar: the reader ships the lines itself
+            log.warning("%s is not available in this session (lines go through Python): %s", name, e)
     return True
 
 
@@ -146,6 +154,11 @@ def registered(spark: Any) -> bool:
 def file_lines_registered(spark: Any) -> bool:
     """Whether the session knows ``sbpy_file_lines`` (the native reader may then send descriptors)."""
     return _exists(spark, LINES_FUNCTION)
+
+
+def file_fields_registered(spark: Any) -> bool:
+    """Whether the session knows ``sbpy_file_fields`` (a descriptor's lines then come with their JSON pass)."""
+    return _exists(spark, FIELDS_FUNCTION)
 
 
 def _exists(spark: Any, name: str) -> bool:

@@ -14,12 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sbpy.bql.spark import journal_segments as js
+from sbpy.bql.spark.native_stage import number_key
 from sbpy.bql.spark.native_source import LineBlock, SegmentLines, block_batch, descriptor_row, segment_lines
-from sbpy.bql.spark.native_udf import LINES_FUNCTION, file_lines_registered, status
+from sbpy.bql.spark.native_udf import FIELDS_FUNCTION, LINES_FUNCTION, file_fields_registered, file_lines_registered, status
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(not status()[0], reason=f"native tier off: {status()[1]}")]
 
-PIECES = ['{"a":1}', '{"b":"é"}', "日本", "😀", " ", "\t", "\r", "", "x", '{"c": [1, 2]}', "\u00a0", "\u2028"]
+PIECES = ['{"a":1}', '{"b":"é"}', "日本", "😀", " ", "\t", "\r", "", "x", '{"c": [1, 2]}', "\u00a0", "\u2028",
+          '{"a": 7.50, "b": "日本", "c": null}', '{"é": 1, "b": -0, "a": [{"b": 2}]}', '{"b":"x\\"y"}']
 line_text = st.lists(st.sampled_from(PIECES), max_size=4).map("".join)
 file_lines = st.lists(st.tuples(line_text, st.sampled_from(["\n", "\r\n"])), min_size=1, max_size=12)
 
@@ -65,6 +67,7 @@ def _blocks(path, raw, segments, seq_start, choose):
 
 def test_session_knows_the_function(spark):
     assert file_lines_registered(spark)
+    assert file_fields_registered(spark)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -85,6 +88,55 @@ def test_jvm_lines_equal_the_python_split(spark, tmp_path, case, data):
             descriptors.append((row[5], row[8]))
             expected.append(block_batch(arrow).column("data").to_pylist())
     assert _lines(spark, descriptors) == expected
+
+
+KEYS = "=a\u0001#b\u0001=é"  # b is wanted as a number too
+
+
+def _fields(spark, descriptors):
+    """``sbpy_file_fields`` of each ``(path, spec)`` over ``KEYS``, and ``sbpy_json_fields`` of each line that
+    ``sbpy_file_lines`` gives for it, in one Spark job."""
+    df = spark.createDataFrame(descriptors, "path string, spec string")
+    got = df.selectExpr(f"{FIELDS_FUNCTION}(path, spec, '{KEYS}') AS f",
+                        f"transform({LINES_FUNCTION}(path, spec), l -> struct(l, sbpy_json_fields(l, '{KEYS}'))) AS w")
+    return [(r["f"], r["w"]) for r in got.collect()]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=st.lists(files(), min_size=1, max_size=3), data=st.data())
+def test_file_fields_are_the_lines_with_their_json_pass(spark, tmp_path, case, data):
+    """Each line of ``sbpy_file_fields`` is ``[line, "", fields...]`` with ``sbpy_json_fields``' fields of
+    that line (over the same keys), or ``[line]`` where that function refuses it; the lines are
+    ``sbpy_file_lines``'."""
+    def choose(a, b):
+        first = data.draw(st.integers(a, b))
+        return first, data.draw(st.integers(first, b))
+
+    descriptors = []
+    for k, (raw, segments) in enumerate(case):
+        path = tmp_path / f"f{k}.jsonl"
+        path.write_bytes(raw)
+        for jvm, _arrow in _blocks(path, raw, segments, 1 + 100 * k, choose):
+            row = descriptor_row(jvm[0])
+            descriptors.append((row[5], row[8]))
+    for got, want in _fields(spark, descriptors):
+        assert len(got) == len(want)
+        for items, (line, fields) in zip(got, want):
+            assert items == ([line] if fields is None else [line, ""] + fields)
+
+
+def test_file_fields_decide_plain_lines(spark, tmp_path):
+    """The usual lines are accepted, with views of the right bytes (multi-byte text before them too)."""
+    raw = '{"a": 1, "é": "日本", "b": 7.5}\n{"b": "x", "a": [1]}\r\n{"a": "\\u0041"}\n{"a":true}'.encode()
+    path, seg = _segment(tmp_path, raw)
+    ((got, _want),) = _fields(spark, [(str(path), _spec(seg))])
+    assert got == [['{"a": 1, "é": "日本", "b": 7.5}\n', "", "i", "1", None, "f", "7.5", number_key(7.5),
+                    "s", '"日本"', None],
+                   ['{"b": "x", "a": [1]}\r\n', "", "x", "[1]", None, "s", '"x"', None, None, None, None],
+                   ['{"a": "\\u0041"}\n'], ['{"a":true}', "", "b", "true", None] + [None] * 6]
+    path.write_bytes(raw[:-3])
+    with pytest.raises(Exception, match="the file is shorter"):
+        _fields(spark, [(str(path), _spec(seg))])
 
 
 def _segment(tmp_path, raw):

@@ -1,12 +1,13 @@
-"""The native tier with its lines read by the JVM (``lines=jvm``) equals the sequential kernel, row for row.
+"""The native tier with its lines read by the JVM equals the sequential kernel, row for row.
 
 One journal holds what a ``src`` input can hold: file segments of typical JSON lines (decided by Spark
 expressions) and odd ones (strings, NULLs, missing fields, escapes, duplicate keys, bad JSON, blank and
 whitespace-only lines, CRLF endings, multi-byte UTF-8, a last line without its newline), tuples journaled
 by value between them, a ``timestamp_field`` segment, a segment with bytes that are not UTF-8, a segment
 whose file changed after it was journaled, and an end marker. The native query runs over it in small
-micro-batches (so partitions cut segments mid-way) with the reader in each mode — descriptors expanded by
-``sbpy_file_lines`` and the older Arrow lines — and its ``out`` rows (data and order), dropped tuples
+micro-batches (so partitions cut segments mid-way) in each of ``native_query.MODES`` — descriptors expanded
+by ``sbpy_file_fields`` (split and JSON pass in one JVM call) or by ``sbpy_file_lines`` (then
+``sbpy_json_fields`` per line), and the older Arrow lines — and its ``out`` rows (data and order), dropped tuples
 (error texts), ends and stage counters must be the sequential kernel's (``operator.Pipeline`` fed the
 journal as ``journal_segments.expand`` reads it), for both output formats.
 """
@@ -159,12 +160,16 @@ def _comparable(rows, encoded):
     return ([r[3] for r in rows if r[0] == "out"], [r for r in rows if r[0] != "out"])
 
 
-def test_the_session_reads_lines_in_the_jvm(spark):
+def test_the_session_reads_lines_in_the_jvm(spark, monkeypatch):
+    assert lines_mode(spark) == "fields"
+    monkeypatch.setenv("SBPY_NATIVE_LINES", "jvm")
     assert lines_mode(spark) == "jvm"
+    monkeypatch.setenv("SBPY_NATIVE_LINES", "arrow")
+    assert lines_mode(spark) == "arrow"
 
 
 @pytest.mark.parametrize("out_format", ["tagged", "json"])
-@pytest.mark.parametrize("mode", ["jvm", "arrow"])
+@pytest.mark.parametrize("mode", ["fields", "jvm", "arrow"])
 def test_native_lines_equal_the_sequential_kernel(spark, tmp_path, journal, mode, out_format):
     journal_dir, head = journal
     plan = plan_query(["src"], CHAIN)

@@ -58,3 +58,28 @@ def test_the_inline_columns_would_call_it_more_than_once(spark):
     rows = [("line", None, 1, 0, 0, '{"id": 1, "price": 1}\n', None, "src", None)]
     df = spark.createDataFrame(rows, OUTPUT_SCHEMA).select(guard.alias("g"), F.when(depth == 1, data).alias("d"))
     assert _executed_plan(df).count("sbpy_json_fields(") > 1
+
+
+@pytest.mark.parametrize("form", [classify, pack], ids=["classify", "pack"])
+def test_a_block_is_split_and_scanned_in_one_call(spark, tmp_path, form):
+    """Descriptor rows (``fields`` mode): ``sbpy_file_fields`` runs once per block and decides the lines
+    itself; ``sbpy_json_fields`` stays in the plan for lines that come as text, but no block line takes it."""
+    from sbpy.bql.spark import journal_segments as js
+    from sbpy.bql.spark.native_query import expand_lines
+    from sbpy.bql.spark.native_source import descriptor_row, segment_lines
+
+    chain = chain_of(query_spec_stages(plan_query(["src"], CHAINS[0])))
+    raw = b"".join(b'{"id": %d, "price": %d, "a": "x"}\n' % (i, i) for i in range(1, 9))
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(raw)
+    (block,) = segment_lines(1, 7, js.make_segment(str(path), 0, raw, 1, 0, None), "src", 0, 8)
+    text = ("line", None, 20, 0, 0, '{"id": 20, "price": 1}\n', None, "src", None)
+    df = expand_lines(spark.createDataFrame([descriptor_row(block), text], OUTPUT_SCHEMA), chain.key_spec)
+    got = form(df, chain).collect()
+    if form is classify:
+        assert sorted((r["seq"], r["kind"]) for r in got) == [(1, "out"), (2, "out"), (3, "out"), (4, "out"),
+                                                              (5, "out"), (6, "out"), (7, "out"), (20, "out")]
+    else:
+        assert len(got) == 8 and all(r["k"] is None for r in got)
+    plan = _executed_plan(form(df, chain))
+    assert plan.count("sbpy_file_fields(") == 1 and plan.count("sbpy_json_fields(") == 1, plan

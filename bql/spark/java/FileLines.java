@@ -32,6 +32,11 @@ public final class FileLines implements UDF2<String, String, UTF8String[]> {
 
   @Override
   public UTF8String[] call(String path, String spec) throws IOException {
+    return lines(path, spec);
+  }
+
+  /** The block's lines, as {@code call} returns them (also FileFields' lines). */
+  static UTF8String[] lines(String path, String spec) throws IOException {
     if (path == null || spec == null) {
       throw new IllegalArgumentException("sbpy_file_lines: null path or spec");
     }

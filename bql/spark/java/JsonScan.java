@@ -1,0 +1,394 @@
+package sbpy.spark;
+
+import java.nio.charset.StandardCharsets;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * The native tier's one pass over a JSON line's UTF-8 bytes (see bql/spark/native_stage.py): used by
+ * {@code sbpy_json_fields} (JsonFields) and {@code sbpy_file_fields} (FileFields).
+ *
+ * <p>{@link #scan} writes three elements per wanted key, at {@code base + 3k}, {@code base + 3k + 1} and
+ * {@code base + 3k + 2}: the class of the key's (last) value (one character), its JSON text, and — for a key
+ * wanted as a number (its name prefixed by {@code #} in the key spec) whose class is {@code i}, {@code f} or
+ * {@code d} — its number key ({@link #numberKey}); all null when the object has no such key. The text is a
+ * view of the line's bytes (no copy, no decode). Classes: {@code i} an integer of
+ * at most 15 digits (not -0: exact as a double, written as read), {@code f} a plain decimal whose text is
+ * what sbpy writes for its float (at most 15 digits, no trailing zero except {@code .0}, not below 1e-5),
+ * {@code d} any other plain decimal (exact as a double, not written as read), {@code s} a string without
+ * escapes, {@code b} true or false, {@code n} null, {@code x} anything else (a container, a long integer,
+ * -0).
+ *
+ * <p>It returns false — the row takes the Python kernel — unless the line is one JSON object this scanner is
+ * sure Python reads the same way: strict RFC 8259 syntax, no backslash or control character in any string,
+ * no exponent, no run of 19 or more digits, nesting at most 64 deep. Refusing more than needed is always
+ * safe; accepting a line the kernel reads differently is a bug. The bytes must be UTF-8 (both callers
+ * ensure it): every structural character is ASCII, and every byte of a multi-byte character is 0x80 or
+ * above, so a scan over the bytes decides exactly what a scan over the characters would.
+ */
+final class JsonScan {
+  private static final UTF8String[] CLASS_NAMES = new UTF8String[128];
+
+  static {
+    for (char c : "ifdsbnx".toCharArray()) {
+      CLASS_NAMES[c] = UTF8String.fromString(String.valueOf(c));
+    }
+  }
+
+  private static final byte[] TRUE = "true".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] FALSE = "false".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] NULL = "null".getBytes(StandardCharsets.US_ASCII);
+
+  private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+  private static final double[] POW10 = new double[23];
+
+  static {
+    double p = 1;
+    for (int i = 0; i < POW10.length; i++) {
+      POW10[i] = p;  // 10^i, exact as a double up to 10^22
+      p *= 10;
+    }
+  }
+
+  private final byte[] text;
+  private final int end;
+  private final byte[][] keys;
+  private final boolean[] numeric;
+  private final UTF8String[] found;
+  private final int base;
+  private int pos;
+  // the last number read: sign, integer digits, fraction digits (-1: none)
+  private boolean numNegative;
+  private int numIntStart;
+  private int numIntDigits;
+  private int numFracDigits;
+
+  private JsonScan(byte[] text, int from, int to, Keys keys, UTF8String[] found, int base) {
+    this.text = text;
+    this.pos = from;
+    this.end = to;
+    this.keys = keys.names;
+    this.numeric = keys.numeric;
+    this.found = found;
+    this.base = base;
+  }
+
+  /** The wanted keys as UTF-8 bytes, and which of them are wanted as numbers. */
+  static final class Keys {
+    final byte[][] names;
+    final boolean[] numeric;
+
+    /** A key spec: the names joined by U+0001, each prefixed by {@code =} (as read) or {@code #} (and as a
+     * number). */
+    Keys(String spec) {
+      String[] items = spec.isEmpty() ? new String[0] : spec.split("\u0001", -1);
+      names = new byte[items.length][];
+      numeric = new boolean[items.length];
+      for (int k = 0; k < items.length; k++) {
+        char flag = items[k].isEmpty() ? '?' : items[k].charAt(0);
+        if (flag != '=' && flag != '#') {
+          throw new IllegalArgumentException("sbpy: bad key spec '" + spec + "'");
+        }
+        numeric[k] = flag == '#';
+        names[k] = items[k].substring(1).getBytes(StandardCharsets.UTF_8);
+      }
+    }
+
+    int width() {
+      return 3 * names.length;
+    }
+  }
+
+  /** Scan {@code text[from, to)}; see the class comment. {@code found} must have room for the keys. */
+  static boolean scan(byte[] text, int from, int to, Keys keys, UTF8String[] found, int base) {
+    return new JsonScan(text, from, to, keys, found, base).object();
+  }
+
+  /**
+   * The number key of a double: 16 hex digits whose byte order is the numeric order of the doubles and
+   * whose equality is theirs (-0.0 is 0.0), so Spark compares two numbers by comparing their keys. For
+   * finite doubles only (JSON has no others).
+   */
+  static UTF8String numberKey(double v) {
+    long bits = Double.doubleToLongBits(v == 0.0 ? 0.0 : v);
+    bits = bits < 0 ? ~bits : bits ^ Long.MIN_VALUE;
+    byte[] out = new byte[16];
+    for (int i = 15; i >= 0; i--) {
+      out[i] = HEX[(int) (bits & 15)];
+      bits >>>= 4;
+    }
+    return UTF8String.fromBytes(out);
+  }
+
+  private void ws() {
+    while (pos < end) {
+      byte c = text[pos];
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+        return;
+      }
+      pos++;
+    }
+  }
+
+  private boolean at(char c) {
+    return pos < end && text[pos] == c;
+  }
+
+  /** The top-level object and nothing after it but whitespace. */
+  private boolean object() {
+    ws();
+    if (!at('{')) {
+      return false;
+    }
+    pos++;
+    ws();
+    if (at('}')) {
+      pos++;
+    } else {
+      while (true) {
+        int keyStart = pos;
+        if (!string()) {
+          return false;
+        }
+        int slot = slotOf(keyStart + 1, pos - 1);
+        ws();
+        if (!at(':')) {
+          return false;
+        }
+        pos++;
+        ws();
+        int valueStart = pos;
+        byte cls = value(1);
+        if (cls == 0) {
+          return false;
+        }
+        if (slot >= 0) {
+          int at = base + 3 * slot;
+          found[at] = CLASS_NAMES[cls];
+          found[at + 1] = UTF8String.fromBytes(text, valueStart, pos - valueStart);
+          found[at + 2] = numeric[slot] && (cls == 'i' || cls == 'f' || cls == 'd')
+              ? numberKey(numberValue(valueStart)) : null;
+        }
+        ws();
+        if (pos >= end) {
+          return false;
+        }
+        byte c = text[pos++];
+        if (c == '}') {
+          break;
+        }
+        if (c != ',') {
+          return false;
+        }
+        ws();
+      }
+    }
+    ws();
+    return pos == end;
+  }
+
+  private int slotOf(int from, int to) {
+    int len = to - from;
+    for (int k = 0; k < keys.length; k++) {
+      byte[] key = keys[k];
+      if (key.length == len && matches(from, key)) {
+        return k;
+      }
+    }
+    return -1;
+  }
+
+  private boolean matches(int from, byte[] word) {
+    if (end - from < word.length) {
+      return false;
+    }
+    for (int i = 0; i < word.length; i++) {
+      if (text[from + i] != word[i]) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** A string at {@code pos} without escapes or control characters; false otherwise. */
+  private boolean string() {
+    if (!at('"')) {
+      return false;
+    }
+    pos++;
+    while (pos < end) {
+      int c = text[pos++] & 0xff;
+      if (c == '"') {
+        return true;
+      }
+      if (c == '\\' || c < 0x20) {
+        return false;
+      }
+    }
+    return false;
+  }
+
+  /** One value at {@code pos}: its class, or 0 when the line is refused. */
+  private byte value(int depth) {
+    if (pos >= end) {
+      return 0;
+    }
+    byte c = text[pos];
+    switch (c) {
+      case '"':
+        return string() ? (byte) 's' : 0;
+      case 't':
+        return word(TRUE) ? (byte) 'b' : 0;
+      case 'f':
+        return word(FALSE) ? (byte) 'b' : 0;
+      case 'n':
+        return word(NULL) ? (byte) 'n' : 0;
+      case '[':
+        return container(depth + 1, false) ? (byte) 'x' : 0;
+      case '{':
+        return container(depth + 1, true) ? (byte) 'x' : 0;
+      default:
+        return (c == '-' || (c >= '0' && c <= '9')) ? number() : 0;
+    }
+  }
+
+  private boolean word(byte[] w) {
+    if (matches(pos, w)) {
+      pos += w.length;
+      return true;
+    }
+    return false;
+  }
+
+  /** An array or a nested object at {@code pos}, nested at most 64 deep. */
+  private boolean container(int depth, boolean object) {
+    if (depth > 64) {
+      return false;
+    }
+    char close = object ? '}' : ']';
+    pos++;
+    ws();
+    if (at(close)) {
+      pos++;
+      return true;
+    }
+    while (true) {
+      ws();
+      if (object) {
+        if (!string()) {
+          return false;
+        }
+        ws();
+        if (!at(':')) {
+          return false;
+        }
+        pos++;
+        ws();
+      }
+      if (value(depth) == 0) {
+        return false;
+      }
+      ws();
+      if (pos >= end) {
+        return false;
+      }
+      byte c = text[pos++];
+      if (c == close) {
+        return true;
+      }
+      if (c != ',') {
+        return false;
+      }
+    }
+  }
+
+  /**
+   * The double of the number just read (starting at {@code start}), as Java's and Python's correctly
+   * rounded parsers give it: with at most 15 digits in all and at most 22 after the point, the digits as a
+   * long (below 2^53: exact) divided by 10^fraction (exact) — one IEEE division, so correctly rounded
+   * (Clinger's fast path); otherwise {@code Double.parseDouble} of the text.
+   */
+  private double numberValue(int start) {
+    int frac = Math.max(numFracDigits, 0);
+    if (numIntDigits + frac <= 15) {
+      long m = 0;
+      for (int i = numIntStart; i < numIntStart + numIntDigits; i++) {
+        m = m * 10 + (text[i] - '0');
+      }
+      for (int i = numIntStart + numIntDigits + 1; i < numIntStart + numIntDigits + 1 + frac; i++) {
+        m = m * 10 + (text[i] - '0');
+      }
+      double v = frac == 0 ? (double) m : (double) m / POW10[frac];
+      return numNegative ? -v : v;
+    }
+    return Double.parseDouble(new String(text, start, pos - start, StandardCharsets.US_ASCII));
+  }
+
+  /** {@code -?(0|[1-9][0-9]*)(\.[0-9]+)?}, classified; an exponent or 19+ digits refuse the line. */
+  private byte number() {
+    boolean negative = text[pos] == '-';
+    if (negative) {
+      pos++;
+    }
+    int intStart = pos;
+    while (pos < end && isDigit(text[pos])) {
+      pos++;
+    }
+    int intDigits = pos - intStart;
+    if (intDigits == 0 || intDigits > 18 || (intDigits > 1 && text[intStart] == '0')) {
+      return 0;
+    }
+    int fracDigits = -1;
+    int fracStart = pos + 1;
+    if (at('.')) {
+      pos++;
+      while (pos < end && isDigit(text[pos])) {
+        pos++;
+      }
+      fracDigits = pos - fracStart;
+      if (fracDigits == 0 || fracDigits > 18) {
+        return 0;
+      }
+    }
+    if (pos < end) {
+      byte c = text[pos];
+      if (c == 'e' || c == 'E' || c == '.' || isDigit(c)) {
+        return 0;
+      }
+    }
+    boolean zeroInt = intDigits == 1 && text[intStart] == '0';
+    numNegative = negative;
+    numIntStart = intStart;
+    numIntDigits = intDigits;
+    numFracDigits = fracDigits;
+    if (fracDigits < 0) {
+      if (intDigits > 15 || (negative && zeroInt)) {
+        return 'x';
+      }
+      return 'i';
+    }
+    return canonicalFloat(intDigits, zeroInt, fracStart, fracDigits) ? (byte) 'f' : (byte) 'd';
+  }
+
+  /** Whether sbpy writes the float of this decimal exactly as it is written here. */
+  private boolean canonicalFloat(int intDigits, boolean zeroInt, int fracStart, int fracDigits) {
+    if (intDigits + fracDigits > 15) {
+      return false;
+    }
+    byte last = text[fracStart + fracDigits - 1];
+    if (last == '0') {
+      return fracDigits == 1;  // "7.0" is written "7.0"; "7.50" is written "7.5"
+    }
+    if (zeroInt) {  // below 1: at most four zeros after the point (1e-5 and up are written plainly)
+      int zeros = 0;
+      while (zeros < fracDigits && text[fracStart + zeros] == '0') {
+        zeros++;
+      }
+      return zeros <= 4;
+    }
+    return true;
+  }
+
+  private static boolean isDigit(byte c) {
+    return c >= '0' && c <= '9';
+  }
+}
