@@ -20,7 +20,8 @@ exponent, int literals within 2^53) — where BQL's int/float comparison is a do
 pass hands each such double over as its number key (``number_key``: text whose byte order and equality
 are the doubles'), so Spark compares bytes and parses nothing. Strings
 (no escapes) compare as UTF-8 bytes, which is code-point order. Output text is the input's own text
-only for classes whose text is what ``jsonio.to_json`` writes (``JsonFields.java``: ``i f s b n``);
+only for classes whose text is what ``jsonio.to_json`` writes (``JsonScan.java``: ``i f s b n``; it
+gives no text for the others);
 literals are written by ``to_json`` at compile time. Any row outside the guards (a NULL, MISSING, a
 bool in a comparison, mixed types, a container, an escape, a line the JVM pass refuses) is ``guard =
 false``: it takes the Python kernel (``native_query``), so values, drops and errors stay the kernel's.
@@ -40,7 +41,6 @@ from sbpy.bql.runtime.stage_codegen import fast_parts
 
 KEY_SEPARATOR = "\u0001"
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-_WRITABLE = ("i", "f", "s", "b", "n")  # written back as read
 _MAX_EXACT_INT = 2 ** 53
 
 
@@ -283,7 +283,7 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int, numbers: frozens
         if val.slot is None:
             pieces.append(F.lit(to_json(val.const)))
         else:
-            guards.append(cls[val.slot].isin(*_WRITABLE))
+            guards.append(text[val.slot].isNotNull())  # the pass gives the text of written-back classes only
             pieces.append(text[val.slot])
     data = F.concat(*pieces, F.lit("}" + end)) if pieces else F.lit("{}" + end)
     depth = F.lit(len(plan))

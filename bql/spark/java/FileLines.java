@@ -62,7 +62,6 @@ public final class FileLines implements UDF2<String, String, UTF8String[]> {
       throw new IllegalStateException("sbpy_file_lines: " + where + " changed since they were journaled"
           + " (CRC " + check.getValue() + ", journaled " + crc + ")");
     }
-    validateUtf8(bytes, where);
     return split(bytes, n, skip, count, where);
   }
 
@@ -81,31 +80,30 @@ public final class FileLines implements UDF2<String, String, UTF8String[]> {
 
   /** Throws unless {@code bytes} is strict UTF-8 (what Python's decoder accepts). */
   private static void validateUtf8(byte[] bytes, String where) {
-    for (byte b : bytes) {
-      if (b < 0) {
-        try {
-          StandardCharsets.UTF_8.newDecoder()
-              .onMalformedInput(CodingErrorAction.REPORT)
-              .onUnmappableCharacter(CodingErrorAction.REPORT)
-              .decode(ByteBuffer.wrap(bytes));
-        } catch (CharacterCodingException e) {
-          throw new IllegalStateException("sbpy_file_lines: " + where + " are not UTF-8 any more", e);
-        }
-        return;
-      }
+    try {
+      StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(bytes));
+    } catch (CharacterCodingException e) {
+      throw new IllegalStateException("sbpy_file_lines: " + where + " are not UTF-8 any more", e);
     }
   }
 
-  /** Lines {@code skip .. skip+count-1} of a segment that must hold {@code n} lines. */
+  /** Lines {@code skip .. skip+count-1} of a segment that must hold {@code n} lines and be strict UTF-8
+   * (the split notes any byte above 0x7f on its way; only then does the decoder check the block). */
   static UTF8String[] split(byte[] bytes, int n, int skip, int count, String where) {
     UTF8String[] out = new UTF8String[count];
     int line = 0;
     int from = 0;
     int last = skip + count;
     int length = bytes.length;
+    int high = 0;
     while (from < length) {
       int nl = from;
-      while (nl < length && bytes[nl] != '\n') {
+      byte b;
+      while (nl < length && (b = bytes[nl]) != '\n') {
+        high |= b;
         nl++;
       }
       int to = nl < length ? nl + 1 : length;  // the line with its newline
@@ -114,6 +112,9 @@ public final class FileLines implements UDF2<String, String, UTF8String[]> {
       }
       line++;
       from = to;
+    }
+    if (high < 0) {
+      validateUtf8(bytes, where);
     }
     if (line != n) {
       throw new IllegalStateException("sbpy_file_lines: " + where + " hold " + line

@@ -8,7 +8,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * {@code sbpy_json_fields} (JsonFields) and {@code sbpy_file_fields} (FileFields).
  *
  * <p>{@link #scan} writes three elements per wanted key, at {@code base + 3k}, {@code base + 3k + 1} and
- * {@code base + 3k + 2}: the class of the key's (last) value (one character), its JSON text, and — for a key
+ * {@code base + 3k + 2}: the class of the key's (last) value (one character), its JSON text (only for the
+ * classes whose text is what sbpy writes for the value, so a chain may write it back: null for {@code d} and
+ * {@code x}), and — for a key
  * wanted as a number (its name prefixed by {@code #} in the key spec) whose class is {@code i}, {@code f} or
  * {@code d} — its number key ({@link #numberKey}); all null when the object has no such key. The text is a
  * view of the line's bytes (no copy, no decode). Classes: {@code i} an integer of
@@ -164,7 +166,7 @@ final class JsonScan {
         if (slot >= 0) {
           int at = base + 3 * slot;
           found[at] = CLASS_NAMES[cls];
-          found[at + 1] = UTF8String.fromBytes(text, valueStart, pos - valueStart);
+          found[at + 1] = cls == 'd' || cls == 'x' ? null : UTF8String.fromBytes(text, valueStart, pos - valueStart);
           found[at + 2] = numeric[slot] && (cls == 'i' || cls == 'f' || cls == 'd')
               ? numberKey(numberValue(valueStart)) : null;
         }
