@@ -64,18 +64,21 @@ def expand_lines(df: Any, keys: str | None = None) -> Any:
         items = F.when(is_desc, F.call_function("sbpy_file_lines", F.col("data"), F.col("event"))) \
             .otherwise(F.array(F.col("data")))
     else:
-        items = F.when(is_desc, F.call_function("sbpy_file_fields", F.col("data"), F.col("event"), F.lit(keys))) \
+        fields = F.call_function("sbpy_file_fields", F.col("data"), F.col("event"), F.lit(keys))
+        items = F.when(is_desc, fields) \
             .otherwise(F.array(F.array(F.col("data"))))
-    exploded = df.select(*[F.col(c) for c in OUTPUT_COLUMNS], is_desc.alias("_desc"),
-                         F.posexplode(items).alias("_pos", "_item"))
+    # what a line keeps of its descriptor is decided before the explode: every generated row copies the
+    # columns it carries (the descriptor's path and spec would be copied once per line)
+    kept = [F.when(is_desc, F.lit("line")).otherwise(F.col("kind")).alias("kind"),
+            *[F.col(c) for c in ("node", "seq", "idx", "ts", "error", "input")],
+            F.when(is_desc, F.lit(None)).otherwise(F.col("event")).alias("event"), is_desc.alias("_desc")]
+    exploded = df.select(*kept, F.posexplode(items).alias("_pos", "_item"))
     desc = F.col("_desc")
     line = F.col("_item") if keys is None else F.col("_item")[0]
     extra = [] if keys is None else [desc, F.when(desc & (F.size("_item") > 1), F.col("_item")).alias("_ff")]
     return exploded.select(
-        F.when(desc, F.lit("line")).otherwise(F.col("kind")).alias("kind"), F.col("node"),
-        F.when(desc, F.col("seq") + F.col("_pos")).otherwise(F.col("seq")).alias("seq"),
-        F.col("idx"), F.col("ts"), line.alias("data"), F.col("error"), F.col("input"),
-        F.when(desc, F.lit(None)).otherwise(F.col("event")).alias("event"), *extra)
+        F.col("kind"), F.col("node"), F.when(desc, F.col("seq") + F.col("_pos")).otherwise(F.col("seq")).alias("seq"),
+        F.col("idx"), F.col("ts"), line.alias("data"), F.col("error"), F.col("input"), F.col("event"), *extra)
 
 
 def _decide(df: Any, chain: NativeChain, newline: bool = False) -> tuple[Any, dict[str, Any]]:
@@ -158,8 +161,8 @@ def start_native_query(spark: Any, spec: QuerySpec, chain: NativeChain | None = 
     chain = chain or chain_of(spec.stages)
     mode = lines or lines_mode(spark)
     checkpoint = Path(spec.checkpoint_dir)
-    df = chain_reader(spark, spec, SOURCE_NAME, checkpoint).option(LINES_OPTION, "arrow" if mode == "arrow" else "jvm")
-    df = df.load()
+    reader = chain_reader(spark, spec, SOURCE_NAME, checkpoint)
+    df = reader.option(LINES_OPTION, "arrow" if mode == "arrow" else "jvm").load()
     if mode != "arrow":
         df = expand_lines(df, chain.key_spec if mode == "fields" else None)
     out = pack(df, chain, spec.out_format == "json")

@@ -73,8 +73,10 @@ class NativeChain:
     @property
     def key_spec(self) -> str:
         """The keys the JVM pass extracts, as its functions take them (``JsonScan.Keys``): joined by U+0001,
-        each prefixed by ``#`` when a comparison reads it as a number (its number key is wanted), else ``=``."""
-        return KEY_SEPARATOR.join(("#" if k in self.numeric else "=") + key for k, key in enumerate(self.keys))
+        each prefixed by ``#`` when a comparison reads it as a number (its number key is wanted), else
+        ``=``."""
+        flags = ["#" if k in self.numeric else "=" for k in range(len(self.keys))]
+        return KEY_SEPARATOR.join(flag + key for flag, key in zip(flags, self.keys))
 
     def fields(self, line: Any) -> Any:
         """The JVM pass over the string column ``line``: ``sbpy_json_fields(line, keys)``."""
@@ -232,7 +234,8 @@ def _operand(e: Any, value: Any) -> tuple:
 # ---------------------------------------------------------------- columns
 
 
-def _build(plan: list, f: Any, nkeys: int, end: str, base: int, numbers: frozenset[int]) -> tuple[Any, Any, Any]:
+def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
+           numbers: frozenset[int]) -> tuple[Any, Any, Any]:
     from pyspark.sql import functions as F
 
     guards: list[Any] = [f.isNotNull()]

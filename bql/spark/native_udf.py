@@ -157,7 +157,7 @@ def file_lines_registered(spark: Any) -> bool:
 
 
 def file_fields_registered(spark: Any) -> bool:
-    """Whether the session knows ``sbpy_file_fields`` (a descriptor's lines then come with their JSON pass)."""
+    """Whether the session knows ``sbpy_file_fields`` (a block's lines then come with their JSON pass)."""
     return _exists(spark, FIELDS_FUNCTION)
 
 

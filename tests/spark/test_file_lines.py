@@ -14,9 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sbpy.bql.spark import journal_segments as js
-from sbpy.bql.spark.native_stage import number_key
 from sbpy.bql.spark.native_source import LineBlock, SegmentLines, block_batch, descriptor_row, segment_lines
-from sbpy.bql.spark.native_udf import FIELDS_FUNCTION, LINES_FUNCTION, file_fields_registered, file_lines_registered, status
+from sbpy.bql.spark.native_stage import number_key
+from sbpy.bql.spark.native_udf import (
+    FIELDS_FUNCTION,
+    LINES_FUNCTION,
+    file_fields_registered,
+    file_lines_registered,
+    status,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(not status()[0], reason=f"native tier off: {status()[1]}")]
 
@@ -98,7 +104,8 @@ def _fields(spark, descriptors):
     ``sbpy_file_lines`` gives for it, in one Spark job."""
     df = spark.createDataFrame(descriptors, "path string, spec string")
     got = df.selectExpr(f"{FIELDS_FUNCTION}(path, spec, '{KEYS}') AS f",
-                        f"transform({LINES_FUNCTION}(path, spec), l -> struct(l, sbpy_json_fields(l, '{KEYS}'))) AS w")
+                        f"transform({LINES_FUNCTION}(path, spec), "
+                        f"l -> struct(l, sbpy_json_fields(l, '{KEYS}'))) AS w")
     return [(r["f"], r["w"]) for r in got.collect()]
 
 
@@ -130,10 +137,10 @@ def test_file_fields_decide_plain_lines(spark, tmp_path):
     raw = '{"a": 1, "é": "日本", "b": 7.5}\n{"b": "x", "a": [1]}\r\n{"a": "\\u0041"}\n{"a":true}'.encode()
     path, seg = _segment(tmp_path, raw)
     ((got, _want),) = _fields(spark, [(str(path), _spec(seg))])
-    assert got == [['{"a": 1, "é": "日本", "b": 7.5}\n', "", "i", "1", None, "f", "7.5", number_key(7.5),
-                    "s", '"日本"', None],
-                   ['{"b": "x", "a": [1]}\r\n', "", "x", None, None, "s", '"x"', None, None, None, None],
-                   ['{"a": "\\u0041"}\n'], ['{"a":true}', "", "b", "true", None] + [None] * 6]
+    lines = raw.decode().splitlines(keepends=True)
+    assert got == [[lines[0], "", "i", "1", None, "f", "7.5", number_key(7.5), "s", '"日本"', None],
+                   [lines[1], "", "x", None, None, "s", '"x"', None, None, None, None],
+                   [lines[2]], [lines[3], "", "b", "true", None] + [None] * 6]
     path.write_bytes(raw[:-3])
     with pytest.raises(Exception, match="the file is shorter"):
         _fields(spark, [(str(path), _spec(seg))])

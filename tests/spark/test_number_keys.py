@@ -15,13 +15,13 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from sbpy.bql.spark.native_stage import number_key
 from sbpy.bql.spark.native_udf import status
 
 digits = st.text(alphabet="0123456789", min_size=1, max_size=19)
 TRICKY = ["0", "7", "-7", "0.1", "0.3", "-0.0", "0.0", "7.50", "0.000001", "0.00001", "123456789012345",
-          "-123456789012345", "1234567890123456", "99999999999999.9", "999999999999999.9", "0.123456789012345",
+          "-123456789012345", "1234567890123456", "99999999999999.9", "999999999999999.9",
+          "0.123456789012345",
           "0.1234567890123456", "9007199254740993.0", "4.35", "1.005", "2.675", "8.0", "7.999999999999999"]
 
 
@@ -37,7 +37,7 @@ def number_texts(draw):
 
 def _keys(spark, texts):
     """``(class, number key)`` of each text as the top-level value of a line."""
-    df = spark.createDataFrame([('{"v": %s}' % t,) for t in texts], "line string")
+    df = spark.createDataFrame([(f'{{"v": {t}}}',) for t in texts], "line string")
     rows = df.selectExpr("sbpy_json_fields(line, '#v') AS f").collect()
     return [None if r["f"] is None else (r["f"][0], r["f"][2]) for r in rows]
 
@@ -74,7 +74,8 @@ def test_a_key_that_is_not_wanted_as_a_number_is_not_computed():
     from sbpy.bql.spark.native_query import chain_of
 
     stages = query_spec_stages(plan_query(["src"], [
-        ("out", 'SELECT RSTREAM id, price, name FROM src [RANGE 1 TUPLES] WHERE price < 8 AND name = "x"', ["src"])]))
+        ("out", 'SELECT RSTREAM id, price, name FROM src [RANGE 1 TUPLES] WHERE price < 8 AND name = "x"',
+         ["src"])]))
     assert chain_of(stages).key_spec == "#price\u0001=name\u0001=id"
     stages = query_spec_stages(plan_query(["src"], [
         ("out", "SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE a < b OR NOT c = 1", ["src"])]))
