@@ -25,3 +25,9 @@ def test_from_config(tmp_path):
 def test_defaults(tmp_path):
     ctx = ServerContext(data_dir=tmp_path)
     assert ctx.master == "local[*]" and ctx.session_conf()["spark.sql.shuffle.partitions"] == "2"
+    assert ctx.session_conf()["spark.driver.memory"] == "2g"
+
+
+def test_the_heap_default_gives_way_to_the_config(tmp_path):
+    config = config_from_dict({"spark": {"conf": {"spark.driver.memory": "3g"}}}, tmp_path / "sensorbee.yaml")
+    assert ServerContext.from_config(config).session_conf()["spark.driver.memory"] == "3g"
