@@ -2,7 +2,8 @@
 
 A chain qualifies when every stage is a fast SELECT (``stage_codegen.fast_parts``: RSTREAM over
 ``[RANGE 1 TUPLES]`` of the previous stage or the journal input) whose WHERE uses field references by
-top-level key, literals, the comparisons ``= != <> < <= > >=`` and ``AND / OR / NOT``, and whose select
+top-level key, literals, the comparisons ``= != <> < <= > >=``, ``[NOT] BETWEEN``, ``[NOT] IN`` (a field and
+literals that are all numbers or all strings), ``IS [NOT] NULL`` and ``AND / OR / NOT``, and whose select
 list holds such field references or literals under keys that do not start with ``$``. ``compile_chain``
 returns the columns that classify each journal line::
 
@@ -36,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, UnaryOp
+from sbpy.bql.ast import Between, BinaryOp, FieldRef, InList, IsNull, KeyStep, Literal, UnaryOp
 from sbpy.bql.runtime.stage_codegen import fast_parts
 
 KEY_SEPARATOR = "\u0001"
@@ -177,7 +178,7 @@ def _numeric_slots(plan: list) -> set[int]:
             walk(p[2])
         elif p[0] == "not":
             walk(p[1])
-        elif p[2][0] != "str" and p[3][0] != "str":
+        elif p[0] == "cmp" and p[2][0] != "str" and p[3][0] != "str":
             out.update(side[1] for side in p[2:] if side[0] == "field")
 
     for pred, _out in plan:
@@ -212,7 +213,34 @@ def _predicate(e: Any, value: Any) -> tuple:
             return ("cmp", _CMP[op], _operand(e.left, value), _operand(e.right, value))
     if isinstance(e, UnaryOp) and e.op.lower() == "not":
         return ("not", _predicate(e.operand, value))
-    raise Unsupported(f"{_what(e)} in WHERE (only comparisons and AND/OR/NOT compile)")
+    if isinstance(e, (Between, InList, IsNull)):
+        p = _sql_predicate(e, value)
+        return ("not", p) if e.negated else p
+    raise Unsupported(f"{_what(e)} in WHERE (only comparisons, BETWEEN, IN, IS NULL and AND/OR/NOT compile)")
+
+
+def _sql_predicate(e: Any, value: Any) -> tuple:
+    """``BETWEEN``, ``IN`` and ``IS NULL`` (not negated) as the predicates they equal on the values the
+    guards let through (present, never NULL, exact doubles or strings without escapes): ``x BETWEEN lo
+    AND hi`` is ``x >= lo AND x <= hi`` (``predicates.between``); ``x IN (literals)`` is ``x = v1 OR x = v2
+    ...`` when the literals are all numbers or all strings (``predicates.in_constants``: its sets hold the
+    items of ``x``'s type, and a miss is false without a NULL item); ``x IS NULL`` is ``x``'s class ``n``."""
+    if isinstance(e, Between):
+        x = _operand(e.operand, value)
+        return ("and", ("cmp", ">=", x, _operand(e.low, value)), ("cmp", "<=", x, _operand(e.high, value)))
+    if isinstance(e, InList):
+        x = _operand(e.operand, value)
+        items = [_operand(i, value) if type(i) is Literal else None for i in e.items]
+        if x[0] != "field" or None in items or len({kind for kind, _v in items}) != 1:
+            raise Unsupported("IN over other than a field and literals all numbers or all strings")
+        p: tuple = ("cmp", "==", x, items[0])
+        for item in items[1:]:
+            p = ("or", p, ("cmp", "==", x, item))
+        return p
+    x = _operand(e.operand, value)
+    if x[0] != "field":
+        raise Unsupported("IS NULL of other than a field")
+    return ("isnull", x[1])
 
 
 def _operand(e: Any, value: Any) -> tuple:
@@ -267,6 +295,9 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
         return _op(op, y, x) if flipped else _op(op, x, y)
 
     def predicate(p: tuple) -> Any:
+        if p[0] == "isnull":
+            guards.append(cls[p[1]].isNotNull())
+            return cls[p[1]] == "n"
         if p[0] == "and":
             return predicate(p[1]) & predicate(p[2])
         if p[0] == "or":

@@ -59,8 +59,9 @@ def lines(draw):
 
 
 FIELD = st.sampled_from(KEYS)
-LIT = st.one_of(st.integers(-10, 10), st.floats(-10, 10, allow_nan=False).map(lambda f: round(f, 2)),
-                st.sampled_from(['"x"', '"abc"', '""', '"7"']))
+NUM_LIT = st.one_of(st.integers(-10, 10), st.floats(-10, 10, allow_nan=False).map(lambda f: round(f, 2)))
+STR_LIT = st.sampled_from(['"x"', '"abc"', '""', '"7"'])
+LIT = st.one_of(NUM_LIT, STR_LIT)
 
 
 @st.composite
@@ -72,6 +73,16 @@ def predicates(draw, depth=0):
         return f"NOT {text}" if draw(st.booleans()) else text
     a = draw(FIELD)
     b = draw(st.one_of(FIELD, LIT))
+    form = draw(st.sampled_from(["cmp", "cmp", "between", "in", "null"]))
+    not_ = draw(st.sampled_from(["", "NOT "]))
+    if form == "between":
+        return f"{a} {not_}BETWEEN {b} AND {draw(st.one_of(FIELD, LIT))}"
+    if form == "in":  # all numbers, all strings, or mixed (then not native)
+        items = draw(st.lists(st.one_of(NUM_LIT, STR_LIT) if draw(st.booleans()) else
+                              (NUM_LIT if draw(st.booleans()) else STR_LIT), min_size=1, max_size=4))
+        return f"{a} {not_}IN ({', '.join(str(i) for i in items)})"
+    if form == "null":
+        return f"{a} IS {not_}NULL"
     op = draw(st.sampled_from(["=", "!=", "<>", "<", "<=", ">", ">="]))
     return f"{a} {op} {b}" if draw(st.booleans()) else f"{b} {op} {a}"
 
@@ -135,7 +146,7 @@ def _check(spark, texts, batch):
     return decided
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(texts=chains(), batch=st.lists(lines(), min_size=1, max_size=60))
 def test_native_decisions_equal_the_kernel(spark, texts, batch):
     _check(spark, texts, list(enumerate(batch, start=1)))
@@ -149,6 +160,17 @@ def test_b1_rows_are_decided_natively_and_equal(spark):
     assert _check(spark, texts, list(enumerate(rows, start=1))) == 200
 
 
+def test_sql_predicates_are_decided_natively_and_equal(spark):
+    """BETWEEN, IN and IS NULL compile: typical rows never take the kernel, and every decision is its."""
+    rows = [json.dumps({"id": i, "price": (i * 7 % 16) * 0.75, "name": f"n{i % 7}",
+                        "note": None if i % 3 else "x"}) + "\n" for i in range(200)]
+    where = ('price BETWEEN 1 AND 8.25 AND id NOT IN (3, 4.0, 150) AND name IN ("n1", "n2", "n5") '
+             "AND note IS NULL OR price NOT BETWEEN id AND 10")
+    texts = [("q", f"SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE {where}", ["src"])]
+    assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE
+    assert _check(spark, texts, list(enumerate(rows, start=1))) == 200
+
+
 def test_odd_values_fall_back_or_agree(spark):
     """Hand-picked corner cases: each is refused or equal (the 'f'/'i' classes, escapes, duplicates)."""
     odd = ['{"a": 7.50, "b": 1}', '{"a": -0, "b": 1}', '{"a": -0.0, "b": 1}', '{"a": 1e2, "b": 1}',
@@ -158,6 +180,7 @@ def test_odd_values_fall_back_or_agree(spark):
            '{"a": true, "b": 1}', '{"a": null, "b": 1}', '{"b": 1}', '{"a": 3, "b": 1} ', '\ufeff{"a": 3}',
            '{"a": 3,}', "{'a': 3}", '{"a": NaN}', '{"a": 01}', '{"a": 1.}', '{"a": .5}']
     batch = [(k + 1, line + "\n") for k, line in enumerate(odd)]
-    for where in ("a < 8", 'a = "x"', "a >= b", "NOT a != 7"):
+    for where in ("a < 8", 'a = "x"', "a >= b", "NOT a != 7", "a BETWEEN -1 AND 8", "a NOT BETWEEN b AND 8",
+                  "a IN (7.5, 3, -0.0)", 'a NOT IN ("x", "é", "<&>")', "a IS NULL", "a IS NOT NULL"):
         texts = [("q", f"SELECT RSTREAM a, b, 1 AS one FROM src [RANGE 1 TUPLES] WHERE {where}", ["src"])]
         _check(spark, texts, batch)
