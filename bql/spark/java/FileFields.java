@@ -11,9 +11,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>{@code path} and {@code spec} are {@code sbpy_file_lines}' (FileLines: the same reads, the same checks,
  * the same lines). {@code keys} is the top-level keys the chain reads (a spec of {@link JsonScan.Keys}). Each
- * line gives one element: {@code [line, "", class_0, text_0, number_0, class_1, ...]} ({@link JsonScan}'s three
- * elements per key from index 2) when the scan vouches for the line, or {@code [line]} alone when it refuses
- * it. Every text is a view of the block's bytes: no line is decoded to a Java string and no value is
+ * line gives one element: {@code [line, "", class_0, text_0, number_0, class_1, ...]} ({@link JsonScan}'s
+ * three elements per key from index 2) when the scan vouches for the line, or {@code [line]} alone when it
+ * refuses it. Every text is a view of the block's bytes: no line is decoded to a Java string and no value is
  * copied.
  */
 public final class FileFields implements UDF3<String, String, String, UTF8String[][]> {
@@ -31,7 +31,7 @@ public final class FileFields implements UDF3<String, String, String, UTF8String
       keys = new JsonScan.Keys(keySpec);
       lastSpec = keySpec;
     }
-    UTF8String[] lines = FileLines.lines(path, spec);
+    UTF8String[] lines = FileLines.lines("sbpy_file_fields", path, spec);
     UTF8String[][] out = new UTF8String[lines.length][];
     int width = 2 + keys.width();
     for (int i = 0; i < lines.length; i++) {

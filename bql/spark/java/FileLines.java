@@ -32,17 +32,18 @@ public final class FileLines implements UDF2<String, String, UTF8String[]> {
 
   @Override
   public UTF8String[] call(String path, String spec) throws IOException {
-    return lines(path, spec);
+    return lines("sbpy_file_lines", path, spec);
   }
 
-  /** The block's lines, as {@code call} returns them (also FileFields' lines). */
-  static UTF8String[] lines(String path, String spec) throws IOException {
+  /** The block's lines, as {@code call} returns them (also FileFields' lines); {@code function} names the
+   * SQL function in the errors. */
+  static UTF8String[] lines(String function, String path, String spec) throws IOException {
     if (path == null || spec == null) {
-      throw new IllegalArgumentException("sbpy_file_lines: null path or spec");
+      throw new IllegalArgumentException(function + ": null path or spec");
     }
     String[] parts = spec.split(",", -1);
     if (parts.length != 6) {
-      throw new IllegalArgumentException("sbpy_file_lines: bad spec '" + spec + "'");
+      throw new IllegalArgumentException(function + ": bad spec '" + spec + "'");
     }
     long start = Long.parseLong(parts[0]);
     long end = Long.parseLong(parts[1]);
@@ -50,16 +51,16 @@ public final class FileLines implements UDF2<String, String, UTF8String[]> {
     int n = Integer.parseInt(parts[3]);
     int skip = Integer.parseInt(parts[4]);
     int count = Integer.parseInt(parts[5]);
-    String where = path + ": bytes " + start + "-" + end;
+    String where = function + ": " + path + ": bytes " + start + "-" + end;  // every later error's prefix
     if (start < 0 || end < start || end - start > Integer.MAX_VALUE - 16 || skip < 0 || count < 0
         || (long) skip + count > n) {
-      throw new IllegalArgumentException("sbpy_file_lines: " + where + ": bad spec '" + spec + "'");
+      throw new IllegalArgumentException(where + ": bad spec '" + spec + "'");
     }
     byte[] bytes = read(path, start, (int) (end - start), where);
     CRC32 check = new CRC32();
     check.update(bytes, 0, bytes.length);
     if (check.getValue() != crc) {
-      throw new IllegalStateException("sbpy_file_lines: " + where + " changed since they were journaled"
+      throw new IllegalStateException(where + " changed since they were journaled"
           + " (CRC " + check.getValue() + ", journaled " + crc + ")");
     }
     return split(bytes, n, skip, count, where);
@@ -69,7 +70,7 @@ public final class FileLines implements UDF2<String, String, UTF8String[]> {
     byte[] bytes = new byte[length];
     try (RandomAccessFile file = new RandomAccessFile(path, "r")) {
       if (file.length() < start + length) {
-        throw new IllegalStateException("sbpy_file_lines: " + where + ": the file is shorter ("
+        throw new IllegalStateException(where + ": the file is shorter ("
             + file.length() + " bytes) than when it was journaled");
       }
       file.seek(start);
@@ -86,7 +87,7 @@ public final class FileLines implements UDF2<String, String, UTF8String[]> {
           .onUnmappableCharacter(CodingErrorAction.REPORT)
           .decode(ByteBuffer.wrap(bytes));
     } catch (CharacterCodingException e) {
-      throw new IllegalStateException("sbpy_file_lines: " + where + " are not UTF-8 any more", e);
+      throw new IllegalStateException(where + " are not UTF-8 any more", e);
     }
   }
 
@@ -117,7 +118,7 @@ public final class FileLines implements UDF2<String, String, UTF8String[]> {
       validateUtf8(bytes, where);
     }
     if (line != n) {
-      throw new IllegalStateException("sbpy_file_lines: " + where + " hold " + line
+      throw new IllegalStateException(where + " hold " + line
           + " lines, the journal says " + n);
     }
     return out;

@@ -8,24 +8,26 @@ import org.apache.spark.unsafe.types.UTF8String;
  * {@code sbpy_json_fields} (JsonFields) and {@code sbpy_file_fields} (FileFields).
  *
  * <p>{@link #scan} writes three elements per wanted key, at {@code base + 3k}, {@code base + 3k + 1} and
- * {@code base + 3k + 2}: the class of the key's (last) value (one character), its JSON text (only for the
- * classes whose text is what sbpy writes for the value, so a chain may write it back: null for {@code d} and
- * {@code x}), and — for a key
- * wanted as a number (its name prefixed by {@code #} in the key spec) whose class is {@code i}, {@code f} or
- * {@code d} — its number key ({@link #numberKey}); all null when the object has no such key. The text is a
- * view of the line's bytes (no copy, no decode). Classes: {@code i} an integer of
- * at most 15 digits (not -0: exact as a double, written as read), {@code f} a plain decimal whose text is
- * what sbpy writes for its float (at most 15 digits, no trailing zero except {@code .0}, not below 1e-5),
- * {@code d} any other plain decimal (exact as a double, not written as read), {@code s} a string without
- * escapes, {@code b} true or false, {@code n} null, {@code x} anything else (a container, a long integer,
- * -0).
+ * {@code base + 3k + 2}, all null when the object has no such key:
+ * <ul>
+ *   <li>the class of the key's (last) value, one character;
+ *   <li>its JSON text, a view of the line's bytes (no copy, no decode) — only for the classes whose text is
+ *       what sbpy writes for the value, so a chain may write it back: null for {@code d} and {@code x};
+ *   <li>for a key wanted as a number (prefixed by {@code #} in the key spec) whose class is {@code i},
+ *       {@code f} or {@code d}: its number key ({@link #numberKey}).
+ * </ul>
+ * Classes: {@code i} an integer of at most 15 digits (not -0: exact as a double, written as read), {@code f}
+ * a plain decimal whose text is what sbpy writes for its float (at most 15 digits, no trailing zero except
+ * {@code .0}, not below 1e-5), {@code d} any other plain decimal (exact as a double, not written as read),
+ * {@code s} a string without escapes, {@code b} true or false, {@code n} null, {@code x} anything else (a
+ * container, a long integer, -0).
  *
  * <p>It returns false — the row takes the Python kernel — unless the line is one JSON object this scanner is
- * sure Python reads the same way: strict RFC 8259 syntax, no backslash or control character in any string,
- * no exponent, no run of 19 or more digits, nesting at most 64 deep. Refusing more than needed is always
- * safe; accepting a line the kernel reads differently is a bug. The bytes must be UTF-8 (both callers
- * ensure it): every structural character is ASCII, and every byte of a multi-byte character is 0x80 or
- * above, so a scan over the bytes decides exactly what a scan over the characters would.
+ * sure Python reads the same way: strict RFC 8259 syntax, no backslash or control character in any string, no
+ * exponent, no run of 19 or more digits, nesting at most 64 deep. Refusing more than needed is always safe;
+ * accepting a line the kernel reads differently is a bug. The bytes must be UTF-8 (both callers ensure it):
+ * every structural character is ASCII, and every byte of a multi-byte character is 0x80 or above, so a scan
+ * over the bytes decides exactly what a scan over the characters would.
  */
 final class JsonScan {
   private static final UTF8String[] CLASS_NAMES = new UTF8String[128];
@@ -166,7 +168,8 @@ final class JsonScan {
         if (slot >= 0) {
           int at = base + 3 * slot;
           found[at] = CLASS_NAMES[cls];
-          found[at + 1] = cls == 'd' || cls == 'x' ? null : UTF8String.fromBytes(text, valueStart, pos - valueStart);
+          boolean written = cls != 'd' && cls != 'x';
+          found[at + 1] = written ? UTF8String.fromBytes(text, valueStart, pos - valueStart) : null;
           found[at + 2] = numeric[slot] && (cls == 'i' || cls == 'f' || cls == 'd')
               ? numberKey(numberValue(valueStart)) : null;
         }
