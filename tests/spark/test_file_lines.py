@@ -9,6 +9,7 @@ another CRC, not UTF-8, another line count) it must throw rather than return any
 from __future__ import annotations
 
 import zlib
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -142,7 +143,7 @@ def test_file_fields_decide_plain_lines(spark, tmp_path):
                    [lines[1], "", "x", None, None, "s", '"x"', None, None, None, None],
                    [lines[2]], [lines[3], "", "b", "true", None] + [None] * 6]
     path.write_bytes(raw[:-3])
-    with pytest.raises(Exception, match="sbpy_file_fields: .*the file is shorter"):
+    with _failing_task(spark), pytest.raises(Exception, match="sbpy_file_fields: .*the file is shorter"):
         _fields(spark, [(str(path), _spec(seg))])
 
 
@@ -158,8 +159,25 @@ def _spec(seg, **over):
     return ",".join(str(values[k]) for k in ("start", "end", "crc", "n", "skip", "count"))
 
 
+@contextmanager
+def _failing_task(spark):
+    """An expected task failure: Spark's log is off meanwhile — the root logger and the scheduler's
+    ``TaskSetManager``, which has a logger config of its own (``server/spark_noise``) — since the executor
+    and the scheduler would log the stack trace; then both are back at their levels."""
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    name = "org.apache.spark.scheduler.TaskSetManager"
+    before = log4j.LogManager.getLogger(name).getLevel()
+    spark.sparkContext.setLogLevel("OFF")
+    log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
+    try:
+        yield
+    finally:
+        spark.sparkContext.setLogLevel("WARN")  # the level the test run's ``ServerContext`` set
+        log4j.core.config.Configurator.setLevel(name, before)
+
+
 def _fails(spark, path, spec, text):
-    with pytest.raises(Exception) as info:
+    with _failing_task(spark), pytest.raises(Exception) as info:
         _lines(spark, [(str(path), spec)])
     assert text in str(info.value)
 
