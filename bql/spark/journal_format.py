@@ -252,9 +252,10 @@ def _line_span(line: bytes) -> tuple[int, int]:
     return (seq, js.last_seq(seq, seg)) if seg is not None else (seq, seq)
 
 
-def _seek_after(f: Any, size: int, after_seq: int) -> int:
-    """Byte offset of the first complete line whose last seq > ``after_seq`` (bisection on line starts)."""
-    lo, hi = 0, size  # invariant: answer in [lo, hi]; lo is a line start
+def _seek_after(f: Any, size: int, after_seq: int, lo: int = 0) -> int:
+    """Byte offset of the first complete line whose last seq > ``after_seq`` (bisection on line starts);
+    ``lo``: a line start before which every line ends at or before ``after_seq``."""
+    hi = size  # invariant: answer in [lo, hi]; lo is a line start
     while hi - lo > 4096:
         mid = (lo + hi) // 2
         f.seek(mid)
@@ -281,17 +282,13 @@ def _seek_after(f: Any, size: int, after_seq: int) -> int:
 
 
 def _start_pos(f: Any, key: tuple[str, int], size: int, after_seq: int) -> int:
-    """Where reading entries after ``after_seq`` starts: from the remembered offset or by bisection."""
+    """Where reading entries after ``after_seq`` starts: bisection from the remembered offset when it
+    still holds (a reader that took the next range in another worker is far ahead of it), else from
+    the file's start."""
     known = _OFFSETS.get(key)
     if known is None or known[0] > after_seq or known[1] > size:
         return _seek_after(f, size, after_seq)
-    f.seek(known[1])
-    pos = known[1]
-    while True:  # skip any complete lines that end at or before after_seq
-        line = f.readline()
-        if not line.endswith(b"\n") or _line_span(line)[1] > after_seq:
-            return pos
-        pos = f.tell()
+    return _seek_after(f, size, after_seq, known[1])
 
 
 Row = tuple  # (seq, input, ts_us, data_text | None, end, error | None)

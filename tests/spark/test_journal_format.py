@@ -93,3 +93,19 @@ def test_read_ignores_partial_line_and_seeks(tmp_path):
     jf._OFFSETS.clear()
     for after in (1700, 3, 1234):  # bisection path, then cached seeks
         assert [r[0] for r in jf.read_entries(j, ["a"], after, after + 10)] == list(range(after + 1, after + 11))
+
+
+def test_read_far_after_the_remembered_offset_bisects(tmp_path, monkeypatch):
+    """A worker whose last read ended at seq 100 and now reads after seq 1900 (another worker read the
+    ranges between) finds its start by bisection from the remembered offset, not line by line."""
+    j = tmp_path / "j"
+    _write(j, "a", [jf.encode_entry(i, i, {"i": i, "pad": "x" * 50}) for i in range(1, 2001)])
+    jf._OFFSETS.clear()
+    assert [r[0] for r in jf.read_entries(j, ["a"], 0, 100)] == list(range(1, 101))
+    spans = []
+    real = jf._line_span
+    monkeypatch.setattr(jf, "_line_span", lambda line: spans.append(1) or real(line))
+    assert [r[0] for r in jf.read_entries(j, ["a"], 1900, 1910)] == list(range(1901, 1911))
+    assert len(spans) < 100  # line by line from seq 100 it was 1,800
+    assert [r[0] for r in jf.read_entries(j, ["a"], 1910, 1920)] == list(range(1911, 1921))
+    assert [r[0] for r in jf.read_entries(j, ["a"], 50, 60)] == list(range(51, 61))  # behind: from the start
