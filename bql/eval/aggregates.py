@@ -54,12 +54,35 @@ class CompiledAggregate:
                 desc = self._order[k][1]
                 idx.sort(key=lambda i: sensorbee_sort_key(keyed[i][k]), reverse=desc)
             rows = [envs[i] for i in idx]
+        return self._apply(lambda pos: [self._args[pos](env) for env in rows], rows[0] if rows else None)
+
+    # ------------------------------------------------------------ per-row columns (append-only groups)
+
+    @property
+    def ordered(self) -> bool:
+        """The call has ``ORDER BY``: its rows are sorted before the function sees them."""
+        return bool(self._order)
+
+    def column_fns(self) -> list[tuple[int, Any]]:
+        """``(position, closure)`` of each aggregation-parameter argument: a group's column at that
+        position is the closure's value on each of its rows, in row order (None: ``count(*)``'s
+        ``True`` per row)."""
+        return [(pos, None if f is _row_true else f) for pos, f in enumerate(self._args)
+                if pos in self._agg_positions]
+
+    def apply_columns(self, column: Any, first: Env) -> Any:
+        """``evaluate`` over a non-empty group given its columns: ``column(pos)`` returns the values at
+        an aggregation position (or raises what evaluating them would first raise); the other
+        arguments are evaluated on ``first``, the group's first row. No ``ORDER BY`` (``ordered``)."""
+        return self._apply(column, first)
+
+    def _apply(self, column: Any, first: Env | None) -> Any:
         args = []
         for pos, f in enumerate(self._args):
             if pos in self._agg_positions:
-                args.append([f(env) for env in rows])
-            elif rows:
-                args.append(f(rows[0]))
+                args.append(column(pos))
+            elif first is not None:
+                args.append(f(first))
             else:
                 args.append(f(_NO_ROW) if pos in self._rowless else None)
         try:

@@ -77,12 +77,18 @@ class Grouping:
         out: list[dict[str, Any]] = []
         for envs in groups.values():
             values = [agg.evaluate(envs) for agg in self.aggregates]
-            first = envs[0].tuples if envs else {}
-            genv = Env(first, values, now)
-            if self.having is not None and self.having(genv) is not True:
-                continue
-            out.append(self.select_list.evaluate(genv))
+            row = self.group_output(values, envs[0].tuples if envs else {}, now)
+            if row is not None:
+                out.append(row)
         return out
+
+    def group_output(self, values: list[Any], first: dict[str, Any], now: Any = None) -> dict[str, Any] | None:
+        """A group's output row from its aggregate ``values`` and its first row's ``tuples`` (None:
+        HAVING rejects it)."""
+        genv = Env(first, values, now)
+        if self.having is not None and self.having(genv) is not True:
+            return None
+        return self.select_list.evaluate(genv)
 
 
 def compile_where(where: Expr | None, aliases: Sequence[str], registry: Any = None):

@@ -211,7 +211,7 @@ class Pipeline:
 
     def _deliver_data(self, name: str, data: Any, ts_us: int, seq: int) -> None:
         """A decoded journal tuple of input ``name`` enters the chain."""
-        self._deliver(name, Tuple(data, jf.us_to_ts(ts_us), seq, name))
+        self._deliver(name, Tuple(data, jf.us_to_ts(ts_us), seq, name), True)
 
     def _overflow(self, rows: list[tuple]) -> dict[int, dict[int, Buffer]]:
         by_input: dict[str, list[int]] = {}
@@ -275,10 +275,14 @@ class Pipeline:
             stat = self._stats[k] = _Stat()
         return stat
 
-    def _deliver(self, name: str, tup: Tuple) -> None:
+    def _deliver(self, name: str, tup: Tuple, fresh: bool = False) -> None:
+        """``tup`` of node ``name`` to the query's output and to the stages reading ``name``, each its
+        own ``Tuple`` (``fresh``: ``tup`` was made for this delivery, so a sole reader may keep it)."""
         if name == self.output_node or (self.output_node is None and name not in self.consumers):
             self._emit_out(name, tup)
-        for k in self.consumers.get(name, ()):
+        consumers = self.consumers.get(name, ())
+        own = fresh and len(consumers) == 1
+        for k in consumers:
             if k in self.ended:
                 continue
             stat = self._stat(k)
@@ -288,7 +292,7 @@ class Pipeline:
                 self._emit_dropped(name, tup, None, name, "output")
                 continue
             stat.received[name] = stat.received.get(name, 0) + 1
-            self._step(k, "process", Tuple(tup.data, tup.ts, tup.seq, name), name)
+            self._step(k, "process", tup if own else Tuple(tup.data, tup.ts, tup.seq, name), name)
 
     def _emit_out(self, node: str, tup: Tuple) -> None:
         try:

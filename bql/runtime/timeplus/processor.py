@@ -43,6 +43,7 @@ from .assign import FixedWindows
 from .emission import AFTER_WATERMARK, ON_UPDATE, EmitPolicy
 from .emit_extras import IdleTimeout, LastRange
 from .limited_output import LimitedOutput
+from .pane_columns import ColumnPane, PaneColumns
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .sessions import SessionTracker
 from .streaming_calls import StreamingCalls, uses_streaming_calls
@@ -98,6 +99,9 @@ class WindowProcessor(WallClock):
         self.sessions = SessionTracker.of(item) if self.kind == "session" else None
         self.watermark = Watermark(self.policy.delay, self.fixed.closed_end if self.fixed else None)
         self.session_keys = [compile_expr(g, scope) for g in select.group_by if not _is_window_column(g)]
+        # tumble/hop aggregations keep their groups' aggregate arguments instead of their rows
+        self.columns = (PaneColumns.of(select, self.grouping, alias, registry)
+                        if self.fixed is not None and self.calls is None else None)
         aggregating = self.grouping is not None
         self.timeout = IdleTimeout.of(select.emit) if aggregating and self.kind else None
         self.last_range = LastRange.of(select.emit) if aggregating and self.kind is None else None
@@ -137,8 +141,8 @@ class WindowProcessor(WallClock):
     def _passes(self, tup: Tuple) -> bool:
         return self.where is None or truth(self.where(self._env(tup)), "WHERE")
 
-    def _new_pane(self, start: int | None, end: int | None, **kw: Any) -> Pane:
-        pane = Pane(self.next_pid, start, end, **kw)
+    def _new_pane(self, start: int | None, end: int | None, **kw: Any) -> Pane | ColumnPane:
+        pane = (Pane if self.columns is None else ColumnPane)(self.next_pid, start, end, **kw)
         self.next_pid += 1
         self.panes[pane.pid] = pane
         if end is not None:
@@ -251,18 +255,22 @@ class WindowProcessor(WallClock):
             self._close((tup.ts, tup.seq), result)
 
     def _assign_fixed(self, tup: Tuple, t: int) -> list[tuple[Pane, Any]]:
+        cols = self.columns
         plan = []
         for start, end in self.fixed.windows_for(t):
-            row = tag(tup, start, end)
+            row = tag(tup, start, end) if cols is None or cols.tag_rows else tup
             if self._passes(row):
-                plan.append((start, end, row, self._key(row)))
+                plan.append((start, end, row, self._key(row) if cols is None else cols.key(row, start, end, self._env)))
         changed = []
         for start, end, row, key in plan:
             pid = self.by_bounds.get((start, end))
             if pid is None:
                 pid = self.by_bounds[(start, end)] = self._new_pane(start, end).pid
             pane = self.panes[pid]
-            pane.add(row, key)
+            if cols is None:
+                pane.add(row, key)
+            else:
+                cols.add(pane, key, row, start, end, self._env)
             changed.append((pane, key))
         return changed
 
@@ -326,7 +334,8 @@ class WindowProcessor(WallClock):
                 if not rows:
                     continue
                 try:
-                    out = self.grouping.evaluate([(self._env(r), key) for r in rows], self._now)
+                    out = (self.grouping.evaluate([(self._env(r), key) for r in rows], self._now)
+                           if self.columns is None else list(filter(None, [self.columns.evaluate(rows, self._now)])))
                 except Exception as err:  # one failing group does not stop the others
                     result.dropped.append(Dropped(Tuple({}, cause[0], cause[1]), _message(err), "output"))
                     continue
@@ -359,6 +368,7 @@ class WindowProcessor(WallClock):
             "watermark": self.watermark.state(),
             "sessions": self.sessions.state() if self.sessions is not None else None,
             "policy": self.policy.state(),
+            "panes_layout": "rows" if self.columns is None else "columns",
         }
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -366,11 +376,11 @@ class WindowProcessor(WallClock):
         state = pickle.loads(data)
         self.panes = {}
         for ps in state["panes"]:
-            pane = Pane.load(ps)
+            pane = self._load_pane(ps, state.get("panes_layout", "rows"))
             self.panes[pane.pid] = pane
         self.ends = [(p.end, p.pid) for p in self.panes.values() if p.end is not None]
         heapq.heapify(self.ends)
-        self.pending = [Pane.load(ps) for ps in state["pending"]]
+        self.pending = [self._load_pane(ps, state.get("panes_layout", "rows")) for ps in state["pending"]]
         self.by_bounds = dict(state["by_bounds"])
         self.global_pid = state["global_pid"]
         self.next_pid = state["next_pid"]
@@ -387,3 +397,13 @@ class WindowProcessor(WallClock):
         if self.sessions is not None:
             self.sessions.load(state["sessions"])
         self.policy.load(state["policy"])
+
+    def _load_pane(self, state: tuple, layout: str) -> Pane | ColumnPane:
+        """A pane of a snapshot; a reference pane restored into the column layout is converted."""
+        if layout == "columns":
+            if self.columns is None:
+                raise ValueError("this snapshot keeps its windows as aggregate columns; the reference "
+                                 f"pane layout ({PaneColumns.__module__}.LAYOUT_ENV=rows) cannot restore it")
+            return ColumnPane.load(state)
+        pane = Pane.load(state)
+        return pane if self.columns is None else self.columns.from_rows(pane, self._key, self._env)

@@ -1,0 +1,243 @@
+"""Tumble/hop panes that keep each group's aggregate arguments as columns instead of its rows.
+
+The reference pane (``panes.Pane``) stores a tagged copy of every tuple and, when a group is emitted,
+re-aggregates its rows (``Grouping.evaluate``: each aggregation argument evaluated on every row, in row
+order, then the aggregate function; the other arguments, HAVING and the select list on the first row).
+A tumble/hop window's bounds never move, so a group's output depends on its rows only through
+
+- its first row (tagged with the window columns), and
+- each aggregation argument's values on its rows, in row order (for an argument that raises: the first
+  error, which is what the reference raises when it evaluates the group).
+
+A *column pane* keeps exactly that per group: the first tagged row, one list of values per
+aggregation argument filled as rows arrive, the first error per argument, and the row count
+(``count(*)``'s argument is ``True`` on every row). Emission hands the same lists to the same function
+(``CompiledAggregate.apply_columns``), so values, types and errors are the reference's; a tuple costs a
+few list appends instead of a dict copy, and a pane's state is its values instead of its tuples.
+
+Chosen (``PaneColumns.of``) when that equivalence holds: a tumble or hop aggregation without ``lag`` /
+``emit_version``, whose aggregates have no ``ORDER BY`` and whose aggregation arguments call no volatile,
+context-reading or unknown function (the reference evaluates them at emission, with that step's
+``now``; here they are evaluated when the row arrives). ``SBPY_TIMEPLUS_PANES=rows`` keeps the reference
+panes (tests compare the two). WHERE and the GROUP BY key are evaluated on the untagged tuple when none
+of them can read a window column (the tag is then made once per group, for its first row).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ...ast import FieldRef, KeyStep, Select, Wildcard
+from ...eval import Env, is_volatile
+from ...values import multiset_key
+from ..grouping import Grouping
+from ..incremental.field_access import MISSING, plain_field
+from ..processor import Tuple
+from .panes import WINDOW_END, WINDOW_START, tag
+from .timecol import bound_value
+
+LAYOUT_ENV = "SBPY_TIMEPLUS_PANES"
+_WINDOW_COLUMNS = (WINDOW_START, WINDOW_END)
+
+
+def _window_column(expr: Any, alias: str) -> str | None:
+    """``window_start`` / ``window_end`` when ``expr`` is that plain field, else None."""
+    field = plain_field(expr, (alias,))
+    return field[1] if field is not None and field[1] in _WINDOW_COLUMNS else None
+
+
+def reads_window(expr: Any) -> bool:
+    """Whether ``expr`` may read a window column of a tagged row: a ``window_start`` / ``window_end``
+    field, a whole row, ``*``, or a path that does not start with a key."""
+    if expr is None:
+        return False
+    for node in expr.walk():
+        if type(node) is Wildcard:
+            return True
+        if type(node) is FieldRef:
+            path = node.path
+            if not path or type(path[0]) is not KeyStep or path[0].key in _WINDOW_COLUMNS:
+                return True
+    return False
+
+
+class ColumnGroup:
+    """One group of a column pane: first tagged row, row count, value columns, first errors."""
+
+    __slots__ = ("first", "n", "columns", "errors")
+
+    def __init__(self, first: Tuple, width: int):
+        self.first = first
+        self.n = 0
+        self.columns: list[list[Any]] = [[] for _ in range(width)]
+        self.errors: list[BaseException | None] = [None] * width
+
+
+class ColumnPane:
+    """``panes.Pane``'s interface for a tumble/hop window whose groups are ``ColumnGroup``s."""
+
+    __slots__ = ("pid", "start", "end", "last", "skey", "_groups", "dirty", "dirty_all")
+
+    def __init__(self, pid: int, start: int | None, end: int | None, skey: Any = None, last: int | None = None):
+        self.pid = pid
+        self.start = start
+        self.end = end
+        self.last = last
+        self.skey = skey
+        self._groups: dict[Any, ColumnGroup] = {}
+        self.dirty: set[Any] = set()
+        self.dirty_all = False
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (self.start if self.start is not None else 0, self.pid)
+
+    def groups(self, key_fn: Any = None) -> dict[Any, ColumnGroup]:
+        return self._groups
+
+    def clear_dirty(self) -> None:
+        self.dirty = set()
+        self.dirty_all = False
+
+    def dirty_keys(self, key_fn: Any = None) -> list[Any]:
+        return [k for k in self._groups if k in self.dirty]
+
+    def state(self) -> tuple:
+        groups = [(k, g.first, g.n, g.columns, g.errors) for k, g in self._groups.items()]
+        return ("columns", self.pid, self.start, self.end, groups, self.dirty)
+
+    @classmethod
+    def load(cls, state: tuple) -> "ColumnPane":
+        pane = cls(state[1], state[2], state[3])
+        for key, first, n, columns, errors in state[4]:
+            group = pane._groups[key] = ColumnGroup(first, 0)
+            group.n, group.columns, group.errors = n, columns, errors
+        pane.dirty = state[5]
+        return pane
+
+
+class PaneColumns:
+    """The compiled column layout of one query: group key, aggregation arguments, emission."""
+
+    def __init__(self, grouping: Grouping, select: Select, alias: str):
+        self.grouping = grouping
+        self.alias = alias
+        self.tag_rows = (reads_window(select.where)
+                         or any(_window_column(g, alias) is None and reads_window(g) for g in select.group_by)
+                         or any(reads_window(agg.call.args[pos]) for agg in grouping.aggregates
+                                for pos, fn in agg.column_fns() if fn is not None))
+        # per GROUP BY item: ("w", column name) | ("f", field name, closure) | ("e", closure)
+        self.key_parts: list[tuple] = []
+        for expr, fn in zip(select.group_by, grouping.key_fns):
+            column = _window_column(expr, alias)
+            field = plain_field(expr, (alias,))
+            if column is not None:
+                self.key_parts.append(("w", column))
+            elif field is not None:
+                self.key_parts.append(("f", field[1], fn))
+            else:
+                self.key_parts.append(("e", fn))
+        # one column per aggregation argument: (aggregate, position, field name | None, closure | None)
+        self.columns: list[tuple[int, int, str | None, Any]] = []
+        self.slots: list[dict[int, int]] = []  # per aggregate: position -> column
+        for j, agg in enumerate(grouping.aggregates):
+            slots = {}
+            for pos, fn in agg.column_fns():
+                field = plain_field(agg.call.args[pos], (alias,)) if fn is not None else None
+                slots[pos] = len(self.columns)
+                self.columns.append((j, pos, field[1] if field is not None else None, fn))
+            self.slots.append(slots)
+        self.width = len(self.columns)
+
+    @classmethod
+    def of(cls, select: Select, grouping: Grouping | None, alias: str, registry: Any) -> "PaneColumns | None":
+        """The layout when it gives the reference's results (module docstring), else None."""
+        if grouping is None or os.environ.get(LAYOUT_ENV, "") == "rows":
+            return None
+        for agg in grouping.aggregates:
+            if agg.ordered:
+                return None
+            if any(is_volatile(agg.call.args[pos], registry) for pos, _ in agg.column_fns()):
+                return None
+        return cls(grouping, select, alias)
+
+    # ------------------------------------------------------------ a row arrives
+
+    def key(self, row: Tuple, start: int, end: int, env_of: Any) -> tuple:
+        """``Grouping.row_key`` of ``row`` tagged with ``(start, end)`` (raises what it raises)."""
+        parts = []
+        env = None
+        for part in self.key_parts:
+            kind = part[0]
+            if kind == "w":
+                parts.append(multiset_key(bound_value(start if part[1] == WINDOW_START else end)))
+                continue
+            if kind == "f":
+                data = row.data
+                v = data.get(part[1], MISSING) if type(data) is dict else MISSING
+                if v is not MISSING:
+                    parts.append(v if type(v) is int else multiset_key(v))
+                    continue
+            if env is None:
+                env = env_of(row)
+            parts.append(multiset_key(part[-1](env)))
+        return tuple(parts)
+
+    def add(self, pane: ColumnPane, key: Any, row: Tuple, start: int, end: int, env_of: Any) -> None:
+        """``row`` (tagged when ``tag_rows``) joins group ``key`` of ``pane``."""
+        group = pane._groups.get(key)
+        if group is None:
+            first = row if self.tag_rows else tag(row, start, end)
+            group = pane._groups[key] = ColumnGroup(first, self.width)
+        group.n += 1
+        pane.dirty.add(key)
+        if not self.width:
+            return
+        data = row.data
+        env = None
+        columns, errors = group.columns, group.errors
+        for c, (_, _, field, fn) in enumerate(self.columns):
+            if fn is None:
+                continue  # count(*): the row count
+            if errors[c] is not None:
+                continue  # the column already raises its first error
+            if field is not None and type(data) is dict:
+                v = data.get(field, MISSING)
+                if v is not MISSING:
+                    columns[c].append(v)
+                    continue
+            if env is None:
+                env = env_of(row)
+            try:
+                columns[c].append(fn(env))
+            except Exception as err:  # noqa: BLE001 - the reference raises it when the group is evaluated
+                errors[c] = err
+
+    # ------------------------------------------------------------ emission
+
+    def evaluate(self, group: ColumnGroup, now: Any) -> dict[str, Any] | None:
+        """The group's output row (None: HAVING rejects it); raises the reference's error."""
+        first = Env({self.alias: group.first}, None, now)
+        values = []
+        for agg, slots in zip(self.grouping.aggregates, self.slots):
+            def column(pos: int, slots: dict[int, int] = slots) -> list[Any]:
+                c = slots[pos]
+                if self.columns[c][3] is None:
+                    return [True] * group.n
+                if group.errors[c] is not None:
+                    raise group.errors[c]
+                return group.columns[c]
+            values.append(agg.apply_columns(column, first))
+        return self.grouping.group_output(values, first.tuples, now)
+
+    # ------------------------------------------------------------ a reference pane's state
+
+    def from_rows(self, pane: Any, key_fn: Any, env_of: Any) -> ColumnPane:
+        """A reference ``Pane`` (restored from an older snapshot) as a column pane: its rows re-added
+        in order, its dirty marks kept."""
+        out = ColumnPane(pane.pid, pane.start, pane.end)
+        for key, rows in pane.groups(key_fn).items():
+            for row in rows:
+                self.add(out, key, row, pane.start, pane.end, env_of)
+        out.dirty = set(pane.dirty) if not pane.dirty_all else set(out._groups)
+        return out
