@@ -150,6 +150,7 @@ def _implementation(proc: Any) -> str:
     from sbpy.bql.runtime.kernel import SelectProcessor
     from sbpy.bql.runtime.left_join import LeftJoinProcessor
     from sbpy.bql.runtime.match.processor import MatchRecognizeProcessor
+    from sbpy.bql.runtime.timeplus.processor import WindowProcessor
     from sbpy.bql.runtime.union import UnionProcessor
 
     if isinstance(proc, EmitterOptionsProcessor):
@@ -164,6 +165,8 @@ def _implementation(proc: Any) -> str:
         return proc.engine_description()
     if isinstance(proc, UnionProcessor):
         return "; ".join(f"branch {k + 1}: {_implementation(b)}" for k, b in enumerate(proc.branches))
+    if isinstance(proc, WindowProcessor):
+        return proc.kernel_description()
     return ""
 
 

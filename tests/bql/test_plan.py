@@ -153,3 +153,11 @@ def test_window_behind_another_stage_is_not_keyed():
     plan = _plan(("f", FILTER, ["src"]), ("w", WINDOW.replace("tumble(src", "tumble(f"), ["f"]))
     assert plan.execution is Execution.SEQUENTIAL
     assert "does not split around this window stage" in plan.stages[1].tier_why
+
+
+def test_explain_names_the_window_kernels_pane_layout(monkeypatch):
+    assert "groups as aggregate columns" in render(_plan(("w", WINDOW, ["src"])))
+    session = WINDOW.replace("tumble(src, t, 5s)", "session(src, t, 5s)")
+    assert "groups as tagged rows" in render(_plan(("w", session, ["src"])))
+    monkeypatch.setenv("SBPY_TIMEPLUS_PANES", "rows")
+    assert "groups as tagged rows" in render(_plan(("w", WINDOW, ["src"])))

@@ -120,6 +120,15 @@ class WindowProcessor(WallClock):
         self.finished = False
         self.last: tuple[_dt.datetime, int] | None = None  # (ts, seq) of the latest tuple
 
+    def kernel_description(self) -> str:
+        """EXPLAIN's ``kernel:`` words: how the windows keep their groups."""
+        if self.grouping is None:
+            return "Timeplus window kernel (each tuple tagged and emitted at once)"
+        if self.columns is not None:
+            return ("Timeplus window kernel, groups as aggregate columns (first row and argument values per "
+                    "group, no tuple copies)")
+        return "Timeplus window kernel, groups as tagged rows (re-aggregated when emitted)"
+
     @property
     def done(self) -> bool:
         """LIMIT reached: the query produces nothing more."""
@@ -239,9 +248,10 @@ class WindowProcessor(WallClock):
                 changed.append((pane, key))
         else:
             t = self._time(tup)
-            self.watermark.observe(t)
-            if self.watermark.is_late(t):
-                threshold = self.watermark.late_threshold()
+            watermark = self.watermark
+            watermark.observe(t)
+            if watermark.is_late(t):
+                threshold = watermark.late_threshold()
                 result.dropped.append(Dropped(
                     tup, f"late tuple: its window time {bound_value(t)} is before the watermark "
                          f"{bound_value(threshold)}; its window(s) already closed", "input"))
@@ -250,8 +260,10 @@ class WindowProcessor(WallClock):
                 changed = self._assign_fixed(tup, t)
             else:
                 changed = self._assign_session(tup, t)
-        self._emit(self.policy.after_tuple(changed), (tup.ts, tup.seq), result)
-        if self.kind is not None:
+        requests = self.policy.after_tuple(changed)
+        if requests or self.calls is not None:
+            self._emit(requests, (tup.ts, tup.seq), result)
+        if self.kind is not None and self.ends and self.ends[0][0] <= self.watermark.close_bound:
             self._close((tup.ts, tup.seq), result)
 
     def _assign_fixed(self, tup: Tuple, t: int) -> list[tuple[Pane, Any]]:
