@@ -7,7 +7,10 @@ checkpoint), ``max_seqs`` (admission limit: at most this many seqs per micro-bat
 negative: no limit),
 ``partitions`` (a micro-batch of at least ``2 * min_piece`` seqs is read in up to this many seq ranges,
 one Spark partition each, so reading uses every core; default 2), ``min_piece`` (the smallest range,
-default ``MIN_PIECE`` = 10,000 seqs).
+default ``MIN_PIECE`` = 10,000 seqs), ``ranges`` ("1": each micro-batch is one row naming its seq range,
+``(upto, RANGE_INPUT, after, null, false, null)``, and its one consumer reads the entries itself with
+``expand_ranges``: the fused operator, which runs in one group anyway, then gets a batch's rows without
+their trip through Arrow, a shuffle and pandas).
 
 Offsets are ``{"seq": N}``; the latest offset is the journal's HEAD. Rows are
 ``(seq long, input string, ts long, data string, end boolean, error string)`` where ``data`` is the
@@ -25,6 +28,7 @@ Usage::
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -39,6 +43,7 @@ SCHEMA = "seq long, input string, ts long, data string, end boolean, error strin
 MIN_PIECE = 10_000  # seqs: a micro-batch is never split into smaller read ranges
 DEFAULT_PARTITIONS = 2
 DEFAULT_MAX_SEQS = 1_000_000
+RANGE_INPUT = "\x00range"  # the input of a range row (no node name starts with a control character)
 
 
 def split_range(after: int, upto: int, pieces: int, min_piece: int = MIN_PIECE) -> list[tuple[int, int]]:
@@ -70,6 +75,7 @@ class JournalStreamReader(DataSourceStreamReader):
         self.max_seqs = int(options.get("max_seqs") or DEFAULT_MAX_SEQS)
         self.pieces = max(1, int(options.get("partitions") or DEFAULT_PARTITIONS))  # not ``partitions``: a method
         self.min_piece = int(options.get("min_piece") or MIN_PIECE)
+        self.ranges = (options.get("ranges") or "") == "1"
 
     def initialOffset(self) -> dict:
         return {"seq": self.start_seq}
@@ -94,9 +100,13 @@ class JournalStreamReader(DataSourceStreamReader):
         after, upto = int(start["seq"]), int(end["seq"])
         if upto <= after:
             return []
+        if self.ranges:
+            return [_Range(after, upto)]
         return [_Range(a, b) for a, b in split_range(after, upto, self.pieces, self.min_piece)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
+        if self.ranges:
+            return iter([(partition.upto, RANGE_INPUT, partition.after, None, False, None)])  # type: ignore[attr-defined]
         rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto)  # type: ignore[attr-defined]
         return iter(rows)
 
@@ -116,6 +126,44 @@ class JournalDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return JournalStreamReader(dict(self.options))
+
+
+def expand_ranges(rows: list[tuple], journal_dir: str, inputs: Sequence[str]) -> list[tuple]:
+    """``rows`` (sorted by seq) with each range row replaced by the entries of its range (``ranges``)."""
+    if not any(r[1] == RANGE_INPUT for r in rows):
+        return rows
+    out: list[tuple] = []
+    for row in rows:
+        if row[1] == RANGE_INPUT:
+            out.extend(jf.read_entries(journal_dir, tuple(inputs), row[2], row[0]))
+        else:
+            out.append(row)
+    return out
+
+
+def count_range_rows(progress: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A progress report of a query reading ``ranges`` (Spark counts one row per micro-batch) with each
+    source's ``numInputRows``, the total and the processing rate counted in journal seqs (its end
+    offset minus its start offset)."""
+    if not progress or not progress.get("sources"):
+        return progress
+    out = dict(progress)
+    sources, total = [], 0
+    for src in out["sources"]:
+        seqs = max(0, _offset_seq(src.get("endOffset")) - _offset_seq(src.get("startOffset")))
+        sources.append(dict(src, numInputRows=seqs))
+        total += seqs
+    out["sources"], out["numInputRows"] = sources, total
+    seconds = (out.get("batchDuration") or 0) / 1000
+    if seconds > 0:
+        out["processedRowsPerSecond"] = total / seconds
+    return out
+
+
+def _offset_seq(offset: Any) -> int:
+    if isinstance(offset, str):
+        offset = json.loads(offset)
+    return int(offset["seq"]) if isinstance(offset, dict) and "seq" in offset else 0
 
 
 def register(spark: Any) -> None:

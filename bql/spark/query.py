@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import journal_format as jf
-from .journal_source import NAME as SOURCE_NAME, register as register_source
+from .journal_source import NAME as SOURCE_NAME, count_range_rows, register as register_source
 from .keyed_plan import plan_keyed
 from .operator import OUTPUT_SCHEMA, STATE_SCHEMA, StageSpec, tick_interval_ms
 from .state_function import logged_processor, state_function
@@ -86,6 +86,7 @@ class QueryHandle:
         self._lock = threading.Lock()
         self.batches = 0
         self.tier = ""  # the tier its starter ran, when one was chosen at start (``native-jvm``)
+        self.reads_ranges = False  # its source sends seq ranges: progress counts journal seqs
 
     @property
     def is_active(self) -> bool:
@@ -109,9 +110,10 @@ class QueryHandle:
     @property
     def last_progress(self) -> dict[str, Any] | None:
         try:
-            return self._query.lastProgress
+            progress = self._query.lastProgress
         except Exception:
             return None
+        return count_range_rows(progress) if self.reads_ranges else progress
 
     @property
     def status(self) -> dict[str, Any] | None:
@@ -276,36 +278,44 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
         checkpoint = checkpoint / keyed_query.CHECKPOINT_SUBDIR
         partitions = keyed_query.bucket_count(spark, checkpoint, spec.keyed_partitions)  # one per bucket
     start_seq = jf.pin_start_seq(checkpoint, spec.start_seq)
-    source = journal_reader(spark, spec, start_seq)
+    # the one-group operator reads its batch's journal entries itself (the source sends the seq range)
+    journal = None if keyed is not None else (str(spec.journal_dir), tuple(spec.inputs))
+    source = journal_reader(spark, spec, start_seq, ranges=journal is not None)
     holds_tuples = spec.plan.holds_tuples if spec.plan is not None else None
     layout = pin_layout(checkpoint, wanted_layout(bool(tick_ms), holds_tuples)) if keyed is None else None
     if layout == LOGGED and tick_ms:
         raise ValueError(f"checkpoint {checkpoint} has the logged state layout, which runs no wall-clock ticks")
     if layout == LOGGED:  # state_log: a base snapshot, the rows since, a stamp
-        proc = logged_processor(spec.query_id, spec.stages, spec.topology, initial=spec.initial_state)
+        proc = logged_processor(spec.query_id, spec.stages, spec.topology, initial=spec.initial_state,
+                                journal=journal)
         out = (source.withColumn("k", F.lit(0)).groupBy("k")
                .transformWithStateInPandas(proc, OUTPUT_SCHEMA, "Append", "None"))
     elif keyed is None:  # the snapshot layout: the pipeline's snapshot written every batch
         fn = state_function(spec.query_id, spec.stages, spec.topology, ticks=bool(tick_ms),
-                            initial=spec.initial_state)
+                            initial=spec.initial_state, journal=journal)
         timeout = GroupStateTimeout.ProcessingTimeTimeout if tick_ms else GroupStateTimeout.NoTimeout
         out = (source.withColumn("k", F.lit(0)).groupBy("k")
                .applyInPandasWithState(fn, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", timeout))
     else:
         out = keyed_query.build(source, spec.query_id, keyed, spec.topology, str(spec.journal_dir), start_seq,
                                 partitions)
-    return start_writer(spark, spec, out, checkpoint, partitions, tick_ms, _collect)
+    handle = start_writer(spark, spec, out, checkpoint, partitions, tick_ms, _collect)
+    handle.reads_ranges = journal is not None
+    return handle
 
 
-def journal_reader(spark: Any, spec: QuerySpec, start_seq: int, partitions: int = 1) -> Any:
+def journal_reader(spark: Any, spec: QuerySpec, start_seq: int, partitions: int = 1,
+                   ranges: bool = False) -> Any:
     """The ``sbpy_journal`` stream of ``spec``'s inputs from ``start_seq`` (``partitions``: how many
-    pieces a large micro-batch is read in)."""
+    pieces a large micro-batch is read in; ``ranges``: one row per micro-batch naming its seq range)."""
     reader = (spark.readStream.format(SOURCE_NAME)
               .option("dir", str(spec.journal_dir))
               .option("inputs", ",".join(spec.inputs))
               .option("start_seq", str(start_seq)))
     if partitions > 1:
         reader = reader.option("partitions", str(int(partitions)))
+    if ranges:
+        reader = reader.option("ranges", "1")
     if spec.max_seqs:
         reader = reader.option("max_seqs", str(int(spec.max_seqs)))
     return reader.load()

@@ -16,6 +16,7 @@ from operator import itemgetter
 from typing import Any
 
 from . import journal_format as jf
+from .journal_source import expand_ranges
 from .operator import JOURNAL_COLUMNS, OUTPUT_COLUMNS, Pipeline, StageSpec
 from .state_log import (
     BASE_SCHEMA, LOG_SCHEMA, META_SCHEMA, LoggedPipeline, Meta, materialized_snapshot, replayable,
@@ -60,7 +61,7 @@ def _timeout_ms(due: _dt.datetime, now_ms: int) -> int:
 
 
 def state_function(query_id: str, stages: list[StageSpec], topology: str = "", ticks: bool = False,
-                   initial: bytes | None = None) -> Callable:
+                   initial: bytes | None = None, journal: Journal | None = None) -> Callable:
     """The ``applyInPandasWithState`` function of a fused pipeline (picklable closure).
 
     ``ticks``: the query runs with ``GroupStateTimeout.ProcessingTimeTimeout`` (see
@@ -68,19 +69,20 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "", t
     due at the batch's processing time (``Pipeline.tick``; its rows follow the batch's) and sets the
     group's timeout to the earliest ``next_tick`` of the stages. The batch's processing time is
     recorded in Spark's offset log, so a replayed batch ticks exactly as the first attempt did.
+    ``journal``: ``(journal folder, inputs)`` when the source sends seq ranges (``journal_rows``).
     """
     stages = list(stages)
     cache_key = (query_id, tuple(s.key() for s in stages))
 
     def run_batch(key: Any, frames: Iterator[Any], state: Any) -> Iterator[Any]:
-        journal = journal_rows(frames)
+        rows_in = journal_rows(frames, journal)
         snap = bytes(state.get[0]) if state.exists and state.get[0] is not None else None
         pipeline = _pipeline(cache_key, stages, topology, snap, initial)
         rows: list[tuple] = []
-        if journal:
+        if rows_in:
             pipeline.dirty = True  # ahead of Spark's state until the new snapshot is saved
             try:
-                rows = pipeline.run(journal)
+                rows = pipeline.run(rows_in)
             except BaseException:
                 _forget(cache_key)  # half-applied: rebuild from Spark's state on retry
                 raise
@@ -106,19 +108,23 @@ def state_function(query_id: str, stages: list[StageSpec], topology: str = "", t
     return run_batch
 
 
-def journal_rows(frames: Iterator[Any]) -> list[tuple]:
+def journal_rows(frames: Iterator[Any], journal: Journal | None = None) -> list[tuple]:
     """The journal rows of a group's pandas frames as ``JOURNAL_COLUMNS`` tuples (those present), in
     ``seq`` order (each frame's columns listed, no ``pd.concat``: its NA checks of object columns cost
-    more than the rows' own decoding)."""
+    more than the rows' own decoding). With ``journal`` = ``(folder, inputs)`` the frames may hold seq
+    ranges instead (the source's ``ranges`` option), read here."""
     rows: list[tuple] = []
     for frame in frames:
         if len(frame):
             rows.extend(zip(*(frame[c].tolist() for c in JOURNAL_COLUMNS if c in frame.columns)))
     rows.sort(key=_seq)
+    if journal is not None:
+        rows = expand_ranges(rows, journal[0], journal[1])
     return rows
 
 
 _seq = itemgetter(0)
+Journal = tuple[str, tuple[str, ...]]  # (journal folder, inputs) of a source sending seq ranges
 
 
 def _output_frame(rows: list[tuple]) -> Any:
@@ -165,9 +171,9 @@ def read_meta(state: Any) -> Meta | None:
 
 
 def _run_logged(cache_key: tuple, stages: list[StageSpec], topology: str, initial: bytes | None,
-                frames: Iterator[Any], meta_state: Any, store: SparkLogStore) -> Any:
+                frames: Iterator[Any], meta_state: Any, store: SparkLogStore, journal: Journal | None = None) -> Any:
     """One micro-batch of the logged layout (module level: it reaches the per-worker cache)."""
-    rows = journal_rows(frames)
+    rows = journal_rows(frames, journal)
     worker = _LOGGED.get(cache_key)
     if worker is None:
         worker = _LOGGED[cache_key] = LoggedPipeline(lambda: Pipeline(stages, topology), initial,
@@ -180,7 +186,7 @@ def _run_logged(cache_key: tuple, stages: list[StageSpec], topology: str, initia
 
 
 def logged_processor(query_id: str, stages: list[StageSpec], topology: str = "",
-                     initial: bytes | None = None) -> Any:
+                     initial: bytes | None = None, journal: Journal | None = None) -> Any:
     """The ``transformWithStateInPandas`` processor of a fused pipeline in the logged layout (no
     wall-clock ticks: those queries keep the snapshot layout). Built here (pyspark imported lazily) and
     pickled by value; the per-worker cache is reached through the module-level ``_run_logged``."""
@@ -196,7 +202,7 @@ def logged_processor(query_id: str, stages: list[StageSpec], topology: str = "",
                                        handle.getListState("log", LOG_SCHEMA))
 
         def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-            yield _run_logged(cache_key, stages, topology, initial, rows, self.meta, self.store)
+            yield _run_logged(cache_key, stages, topology, initial, rows, self.meta, self.store, journal)
 
         def close(self) -> None:
             pass

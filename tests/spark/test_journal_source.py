@@ -106,3 +106,31 @@ def test_file_segments_in_several_partitions(spark, tmp_path):
     errors = [r for r in rows if r[5] is not None]
     assert len(errors) == 30 and errors[0][5].startswith(f"file source: {src}:8: cannot parse a line")
     assert rows[-1][4] is True
+
+
+def test_ranges_option_sends_one_row_per_batch_that_expands_to_its_entries(spark, tmp_path):
+    from sbpy.bql.spark.journal_source import RANGE_INPUT, expand_ranges
+
+    journal = TestJournal(tmp_path / "journal")
+    journal.append([("a", {"x": i}) for i in range(30)] + [("b", {"y": 1})])
+    batches: list[list[tuple]] = []
+    query = _start(spark, journal.dir, "a,b", tmp_path / "ck", batches, ranges=1, max_seqs=20)
+    query.processAllAvailable()
+    query.stop()
+    assert batches == [[(20, RANGE_INPUT, 0, None, False, None)], [(31, RANGE_INPUT, 20, None, False, None)]]
+    rows = [r for b in batches for r in expand_ranges(b, str(journal.dir), ("a", "b"))]
+    assert rows == jf.read_entries(journal.dir, ["a", "b"], 0, 31)
+    assert [r[0] for r in rows] == list(range(1, 32))
+    plain = [(1, "a", 0, "{}", False, None)]
+    assert expand_ranges(plain, str(journal.dir), ("a",)) is plain
+
+
+def test_range_progress_counts_journal_seqs():
+    from sbpy.bql.spark.journal_source import count_range_rows
+
+    progress = {"batchId": 2, "numInputRows": 1, "batchDuration": 500,
+                "sources": [{"startOffset": '{"seq":100}', "endOffset": {"seq": 350}, "numInputRows": 1}]}
+    out = count_range_rows(progress)
+    assert (out["numInputRows"], out["processedRowsPerSecond"], out["sources"][0]["numInputRows"]) == (250, 500.0, 250)
+    assert progress["numInputRows"] == 1  # not changed in place
+    assert count_range_rows(None) is None and count_range_rows({"sources": []}) == {"sources": []}

@@ -126,3 +126,15 @@ def test_real_bql_stage(spark, tmp_path):
     handle.process_all_available()
     assert [r["data"] for r in got.kind("out")] == [{"s": 1}, {"s": 3}, {"s": 6}, {"s": 9}, {"s": 12}]
     assert got.kind("dropped") == []
+
+
+def test_the_fused_operator_reads_its_batch_ranges_itself(spark, tmp_path):
+    journal = TestJournal(tmp_path / "journal")
+    got = Collector()
+    journal.append([("a", {"x": i}) for i in range(5)] + [("b", {"x": 9})])
+    handle = start_query(spark, _spec(tmp_path, got))
+    handle.process_all_available()
+    assert handle.reads_ranges
+    assert handle.last_progress["numInputRows"] == 6  # journal seqs, not the one range row Spark saw
+    assert [r["seq"] for r in got.kind("out")] == [1, 2, 3, 4, 5, 6]
+    handle.stop()
