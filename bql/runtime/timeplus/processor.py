@@ -42,6 +42,7 @@ from ..projection import SelectList
 from .assign import FixedWindows
 from .emission import AFTER_WATERMARK, ON_UPDATE, EmitPolicy
 from .emit_extras import IdleTimeout, LastRange
+from .fixed_step import FixedStep, fixed_step_of
 from .limited_output import LimitedOutput
 from .pane_columns import ColumnPane, PaneColumns
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
@@ -57,7 +58,7 @@ def _is_window_column(expr: Any) -> bool:
             and expr.path[0].key in (WINDOW_START, WINDOW_END))
 
 
-class WindowProcessor(WallClock):
+class WindowProcessor(WallClock, FixedStep):
     """The compiled Timeplus window / EMIT query (the ``Processor`` protocol)."""
 
     def __init__(self, select: Select, context: ProcessorContext | None = None):
@@ -106,6 +107,7 @@ class WindowProcessor(WallClock):
         self.timeout = IdleTimeout.of(select.emit) if aggregating and self.kind else None
         self.last_range = LastRange.of(select.emit) if aggregating and self.kind is None else None
         self.out = LimitedOutput(select.limit, select.offset)
+        self.fixed_step, self.clocked = fixed_step_of(self, select, registry)
         self._now: _dt.datetime | None = None
         self._reset()
 
@@ -161,6 +163,8 @@ class WindowProcessor(WallClock):
     # ------------------------------------------------------------ Processor protocol
 
     def process(self, tup: Tuple) -> StepResult:
+        if self.fixed_step:
+            return self._fixed_step(tup)
         result = StepResult()
         if self.done or self.finished:
             result.done = self.done

@@ -40,7 +40,7 @@ TAILS = [
 values = st.one_of(st.integers(-3, 5), st.sampled_from([2.0, -0.0, 0.5, 1e308, math.nan, None, True, "x", 2 ** 62]),
                    st.just([1, 2]), st.just({"a": 1}))
 keys = st.sampled_from(["a", "b", 1, 1.0, 2, None, True, math.nan])
-row = st.fixed_dictionaries({"k": keys, "dt": st.integers(-3, 4)},
+row = st.fixed_dictionaries({"k": keys, "dt": st.sampled_from([-3, -1, 0, 0.5, 0.75, 1, 2, 4, 5, 6])},
                             optional={"v": values, "w": st.sampled_from(["p", "q", 3, None]), "b": values})
 
 
@@ -67,7 +67,7 @@ def _run(query, rows, monkeypatch, layout, split=None, layout_after=None):
             monkeypatch.setenv(LAYOUT_ENV, layout_after or layout)
             f.proc = build(query)
             f.proc.restore(snap)
-        t += r["dt"] * 0.75
+        t += r["dt"]  # whole seconds land on window bounds
         data = {k: v for k, v in r.items() if k != "dt"}
         step = f.step(ts=t, **data)
         out.append([(repr(o.data), o.ts, o.seq) for o in step.outputs])
@@ -137,3 +137,14 @@ def test_a_column_snapshot_does_not_restore_into_row_panes(monkeypatch):
     monkeypatch.setenv(LAYOUT_ENV, "rows")
     with pytest.raises(ValueError, match="aggregate columns"):
         build(q).restore(snap)
+
+
+def test_the_common_aggregation_takes_its_own_step():
+    proc = build("SELECT RSTREAM k, count(*) AS n FROM tumble(src, 10 SECONDS) GROUP BY k, window_start")
+    assert proc.fixed_step and not proc.clocked  # nothing reads now(): the wall clock is not read per tuple
+    clocked = build("SELECT RSTREAM k, count(*) AS n, now() AS t FROM tumble(src, 10 SECONDS) GROUP BY k, window_start")
+    assert clocked.fixed_step and clocked.clocked
+    for other in ("SELECT RSTREAM k, count(*) AS n FROM tumble(src, ts, 10 SECONDS) GROUP BY k, window_start",
+                  "SELECT RSTREAM k, count(*) AS n FROM tumble(src, 10 SECONDS) GROUP BY k, window_start LIMIT 3",
+                  "SELECT RSTREAM k, count(*) AS n FROM tumble(src, 10 SECONDS) GROUP BY k, window_start EMIT ON UPDATE"):
+        assert not build(other).fixed_step
