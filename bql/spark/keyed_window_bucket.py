@@ -1,8 +1,9 @@
 """One bucket of a keyed Timeplus window stage: the panes of its keys, one call per micro-batch (Spark-free).
 
 The router (``keyed_window_route``) has already decided everything order-dependent, so a bucket only
-keeps, per open window, the rows of its keys (a kernel ``Pane``: rows grouped by the GROUP BY key, groups
-in first-appearance order) and does what it is told, in ``(seq, idx)`` order:
+keeps, per open window, the groups of its keys (the kernel's pane: a ``ColumnPane`` of aggregate columns
+where the kernel keeps those, else a ``Pane`` of tagged rows; groups in first-appearance order) and does
+what it is told, in ``(seq, idx)`` order:
 
 - ``tuple``: add the tuple, tagged, to each window listed in ``event`` (the windows whose row passed
   WHERE; the group key is computed again, it cannot fail: the router computed it);
@@ -30,6 +31,7 @@ import orjson
 from sbpy.bql.eval import Env
 from sbpy.bql.runtime.kernel import _copy, _message
 from sbpy.bql.runtime.processor import Tuple
+from sbpy.bql.runtime.timeplus.pane_columns import ColumnPane
 from sbpy.bql.runtime.timeplus.panes import Pane, tag
 from sbpy.bql.runtime.timeplus.timecol import utc_now
 
@@ -52,7 +54,8 @@ class WindowBucket:
         self.size = self.proc.fixed.size
         self.times = Timestamps()
         self.stamp: bytes | None = None
-        self.panes: dict[int, Pane] = {}
+        self.panes: dict[int, Pane | ColumnPane] = {}
+        self.columns = self.proc.columns  # the kernel's group layout (``pane_columns``), None: tagged rows
         self.now = utc_now()
 
     def _env(self, tup: Tuple) -> Env:
@@ -61,13 +64,33 @@ class WindowBucket:
     def _key(self, row: Tuple) -> Any:
         return self.proc.grouping.row_key(self._env(row))
 
-    def _pane(self, start: int, get: Callable[[str], bytes | None]) -> Pane:
+    def _pane(self, start: int, get: Callable[[str], bytes | None]) -> Pane | ColumnPane:
         pane = self.panes.get(start)
         if pane is None:
             snap = get(str(start))
-            pane = Pane.load(pickle.loads(snap)) if snap is not None else Pane(0, start, start + self.size)
-            self.panes[start] = pane
+            pane = self.panes[start] = (self._load(pickle.loads(snap)) if snap is not None else
+                                        (Pane if self.columns is None else ColumnPane)(0, start, start + self.size))
         return pane
+
+    def _load(self, state: tuple) -> Pane | ColumnPane:
+        """A stored pane; tagged rows (stored before the column layout) become columns."""
+        if state[0] == "columns":
+            if self.columns is None:
+                raise ValueError("a keyed window state of aggregate columns cannot be read with "
+                                 "SBPY_TIMEPLUS_PANES=rows")
+            return ColumnPane.load(state)
+        pane = Pane.load(state)
+        return pane if self.columns is None else self.columns.from_rows(pane, self._key, self._env)
+
+    def _add(self, pane: Pane | ColumnPane, tup: Tuple, start: int) -> None:
+        end = start + self.size
+        cols = self.columns
+        if cols is None:
+            row = tag(tup, start, end)
+            pane.add(row, self._key(row))
+            return
+        row = tag(tup, start, end) if cols.tag_rows else tup
+        cols.add(pane, cols.key(row, start, end, self._env), row, start, end, self._env)
 
     def run(self, rows: Iterable[tuple], stored_stamp: bytes | None, get: Callable[[str], bytes | None],
             put: Callable[[str, bytes], None], remove: Callable[[str], None]) -> tuple[list[tuple], bytes]:
@@ -89,8 +112,7 @@ class WindowBucket:
                     tup = Tuple(decode_data(r[6]), self.times.get(r[5]), r[2], r[8])
                     starts = r[9]
                     for start in orjson.loads(starts) if "," in starts else (int(starts[1:-1]),):
-                        row = tag(tup, start, start + self.size)
-                        self._pane(start, get).add(row, self._key(row))
+                        self._add(self._pane(start, get), tup, start)
                         touched.add(start)
                 elif kind == "close" and r[1] == self.node:
                     last = r[2]
@@ -113,16 +135,19 @@ class WindowBucket:
         self.stamp = stamp
         return out, stamp
 
-    def _emit(self, pane: Pane, close: tuple, out: list[tuple], counts: dict[str, int]) -> None:
+    def _emit(self, pane: Pane | ColumnPane, close: tuple, out: list[tuple], counts: dict[str, int]) -> None:
         """The closed pane's groups, as the kernel's ``_emit_groups`` makes them (cause: the close row)."""
         seq, idx, out_idx, ts, route = close[2], close[3], int(close[9]), close[5], close[8]
-        grouping, now = self.proc.grouping, utc_now()
+        grouping, now, cols = self.proc.grouping, utc_now(), self.columns
         for key, rows in pane.groups(self._key).items():
             if not rows:
                 continue
-            base = rows[0].seq << SUB_BITS
+            base = (rows[0].seq if cols is None else rows.first.seq) << SUB_BITS
             try:
-                produced = grouping.evaluate([(self._env(r), key) for r in rows], now)
+                if cols is None:
+                    produced = grouping.evaluate([(self._env(r), key) for r in rows], now)
+                else:
+                    produced = list(filter(None, [cols.evaluate(rows, now)]))
             except Exception as err:  # noqa: BLE001 - one failing group does not stop the others
                 counts["dropped"] += 1
                 out.append(("dropped", self.node, seq, idx, base, ts, jf.encode_data({}), _message(err), route,
