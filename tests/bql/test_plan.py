@@ -158,6 +158,7 @@ def test_window_behind_another_stage_is_not_keyed():
 def test_explain_names_the_window_kernels_pane_layout(monkeypatch):
     assert "groups as aggregate columns" in render(_plan(("w", WINDOW, ["src"])))
     session = WINDOW.replace("tumble(src, t, 5s)", "session(src, t, 5s)")
-    assert "groups as tagged rows" in render(_plan(("w", session, ["src"])))
+    assert "groups as aggregate columns" in render(_plan(("w", session, ["src"])))
+    assert "groups as tagged rows" in render(_plan(("w", session + " EMIT ON UPDATE", ["src"])))
     monkeypatch.setenv("SBPY_TIMEPLUS_PANES", "rows")
     assert "groups as tagged rows" in render(_plan(("w", WINDOW, ["src"])))

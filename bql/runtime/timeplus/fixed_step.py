@@ -25,8 +25,8 @@ def reads_clock(select: Select, registry: Any) -> bool:
 
 def fixed_step_of(proc: Any, select: Select, registry: Any) -> tuple[bool, bool]:
     """``(fixed_step, clocked)`` of a ``WindowProcessor`` built from ``select``."""
-    fixed = (proc.columns is not None and proc.policy.kind == AFTER_WATERMARK and proc.timeout is None
-             and proc.time_fn is None and select.limit is None and select.offset is None)
+    fixed = (proc.columns is not None and proc.fixed is not None and proc.policy.kind == AFTER_WATERMARK
+             and proc.timeout is None and proc.time_fn is None and select.limit is None and select.offset is None)
     return fixed, (not fixed) or reads_clock(select, registry)
 
 

@@ -15,12 +15,20 @@ aggregation argument filled as rows arrive, the first error per argument, and th
 (``CompiledAggregate.apply_columns``), so values, types and errors are the reference's; a tuple costs a
 few list appends instead of a dict copy, and a pane's state is its values instead of its tuples.
 
-Chosen (``PaneColumns.of``) when that equivalence holds: a tumble or hop aggregation without ``lag`` /
+Chosen (``PaneColumns.of``) when that equivalence holds: an aggregation without ``lag`` /
 ``emit_version``, whose aggregates have no ``ORDER BY`` and whose aggregation arguments call no volatile,
 context-reading or unknown function (the reference evaluates them at emission, with that step's
 ``now``; here they are evaluated when the row arrives). ``SBPY_TIMEPLUS_PANES=rows`` keeps the reference
 panes (tests compare the two). WHERE and the GROUP BY key are evaluated on the untagged tuple when none
 of them can read a window column (the tag is then made once per group, for its first row).
+
+*Sessions* move their bounds as tuples join, and the reference re-tags every row and regroups the pane
+when it is read. Every row of a session pane has the session's non-window GROUP BY values, so when no
+GROUP BY item but a plain ``window_start`` / ``window_end`` and no aggregation argument reads a window
+column, the pane is one group whatever its bounds: a session column pane keeps that one group, re-tags
+its first row when the bounds moved and computes the group's key from it (cached while the bounds
+stand, as the reference caches its groups). Not with ``EMIT ON UPDATE``, whose per-tuple look-up by a
+freshly computed key the reference does its own way (a NaN key finds no group).
 """
 from __future__ import annotations
 
@@ -74,11 +82,13 @@ class ColumnGroup:
 
 
 class ColumnPane:
-    """``panes.Pane``'s interface for a tumble/hop window whose groups are ``ColumnGroup``s."""
+    """``panes.Pane``'s interface for a window whose groups are ``ColumnGroup``s (a session: its one
+    group, keyed under the current bounds when read)."""
 
-    __slots__ = ("pid", "start", "end", "last", "skey", "_groups", "dirty", "dirty_all")
+    __slots__ = ("pid", "start", "end", "last", "skey", "_groups", "dirty", "dirty_all", "session", "_tagged")
 
-    def __init__(self, pid: int, start: int | None, end: int | None, skey: Any = None, last: int | None = None):
+    def __init__(self, pid: int, start: int | None, end: int | None, skey: Any = None, last: int | None = None,
+                 session: bool = False):
         self.pid = pid
         self.start = start
         self.end = end
@@ -87,12 +97,23 @@ class ColumnPane:
         self._groups: dict[Any, ColumnGroup] = {}
         self.dirty: set[Any] = set()
         self.dirty_all = False
+        self.session = session
+        self._tagged: tuple | None = None  # a session: the bounds its group's key was computed under
 
     @property
     def order(self) -> tuple[int, int]:
         return (self.start if self.start is not None else 0, self.pid)
 
+    def set_bounds(self, start: int, end: int) -> None:
+        self.start, self.end = start, end
+
     def groups(self, key_fn: Any = None) -> dict[Any, ColumnGroup]:
+        if self.session and self._groups and self._tagged != (self.start, self.end):
+            (group,) = self._groups.values()
+            first = group.first.data  # the pane's own copy, re-tagged in place like the reference's rows
+            first[WINDOW_START], first[WINDOW_END] = bound_value(self.start), bound_value(self.end)
+            self._groups = {key_fn(group.first): group}
+            self._tagged = (self.start, self.end)
         return self._groups
 
     def clear_dirty(self) -> None:
@@ -100,11 +121,15 @@ class ColumnPane:
         self.dirty_all = False
 
     def dirty_keys(self, key_fn: Any = None) -> list[Any]:
-        return [k for k in self._groups if k in self.dirty]
+        groups = self.groups(key_fn)
+        if self.dirty_all:
+            return list(groups)
+        return [k for k in groups if k in self.dirty]
 
     def state(self) -> tuple:
         groups = [(k, g.first, g.n, g.columns, g.errors) for k, g in self._groups.items()]
-        return ("columns", self.pid, self.start, self.end, groups, self.dirty)
+        return ("columns", self.pid, self.start, self.end, groups, self.dirty, self.last, self.skey,
+                self.dirty_all, self.session, self._tagged)
 
     @classmethod
     def load(cls, state: tuple) -> "ColumnPane":
@@ -113,6 +138,7 @@ class ColumnPane:
             group = pane._groups[key] = ColumnGroup(first, 0)
             group.n, group.columns, group.errors = n, columns, errors
         pane.dirty = state[5]
+        pane.last, pane.skey, pane.dirty_all, pane.session, pane._tagged = state[6:11]
         return pane
 
 
@@ -150,7 +176,8 @@ class PaneColumns:
         self.width = len(self.columns)
 
     @classmethod
-    def of(cls, select: Select, grouping: Grouping | None, alias: str, registry: Any) -> "PaneColumns | None":
+    def of(cls, select: Select, grouping: Grouping | None, alias: str, registry: Any,
+           session: bool = False, on_update: bool = False) -> "PaneColumns | None":
         """The layout when it gives the reference's results (module docstring), else None."""
         if grouping is None or os.environ.get(LAYOUT_ENV, "") == "rows":
             return None
@@ -159,7 +186,19 @@ class PaneColumns:
                 return None
             if any(is_volatile(agg.call.args[pos], registry) for pos, _ in agg.column_fns()):
                 return None
-        return cls(grouping, select, alias)
+        layout = cls(grouping, select, alias)
+        if session and (on_update or layout.reads_bounds(select, registry)):
+            return None
+        return layout
+
+    def reads_bounds(self, select: Select, registry: Any) -> bool:
+        """Whether a GROUP BY item other than a plain window column, or an aggregation argument, can read
+        a window column (or a GROUP BY item is volatile): a session's rows could then group differently
+        as its bounds move."""
+        return (any(_window_column(g, self.alias) is None and (reads_window(g) or is_volatile(g, registry))
+                    for g in select.group_by)
+                or any(reads_window(agg.call.args[pos]) for agg in self.grouping.aggregates
+                       for pos, fn in agg.column_fns() if fn is not None))
 
     # ------------------------------------------------------------ a row arrives
 
@@ -191,6 +230,20 @@ class PaneColumns:
             group = pane._groups[key] = ColumnGroup(first, self.width)
         group.n += 1
         pane.dirty.add(key)
+        self._append(group, row, env_of)
+
+    def add_session(self, pane: ColumnPane, row: Tuple, env_of: Any) -> None:
+        """``row``, tagged with the session's new bounds, joins the session's one group."""
+        if pane._groups:
+            (group,) = pane._groups.values()
+        else:
+            group = pane._groups[None] = ColumnGroup(row, self.width)
+            pane._tagged = None  # keyed when read
+        group.n += 1
+        pane.dirty_all = True
+        self._append(group, row, env_of)
+
+    def _append(self, group: ColumnGroup, row: Tuple, env_of: Any) -> None:
         if not self.width:
             return
         data = row.data
@@ -235,9 +288,16 @@ class PaneColumns:
     def from_rows(self, pane: Any, key_fn: Any, env_of: Any) -> ColumnPane:
         """A reference ``Pane`` (restored from an older snapshot) as a column pane: its rows re-added
         in order, its dirty marks kept."""
-        out = ColumnPane(pane.pid, pane.start, pane.end)
-        for key, rows in pane.groups(key_fn).items():
+        groups = pane.groups(key_fn)
+        out = ColumnPane(pane.pid, pane.start, pane.end, pane.skey, pane.last, session=pane.skey is not None)
+        for key, rows in groups.items():
             for row in rows:
-                self.add(out, key, row, pane.start, pane.end, env_of)
-        out.dirty = set(pane.dirty) if not pane.dirty_all else set(out._groups)
+                if out.session:
+                    self.add_session(out, row, env_of)
+                else:
+                    self.add(out, key, row, pane.start, pane.end, env_of)
+        if out.session:
+            out.dirty_all = pane.dirty_all or bool(pane.dirty)
+        else:
+            out.dirty = set(pane.dirty) if not pane.dirty_all else set(out._groups)
         return out

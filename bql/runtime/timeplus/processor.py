@@ -100,9 +100,10 @@ class WindowProcessor(WallClock, FixedStep):
         self.sessions = SessionTracker.of(item) if self.kind == "session" else None
         self.watermark = Watermark(self.policy.delay, self.fixed.closed_end if self.fixed else None)
         self.session_keys = [compile_expr(g, scope) for g in select.group_by if not _is_window_column(g)]
-        # tumble/hop aggregations keep their groups' aggregate arguments instead of their rows
-        self.columns = (PaneColumns.of(select, self.grouping, alias, registry)
-                        if self.fixed is not None and self.calls is None else None)
+        # window aggregations keep their groups' aggregate arguments instead of their rows (pane_columns)
+        self.columns = (PaneColumns.of(select, self.grouping, alias, registry, session=self.sessions is not None,
+                                       on_update=self.policy.kind == ON_UPDATE)
+                        if self.kind is not None and self.calls is None else None)
         aggregating = self.grouping is not None
         self.timeout = IdleTimeout.of(select.emit) if aggregating and self.kind else None
         self.last_range = LastRange.of(select.emit) if aggregating and self.kind is None else None
@@ -153,7 +154,10 @@ class WindowProcessor(WallClock, FixedStep):
         return self.where is None or truth(self.where(self._env(tup)), "WHERE")
 
     def _new_pane(self, start: int | None, end: int | None, **kw: Any) -> Pane | ColumnPane:
-        pane = (Pane if self.columns is None else ColumnPane)(self.next_pid, start, end, **kw)
+        if self.columns is None:
+            pane: Pane | ColumnPane = Pane(self.next_pid, start, end, **kw)
+        else:
+            pane = ColumnPane(self.next_pid, start, end, session=self.sessions is not None, **kw)
         self.next_pid += 1
         self.panes[pane.pid] = pane
         if end is not None:
@@ -297,7 +301,7 @@ class WindowProcessor(WallClock, FixedStep):
         row = tag(tup, placement.start, placement.end)
         if not self._passes(row):
             return []
-        key = self._key(row)
+        key = self._key(row) if self.columns is None else None  # columns: the pane's one group
         if placement.pid is None:
             pane = self._new_pane(placement.start, placement.end, skey=skey, last=placement.last)
         else:
@@ -306,7 +310,10 @@ class WindowProcessor(WallClock, FixedStep):
                 heapq.heappush(self.ends, (placement.end, pane.pid))
             pane.set_bounds(placement.start, placement.end)
             pane.last = placement.last
-        pane.add(row, key)
+        if self.columns is None:
+            pane.add(row, key)
+        else:
+            self.columns.add_session(pane, row, self._env)
         self.sessions.commit(skey, pane.pid, placement)
         if self.policy.kind == ON_UPDATE:  # the group's key under the session's new bounds (O(rows))
             key = pane.key_of(row, self._key)
