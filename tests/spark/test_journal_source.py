@@ -114,10 +114,12 @@ def test_ranges_option_sends_one_row_per_batch_that_expands_to_its_entries(spark
     journal = TestJournal(tmp_path / "journal")
     journal.append([("a", {"x": i}) for i in range(30)] + [("b", {"y": 1})])
     batches: list[list[tuple]] = []
-    query = _start(spark, journal.dir, "a,b", tmp_path / "ck", batches, ranges=1, max_seqs=20)
+    query = _start(spark, journal.dir, "a,b", tmp_path / "ck", batches, ranges=1, max_seqs=20, ranges_from=15)
     query.processAllAvailable()
     query.stop()
-    assert batches == [[(20, RANGE_INPUT, 0, None, False, None)], [(31, RANGE_INPUT, 20, None, False, None)]]
+    # 20 seqs: one range row; the last 11 (fewer than ranges_from) come as rows
+    assert batches[0] == [(20, RANGE_INPUT, 0, None, False, None)]
+    assert batches[1] == sorted(jf.read_entries(journal.dir, ["a", "b"], 20, 31))
     rows = [r for b in batches for r in expand_ranges(b, str(journal.dir), ("a", "b"))]
     assert rows == jf.read_entries(journal.dir, ["a", "b"], 0, 31)
     assert [r[0] for r in rows] == list(range(1, 32))

@@ -30,8 +30,9 @@ class Collector:
 def _spec(tmp_path, collector, stages=None, inputs=("a", "b"), **kw):
     stages = stages if stages is not None else [StageSpec("s1", "", ("a", "b"), factory=pass_through),
                                                  StageSpec("s2", "", ("s1",), factory=running_count)]
-    return QuerySpec(query_id=kw.pop("query_id", "t.q"), journal_dir=tmp_path / "journal", inputs=inputs,
-                     stages=stages, checkpoint_dir=tmp_path / "ck", on_batch=collector, topology="t", **kw)
+    return QuerySpec(query_id=kw.pop("query_id", "t.q"), journal_dir=kw.pop("journal_dir", tmp_path / "journal"),
+                     inputs=inputs, stages=stages, checkpoint_dir=tmp_path / "ck", on_batch=collector, topology="t",
+                     **kw)
 
 
 def test_fused_stages_state_and_restart(spark, tmp_path):
@@ -128,13 +129,33 @@ def test_real_bql_stage(spark, tmp_path):
     assert got.kind("dropped") == []
 
 
-def test_the_fused_operator_reads_its_batch_ranges_itself(spark, tmp_path):
+def test_the_snapshot_layout_reads_ranges_the_logged_one_rows(spark, tmp_path, monkeypatch):
     journal = TestJournal(tmp_path / "journal")
     got = Collector()
     journal.append([("a", {"x": i}) for i in range(5)] + [("b", {"x": 9})])
+    handle = start_query(spark, _spec(tmp_path, got))  # no plan: the logged layout
+    handle.process_all_available()
+    assert not handle.reads_ranges and handle.last_progress["numInputRows"] == 6
+    handle.stop()
+    monkeypatch.setenv("SBPY_FUSED_STATE", "snapshot")
+    again = Collector()
+    handle = start_query(spark, _spec(tmp_path / "snap", again, journal_dir=tmp_path / "journal"))
+    handle.process_all_available()
+    assert handle.reads_ranges and handle.last_progress["numInputRows"] == 6  # rows (fewer than ranges_from)
+    assert [r["seq"] for r in got.kind("out")] == [r["seq"] for r in again.kind("out")] == [1, 2, 3, 4, 5, 6]
+    handle.stop()
+
+
+def test_a_large_batch_reaches_the_operator_as_its_seq_range(spark, tmp_path, monkeypatch):
+    monkeypatch.setenv("SBPY_FUSED_STATE", "snapshot")
+    journal = TestJournal(tmp_path / "journal")
+    got = Collector()
+    journal.append([("a" if i % 3 else "b", {"x": i}) for i in range(12_000)])  # >= ranges_from (10,000)
     handle = start_query(spark, _spec(tmp_path, got))
     handle.process_all_available()
-    assert handle.reads_ranges
-    assert handle.last_progress["numInputRows"] == 6  # journal seqs, not the one range row Spark saw
-    assert [r["seq"] for r in got.kind("out")] == [1, 2, 3, 4, 5, 6]
+    assert handle._query.lastProgress["numInputRows"] == 1  # Spark moved one range row
+    assert handle.last_progress["numInputRows"] == 12_000  # reported in journal seqs
+    outs = got.kind("out")
+    assert [r["seq"] for r in outs] == list(range(1, 12_001))
+    assert [r["data"]["n"] for r in outs[:3]] == [1, 2, 3] and outs[-1]["data"]["n"] == 12_000
     handle.stop()
