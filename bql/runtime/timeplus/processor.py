@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import heapq
-import pickle
 from typing import Any
 
 from ...ast import EmitClause, FieldRef, KeyStep, Select, StreamRef, WindowFunction
@@ -43,6 +42,7 @@ from .assign import FixedWindows
 from .emission import AFTER_WATERMARK, ON_UPDATE, EmitPolicy
 from .emit_extras import IdleTimeout, LastRange
 from .fixed_step import FixedStep, fixed_step_of
+from .processor_state import WindowSnapshot
 from .limited_output import LimitedOutput
 from .pane_columns import ColumnPane, PaneColumns
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
@@ -58,7 +58,7 @@ def _is_window_column(expr: Any) -> bool:
             and expr.path[0].key in (WINDOW_START, WINDOW_END))
 
 
-class WindowProcessor(WallClock, FixedStep):
+class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
     """The compiled Timeplus window / EMIT query (the ``Processor`` protocol)."""
 
     def __init__(self, select: Select, context: ProcessorContext | None = None):
@@ -372,61 +372,3 @@ class WindowProcessor(WallClock, FixedStep):
     def _output(self, data: dict[str, Any], ts: _dt.datetime, seq: int, result: StepResult) -> None:
         if self.out.admit():
             result.outputs.append(Tuple(_copy(data), ts, seq, ""))
-
-    # ------------------------------------------------------------ snapshot / restore
-
-    def snapshot(self) -> bytes:
-        state = {
-            "panes": [p.state() for p in self.panes.values()],
-            "pending": [p.state() for p in self.pending],
-            "by_bounds": self.by_bounds,
-            "global_pid": self.global_pid,
-            "next_pid": self.next_pid,
-            **self.out.state(),
-            "calls": self.calls.state() if self.calls is not None else None,
-            "timeout": self.timeout.last_arrival if self.timeout is not None else None,
-            "last_range": self.last_range.state() if self.last_range is not None else None,
-            "finished": self.finished,
-            "last": self.last,
-            "watermark": self.watermark.state(),
-            "sessions": self.sessions.state() if self.sessions is not None else None,
-            "policy": self.policy.state(),
-            "panes_layout": "rows" if self.columns is None else "columns",
-        }
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-
-    def restore(self, data: bytes) -> None:
-        state = pickle.loads(data)
-        self.panes = {}
-        for ps in state["panes"]:
-            pane = self._load_pane(ps, state.get("panes_layout", "rows"))
-            self.panes[pane.pid] = pane
-        self.ends = [(p.end, p.pid) for p in self.panes.values() if p.end is not None]
-        heapq.heapify(self.ends)
-        self.pending = [self._load_pane(ps, state.get("panes_layout", "rows")) for ps in state["pending"]]
-        self.by_bounds = dict(state["by_bounds"])
-        self.global_pid = state["global_pid"]
-        self.next_pid = state["next_pid"]
-        self.out.load(state)
-        if self.calls is not None and state.get("calls") is not None:
-            self.calls.load(state["calls"])
-        if self.timeout is not None:
-            self.timeout.last_arrival = state.get("timeout")
-        if self.last_range is not None and state.get("last_range") is not None:
-            self.last_range.load(state["last_range"])
-        self.finished = state["finished"]
-        self.last = state["last"]
-        self.watermark.load(state["watermark"])
-        if self.sessions is not None:
-            self.sessions.load(state["sessions"])
-        self.policy.load(state["policy"])
-
-    def _load_pane(self, state: tuple, layout: str) -> Pane | ColumnPane:
-        """A pane of a snapshot; a reference pane restored into the column layout is converted."""
-        if layout == "columns":
-            if self.columns is None:
-                raise ValueError("this snapshot keeps its windows as aggregate columns; the reference "
-                                 f"pane layout ({PaneColumns.__module__}.LAYOUT_ENV=rows) cannot restore it")
-            return ColumnPane.load(state)
-        pane = Pane.load(state)
-        return pane if self.columns is None else self.columns.from_rows(pane, self._key, self._env)
