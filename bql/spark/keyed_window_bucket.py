@@ -31,7 +31,7 @@ import orjson
 from sbpy.bql.eval import Env
 from sbpy.bql.runtime.kernel import _copy, _message
 from sbpy.bql.runtime.processor import Tuple
-from sbpy.bql.runtime.timeplus.pane_columns import ColumnPane
+from sbpy.bql.runtime.timeplus.pane_columns import ColumnPane, load_pane
 from sbpy.bql.runtime.timeplus.panes import Pane, tag
 from sbpy.bql.runtime.timeplus.timecol import utc_now
 
@@ -68,19 +68,10 @@ class WindowBucket:
         pane = self.panes.get(start)
         if pane is None:
             snap = get(str(start))
-            pane = self.panes[start] = (self._load(pickle.loads(snap)) if snap is not None else
-                                        (Pane if self.columns is None else ColumnPane)(0, start, start + self.size))
+            pane = self.panes[start] = (
+                load_pane(pickle.loads(snap), self.columns, self._key, self._env) if snap is not None else
+                (Pane if self.columns is None else ColumnPane)(0, start, start + self.size))
         return pane
-
-    def _load(self, state: tuple) -> Pane | ColumnPane:
-        """A stored pane; tagged rows (stored before the column layout) become columns."""
-        if state[0] == "columns":
-            if self.columns is None:
-                raise ValueError("a keyed window state of aggregate columns cannot be read with "
-                                 "SBPY_TIMEPLUS_PANES=rows")
-            return ColumnPane.load(state)
-        pane = Pane.load(state)
-        return pane if self.columns is None else self.columns.from_rows(pane, self._key, self._env)
 
     def _add(self, pane: Pane | ColumnPane, tup: Tuple, start: int) -> None:
         end = start + self.size
@@ -147,7 +138,7 @@ class WindowBucket:
                 if cols is None:
                     produced = grouping.evaluate([(self._env(r), key) for r in rows], now)
                 else:
-                    produced = list(filter(None, [cols.evaluate(rows, now)]))
+                    produced = cols.outputs(rows, now)
             except Exception as err:  # noqa: BLE001 - one failing group does not stop the others
                 counts["dropped"] += 1
                 out.append(("dropped", self.node, seq, idx, base, ts, jf.encode_data({}), _message(err), route,

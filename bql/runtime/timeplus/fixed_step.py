@@ -9,25 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ast import FunctionCall, Select
+from ...ast import Select
 from ...eval import is_volatile
 from ..kernel import _message
 from ..processor import Dropped, StepResult, Tuple
 from .emission import AFTER_WATERMARK
-from .timecol import bound_value, datetime_micros
-
-
-def reads_clock(select: Select, registry: Any) -> bool:
-    """Whether an expression of ``select`` may read the step's ``now`` (a volatile, context-reading or
-    unknown function)."""
-    return any(is_volatile(node, registry) for node in select.walk() if isinstance(node, FunctionCall))
+from .timecol import datetime_micros
+from .watermark import late_error
 
 
 def fixed_step_of(proc: Any, select: Select, registry: Any) -> tuple[bool, bool]:
     """``(fixed_step, clocked)`` of a ``WindowProcessor`` built from ``select``."""
     fixed = (proc.columns is not None and proc.fixed is not None and proc.policy.kind == AFTER_WATERMARK
              and proc.timeout is None and proc.time_fn is None and select.limit is None and select.offset is None)
-    return fixed, (not fixed) or reads_clock(select, registry)
+    return fixed, (not fixed) or is_volatile(select, registry)  # else nothing reads ``now()``
 
 
 class FixedStep:
@@ -46,18 +41,13 @@ class FixedStep:
         try:
             t = datetime_micros(ts)
             watermark = self.watermark
-            top = watermark.max_time
-            if top is None or t > top:
-                watermark.max_time = top = t
-            bound = top - watermark.delay
-            threshold = self.fixed.closed_end(bound)
+            watermark.observe(t)
+            threshold = watermark.late_threshold()
             if t < threshold:
-                result.dropped.append(Dropped(
-                    tup, f"late tuple: its window time {bound_value(t)} is before the watermark "
-                         f"{bound_value(threshold)}; its window(s) already closed", "input"))
+                result.dropped.append(Dropped(tup, late_error(t, threshold), "input"))
                 return result
             self._assign_fixed(tup, t)
-            if self.ends and self.ends[0][0] <= bound:
+            if self.ends and self.ends[0][0] <= watermark.close_bound:
                 self._close((ts, tup.seq), result)
         except Exception as err:  # per-tuple isolation: fallible work happens before state changes
             result.dropped.append(Dropped(tup, _message(err), "other"))

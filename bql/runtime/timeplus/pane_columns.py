@@ -1,4 +1,4 @@
-"""Tumble/hop panes that keep each group's aggregate arguments as columns instead of its rows.
+"""Window panes that keep each group's aggregate arguments as columns instead of its rows.
 
 The reference pane (``panes.Pane``) stores a tagged copy of every tuple and, when a group is emitted,
 re-aggregates its rows (``Grouping.evaluate``: each aggregation argument evaluated on every row, in row
@@ -41,7 +41,7 @@ from ...values import multiset_key
 from ..grouping import Grouping
 from ..incremental.field_access import MISSING, plain_field
 from ..processor import Tuple
-from .panes import WINDOW_END, WINDOW_START, tag
+from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .timecol import bound_value
 
 LAYOUT_ENV = "SBPY_TIMEPLUS_PANES"
@@ -148,10 +148,11 @@ class PaneColumns:
     def __init__(self, grouping: Grouping, select: Select, alias: str):
         self.grouping = grouping
         self.alias = alias
-        self.tag_rows = (reads_window(select.where)
-                         or any(_window_column(g, alias) is None and reads_window(g) for g in select.group_by)
-                         or any(reads_window(agg.call.args[pos]) for agg in grouping.aggregates
-                                for pos, fn in agg.column_fns() if fn is not None))
+        # an aggregation argument reads a window column (sessions then keep tagged rows: ``reads_bounds``)
+        self.args_read_window = any(reads_window(agg.call.args[pos]) for agg in grouping.aggregates
+                                    for pos, fn in agg.column_fns() if fn is not None)
+        self.tag_rows = (reads_window(select.where) or self.args_read_window
+                         or any(_window_column(g, alias) is None and reads_window(g) for g in select.group_by))
         # per GROUP BY item: ("w", column name) | ("f", field name, closure) | ("e", closure)
         self.key_parts: list[tuple] = []
         for expr, fn in zip(select.group_by, grouping.key_fns):
@@ -195,10 +196,9 @@ class PaneColumns:
         """Whether a GROUP BY item other than a plain window column, or an aggregation argument, can read
         a window column (or a GROUP BY item is volatile): a session's rows could then group differently
         as its bounds move."""
-        return (any(_window_column(g, self.alias) is None and (reads_window(g) or is_volatile(g, registry))
-                    for g in select.group_by)
-                or any(reads_window(agg.call.args[pos]) for agg in self.grouping.aggregates
-                       for pos, fn in agg.column_fns() if fn is not None))
+        return self.args_read_window or any(
+            _window_column(g, self.alias) is None and (reads_window(g) or is_volatile(g, registry))
+            for g in select.group_by)
 
     # ------------------------------------------------------------ a row arrives
 
@@ -283,7 +283,12 @@ class PaneColumns:
             values.append(agg.apply_columns(column, first))
         return self.grouping.group_output(values, first.tuples, now)
 
-    # ------------------------------------------------------------ a reference pane's state
+    def outputs(self, group: ColumnGroup, now: Any) -> list[dict[str, Any]]:
+        """``evaluate`` as ``Grouping.evaluate`` gives it: the group's rows (none when HAVING rejects it)."""
+        row = self.evaluate(group, now)
+        return [] if row is None else [row]
+
+    # ------------------------------------------------------------ stored panes
 
     def from_rows(self, pane: Any, key_fn: Any, env_of: Any) -> ColumnPane:
         """A reference ``Pane`` (restored from an older snapshot) as a column pane: its rows re-added
@@ -301,3 +306,15 @@ class PaneColumns:
         else:
             out.dirty = set(pane.dirty) if not pane.dirty_all else set(out._groups)
         return out
+
+
+def load_pane(state: tuple, columns: PaneColumns | None, key_fn: Any, env_of: Any) -> Pane | ColumnPane:
+    """A stored pane (``Pane.state`` or ``ColumnPane.state``) in the layout ``columns`` says (None: the
+    reference's tagged rows): tagged rows stored before the column layout are converted; columns cannot
+    become rows again."""
+    if state[0] == "columns":
+        if columns is None:
+            raise ValueError(f"a window state kept as aggregate columns cannot be read with {LAYOUT_ENV}=rows")
+        return ColumnPane.load(state)
+    pane = Pane.load(state)
+    return pane if columns is None else columns.from_rows(pane, key_fn, env_of)

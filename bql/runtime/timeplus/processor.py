@@ -50,7 +50,7 @@ from .sessions import SessionTracker
 from .streaming_calls import StreamingCalls, uses_streaming_calls
 from .ticking import WallClock
 from .timecol import bound_value, datetime_micros, is_processing_time, to_micros, utc_now
-from .watermark import Watermark
+from .watermark import Watermark, late_error
 
 
 def _is_window_column(expr: Any) -> bool:
@@ -259,10 +259,7 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
             watermark = self.watermark
             watermark.observe(t)
             if watermark.is_late(t):
-                threshold = watermark.late_threshold()
-                result.dropped.append(Dropped(
-                    tup, f"late tuple: its window time {bound_value(t)} is before the watermark "
-                         f"{bound_value(threshold)}; its window(s) already closed", "input"))
+                result.dropped.append(Dropped(tup, late_error(t, watermark.late_threshold()), "input"))
                 return
             if self.fixed is not None:
                 changed = self._assign_fixed(tup, t)
@@ -358,7 +355,7 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
                     continue
                 try:
                     out = (self.grouping.evaluate([(self._env(r), key) for r in rows], self._now)
-                           if self.columns is None else list(filter(None, [self.columns.evaluate(rows, self._now)])))
+                           if self.columns is None else self.columns.outputs(rows, self._now))
                 except Exception as err:  # one failing group does not stop the others
                     result.dropped.append(Dropped(Tuple({}, cause[0], cause[1]), _message(err), "output"))
                     continue

@@ -2,8 +2,8 @@
 
 The snapshot is a pickled dict of the open and pending panes, the window bookkeeping, the LIMIT
 counters, the streaming calls, the timeout, the EMIT LAST range, the watermark, the sessions, the EMIT
-policy and ``panes_layout`` (``rows`` or ``columns``, ``pane_columns``): a snapshot of row panes restores
-into the column layout (converted), not the other way round.
+policy; each pane says its own layout (``pane_columns.load_pane``): row panes restore into the column
+layout (converted), not the other way round.
 """
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import heapq
 import pickle
 from typing import Any
 
-from .pane_columns import ColumnPane, PaneColumns
-from .panes import Pane
+from .pane_columns import load_pane
 
 
 class WindowSnapshot:
@@ -34,7 +33,6 @@ class WindowSnapshot:
             "watermark": self.watermark.state(),
             "sessions": self.sessions.state() if self.sessions is not None else None,
             "policy": self.policy.state(),
-            "panes_layout": "rows" if self.columns is None else "columns",
         }
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -42,11 +40,11 @@ class WindowSnapshot:
         state = pickle.loads(data)
         self.panes = {}
         for ps in state["panes"]:
-            pane = self._load_pane(ps, state.get("panes_layout", "rows"))
+            pane = load_pane(ps, self.columns, self._key, self._env)
             self.panes[pane.pid] = pane
         self.ends = [(p.end, p.pid) for p in self.panes.values() if p.end is not None]
         heapq.heapify(self.ends)
-        self.pending = [self._load_pane(ps, state.get("panes_layout", "rows")) for ps in state["pending"]]
+        self.pending = [load_pane(ps, self.columns, self._key, self._env) for ps in state["pending"]]
         self.by_bounds = dict(state["by_bounds"])
         self.global_pid = state["global_pid"]
         self.next_pid = state["next_pid"]
@@ -63,13 +61,3 @@ class WindowSnapshot:
         if self.sessions is not None:
             self.sessions.load(state["sessions"])
         self.policy.load(state["policy"])
-
-    def _load_pane(self: Any, state: tuple, layout: str) -> Pane | ColumnPane:
-        """A pane of a snapshot; a reference pane restored into the column layout is converted."""
-        if layout == "columns":
-            if self.columns is None:
-                raise ValueError("this snapshot keeps its windows as aggregate columns; the reference "
-                                 f"pane layout ({PaneColumns.__module__}.LAYOUT_ENV=rows) cannot restore it")
-            return ColumnPane.load(state)
-        pane = Pane.load(state)
-        return pane if self.columns is None else self.columns.from_rows(pane, self._key, self._env)

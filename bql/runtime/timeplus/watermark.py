@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .timecol import bound_value
+
+
+def late_error(t: int, threshold: int) -> str:
+    """The ``dropped_tuples`` text of a tuple at ``t`` below the late ``threshold``."""
+    return (f"late tuple: its window time {bound_value(t)} is before the watermark "
+            f"{bound_value(threshold)}; its window(s) already closed")
+
 
 class Watermark:
     """Max event time and delay, in epoch microseconds."""
