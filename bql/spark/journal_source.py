@@ -11,8 +11,9 @@ default ``MIN_PIECE`` = 10,000 seqs), ``ranges`` ("1": a micro-batch of at least
 default ``MIN_PIECE``, is one row naming its seq range, ``(upto, RANGE_INPUT, after, null, false, null)``,
 and its one consumer reads the entries itself with ``expand_ranges``: the fused operator, which runs in
 one group anyway, then gets a large batch's rows without their trip through Arrow, a shuffle and
-pandas; smaller batches, where that trip costs less than reading in the operator's worker — measured
-+25–35 ms a 1,000-row batch of the logged layout —, come as rows).
+pandas; smaller batches, for which that trip costs little, come as rows. ``bql/spark/query`` asks for it
+in the snapshot layout only: the logged layout's small batches measured slower with it, README
+"Session 13 B4").
 
 Offsets are ``{"seq": N}``; the latest offset is the journal's HEAD. Rows are
 ``(seq long, input string, ts long, data string, end boolean, error string)`` where ``data`` is the
