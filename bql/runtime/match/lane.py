@@ -273,18 +273,19 @@ def make_lane(part, deliver):
         st = s
         out = None
         if events:
-            sync_keys()
             out = deliver(part, events, tup)
         if len(rl) > 64:  # forget the rows nothing reads any more (as ``MatchRecognizeProcessor._run``)
             keep = (head if head <= newest else p) - LOOKBACK - base
             if keep > 64 and keep * 2 >= len(rl):
-                sync_keys()
                 del rl[:keep]
-                del kl[:keep]
+                if len(kl) > keep:  # (``kl`` keys the first rows of ``rl``: ``sync_keys`` adds the rest)
+                    del kl[:keep]
+                else:
+                    kl.clear()
                 rows.base = base + keep
         return out
 
-    return feed, flush
+    return feed, flush, sync_keys
 
 """
 

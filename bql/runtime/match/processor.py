@@ -46,14 +46,14 @@ class _Partition:
     """One partition: its rows, its matcher, the events waiting to be rendered and, with the compiled
     lane, the lane's ``feed`` and ``flush`` (``lane.py``)."""
 
-    __slots__ = ("values", "rows", "matcher", "pending", "feed", "flush")
+    __slots__ = ("values", "rows", "matcher", "pending", "feed", "flush", "sync_keys")
 
     def __init__(self, values: tuple, engine: Any, order: TimeOrder, clock: StreamClock | None):
         self.values = values
         self.rows = Rows(order.delay, order.ahead, order.row_limit, clock)
         self.matcher = engine(self.rows)
         self.pending: deque = deque()
-        self.feed = self.flush = None  # the lane's (``MatchRecognizeProcessor._new_partition``)
+        self.feed = self.flush = self.sync_keys = None  # the lane's (``MatchRecognizeProcessor._new_partition``)
 
     def sync(self) -> None:
         """Write the lane's cells back to ``rows`` / ``matcher`` (before anything else reads them)."""
@@ -343,7 +343,7 @@ class MatchRecognizeProcessor:
             part.matcher.from_state(state[1])
             part.pending = deque(state[2])
         if self.make_lane is not None:
-            part.feed, part.flush = self.make_lane(part, self._lane_deliver)
+            part.feed, part.flush, part.sync_keys = self.make_lane(part, self._lane_deliver)
         if len(values) == 1 and type(values[0]) is str:
             self.by_str[values[0]] = part
             if part.feed is not None and self.fast_keys[0] is not None:
@@ -374,6 +374,7 @@ class MatchRecognizeProcessor:
             outputs = self.builder.outputs(events, part.rows, part.values, tup.seq if tup is not None else 0)
             if outputs is not None:
                 return StepResult(outputs)
+        part.sync_keys()  # the general rendering may read the rows' ORDER BY keys
         result = StepResult()
         self._render(part, events, tup, result)
         return result
