@@ -62,14 +62,23 @@ def _nth(labels: list, start: int, hi: int, members: Any, n: int, first: bool) -
 
 
 class OneRowMeasures:
-    """ONE ROW PER MATCH rendering for simple MEASURES (``render`` as ``OutputBuilder.render``)."""
+    """ONE ROW PER MATCH rendering for simple MEASURES (``render`` as ``OutputBuilder.render``).
+
+    What a match's labels decide — per measure the offset of the row it reads, or the classifier
+    value — is found once per (shared) labels tuple and cached (``_plan``); the match's output row
+    is then built by a function generated for the clause (``_row_source``): one dict display with the
+    PARTITION BY values first and each measure read at its offset (a dict display keeps a repeated
+    key's first place and its last value, as the assignments it replaces)."""
 
     def __init__(self, measures: list[tuple[str, tuple]], partition_names: list[str]):
         self.measures = measures
         self.partition_names = partition_names
-        # id(labels tuple) -> (the tuple, [(name, kind, offset of the row read or None, key or value)]):
-        # what a match's labels decide, for labels the automaton's replay shares between matches
+        # id(labels tuple) -> (the tuple, per measure: the offset of the row read (None: no row), or
+        # the classifier value): what a match's labels decide, for labels the replay shares
         self.plans: dict[int, tuple] = {}
+        ns: dict[str, Any] = {}
+        exec(compile(_row_source(measures, partition_names), "<MATCH_RECOGNIZE row>", "exec"), ns)  # noqa: S102
+        self.row = ns["row"]
 
     @classmethod
     def compile(cls, mr: Any, exprs: list, sets: dict, partition_names: list[str]) -> "OneRowMeasures | None":
@@ -91,23 +100,12 @@ class OneRowMeasures:
         last = end - 1
         stored, base = rows.rows, rows.base  # the rows of a match being rendered are all kept
         ts = stored[(last if end > start else start) - base].ts
-        row = dict(zip(self.partition_names, pvalues))
         if type(labels) is tuple:
             plan = self.plans.get(id(labels))
             if plan is None or plan[0] is not labels:
                 plan = self._plan(labels, end - start)
-            for name, kind, offset, value in plan[1]:
-                if kind == _FIELD:
-                    if offset is None:
-                        row[name] = None
-                    else:
-                        data = stored[start + offset - base].data
-                        row[name] = data.get(value) if type(data) is dict else None
-                elif kind == _MNO:
-                    row[name] = mno
-                else:
-                    row[name] = value
-            return [(row, ts)]
+            return [(self.row(stored, start - base, plan[1], mno, pvalues), ts)]
+        row = dict(zip(self.partition_names, pvalues))
         for name, spec in self.measures:
             kind = spec[0]
             if kind == _FIELD:
@@ -129,12 +127,21 @@ class OneRowMeasures:
         a new dict: it is emitted as it is); None when an event is not a match or a rendering fails
         (nothing was changed: the processor's general rendering takes them)."""
         out = []
+        stored, base = rows.rows, rows.base
+        plans, row_of = self.plans, self.row
         try:
             for event in events:
                 if event[0] != "match":
                     return None
-                for row, ts in self.render(event, rows, pvalues):
-                    out.append(Tuple(row, ts, seq, ""))
+                _, start, end, labels, mno = event
+                if type(labels) is not tuple:
+                    out.extend([Tuple(row, ts, seq, "") for row, ts in self.render(event, rows, pvalues)])
+                    continue
+                plan = plans.get(id(labels))
+                if plan is None or plan[0] is not labels:
+                    plan = self._plan(labels, end - start)
+                ts = stored[(end - 1 if end > start else start) - base].ts
+                out.append(Tuple(row_of(stored, start - base, plan[1], mno, pvalues), ts, seq, ""))
         except (BQLError, Blocked):
             return None
         return out
@@ -142,17 +149,37 @@ class OneRowMeasures:
     def _plan(self, labels: tuple, n: int) -> tuple:
         """What ``render`` reads for a match of ``n`` rows with ``labels``, cached by the tuple."""
         steps = []
-        for name, spec in self.measures:
+        for _, spec in self.measures:
             kind = spec[0]
             if kind == _FIELD:
-                idx = _nth(labels, 0, n - 1, spec[1], spec[3], spec[4])
-                steps.append((name, kind, idx, spec[2]))
+                steps.append(_nth(labels, 0, n - 1, spec[1], spec[3], spec[4]))
             elif kind == _MNO:
-                steps.append((name, kind, None, None))
+                steps.append(None)
             else:
                 idx = _nth(labels, 0, n - 1, spec[1], 0, False)
-                steps.append((name, kind, None, None if idx is None else labels[idx][0]))
+                steps.append(None if idx is None else labels[idx][0])
         if len(self.plans) >= 10_000:
             self.plans.clear()
-        plan = self.plans[id(labels)] = (labels, steps)
+        plan = self.plans[id(labels)] = (labels, tuple(steps))
         return plan
+
+
+def _row_source(measures: list[tuple[str, tuple]], partition_names: list[str]) -> str:
+    """``row(stored, i, plan, mno, pv)``: the output row of a match whose first row is ``stored[i]``,
+    ``plan`` its labels' steps (``OneRowMeasures._plan``), ``pv`` its PARTITION BY values."""
+    body, shown = [], [f"{name!r}: pv[{j}]" for j, name in enumerate(partition_names)]
+    for j, (name, spec) in enumerate(measures):
+        kind = spec[0]
+        if kind == _FIELD:
+            body += [f"    x = plan[{j}]",
+                     "    if x is None:",
+                     f"        v{j} = None",
+                     "    else:",
+                     "        d = stored[i + x].data",
+                     f"        v{j} = d.get({spec[2]!r}) if type(d) is dict else None"]
+            shown.append(f"{name!r}: v{j}")
+        elif kind == _MNO:
+            shown.append(f"{name!r}: mno")
+        else:
+            shown.append(f"{name!r}: plan[{j}]")
+    return "\n".join(["def row(stored, i, plan, mno, pv):", *body, "    return {" + ", ".join(shown) + "}"]) + "\n"

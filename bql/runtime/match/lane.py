@@ -149,14 +149,14 @@ def make_lane(part, deliver):
             if head > newest:
                 head = p
             newest = p
-            if kind == 0:
-                s = f.to
-                starts.append(p)
-                p += 1
-                continue
             if kind == 2:
                 s = f.to
                 tainted.add(p)
+                p += 1
+                continue
+            if kind == 0:
+                s = f.to
+                starts.append(p)
                 p += 1
                 continue
             if kind == 1:

@@ -145,6 +145,8 @@ class MatchRecognizeProcessor:
         only = select.projections[0] if len(select.projections) == 1 else None
         self.star_only = (select.where is None and only is not None and isinstance(only.expr, Wildcard)
                           and only.expr.stream is None and only.alias is None)
+        # SELECT RSTREAM * over simple ONE ROW PER MATCH measures: matches straight to output tuples
+        self.star_outputs = self.builder.outputs if self.star_only and type(self.builder) is OneRowMeasures else None
         self.parts: dict[Any, _Partition] = {}
         # WITHIN: attempts older than the span end when the watermark passes it (False: only when a
         # later row of their partition arrives — the reference the tests compare against)
@@ -369,9 +371,9 @@ class MatchRecognizeProcessor:
 
     def _lane_deliver(self, part: _Partition, events: list, tup: Tuple | None) -> StepResult:
         """The step result of a lane's ``events`` (the lane forgets rows itself)."""
-        if not part.pending and self.star_only and type(self.builder) is OneRowMeasures:
+        if self.star_outputs is not None and not part.pending:
             # SELECT RSTREAM * of the matches: their rows as they are (``_render`` + ``_emit``)
-            outputs = self.builder.outputs(events, part.rows, part.values, tup.seq if tup is not None else 0)
+            outputs = self.star_outputs(events, part.rows, part.values, tup.seq if tup is not None else 0)
             if outputs is not None:
                 return StepResult(outputs)
         part.sync_keys()  # the general rendering may read the rows' ORDER BY keys

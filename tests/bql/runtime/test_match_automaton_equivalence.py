@@ -25,7 +25,7 @@ CONDITIONS = [
     "coalesce(PREV(w), 0) < v", "LAST({x}.v) = 2",
 ]
 SIMPLE_MEASURES = ("MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, FIRST(t) AS f, LAST(v) AS l, w AS w, FIRST(v, 2) AS f2, "
-                   "LAST(t, 1) AS l1")
+                   "LAST(t, 1) AS l1, LAST(t) AS k")  # k: also the PARTITION BY column's name
 SKIPS = ["", "AFTER MATCH SKIP PAST LAST ROW", "AFTER MATCH SKIP TO NEXT ROW",
          "AFTER MATCH SKIP TO FIRST {x}", "AFTER MATCH SKIP TO LAST {x}"]
 ROWS_PER_MATCH = ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH SHOW EMPTY MATCHES",
@@ -103,6 +103,7 @@ def build(body, engine, bound, shortcuts=True):
                                      proc.builder.partition_names, mr.rows_per_match, mr.empty_matches,
                                      proc.spec.ctx)
         proc.star_only = False
+        proc.star_outputs = None
     return proc
 
 
