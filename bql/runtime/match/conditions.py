@@ -120,7 +120,7 @@ class RowMasks:
             fast = "".join(f"        if {a} {_CMP[op]} {b}:\n            m |= {bit}\n" for op, bit in tests)
             slow = "\n".join(f"        try:\n            if _op{bit}({a}, {b}) is True:\n                m |= {bit}\n"
                              f"        except BQLError:\n            pass" for _, bit in tests)
-            body.append(f"    if type({a}) is type({b}) and type({a}) in {fast_types}:\n{fast}    else:\n{slow}")
+            body.append(f"    _t = type({a})\n    if _t is type({b}) and _t in {fast_types}:\n{fast}    else:\n{slow}")
         self.backs = sorted(backs)
         self.namespace = ns
         self._lines = reads + body  # read ``d<n>`` (the row ``n`` before ``p``), set bits of ``m``

@@ -242,7 +242,10 @@ def make_lane(part, deliver):
                 else:
                     labels = mt.replayer.labels(s0, end, lambda x: masks[x - mbase] if 0 <= x - mbase < len(masks) else MASK_AT(rows, x))
                 mno += 1
-                nxt, err = skip_target(spec, s0, end, labels)
+                if PAST_LAST:
+                    nxt, err = (end if end > s0 else s0 + 1), None
+                else:
+                    nxt, err = skip_target(spec, s0, end, labels)
                 if end > covered:
                     covered = end
                 if err is None:
@@ -363,14 +366,15 @@ def lane_source(masks: Any) -> str:
                             flush="\n".join(flush), mask="\n".join(mask))
 
 
-def compile_lane(masks: Any, delay: Any, lookback: int, unmatched: bool, order_key: str) -> Any:
+def compile_lane(masks: Any, delay: Any, lookback: int, unmatched: bool, order_key: str, past_last: bool) -> Any:
     """``make_lane(part, deliver)`` for one clause: ``part`` has ``rows`` (``Rows``) and ``matcher``
     (``AutomatonMatcher``); ``deliver(part, events, tup)`` renders events into a ``StepResult``;
     ``delay`` is the reorder delay (a number), ``lookback`` the PREV reach, ``unmatched`` whether
-    unmatched rows are reported, ``order_key`` the ORDER BY field."""
+    unmatched rows are reported, ``order_key`` the ORDER BY field, ``past_last`` whether the clause
+    skips past the last row of a match (``matcher.skip_target`` inlined)."""
     ns = dict(masks.namespace)
     ns.update(deque=deque, REFUSED=REFUSED, DELAY=delay, LOOKBACK=lookback, UNMATCHED=unmatched, OKEY=order_key,
-              skip_target=skip_target, MASK_AT=masks.mask_at)
+              skip_target=skip_target, MASK_AT=masks.mask_at, PAST_LAST=past_last)
     source = lane_source(masks)
     exec(compile(source, "<MATCH_RECOGNIZE lane>", "exec"), ns)  # noqa: S102
     return ns["make_lane"]

@@ -164,7 +164,8 @@ class MatchRecognizeProcessor:
         self.lanes: dict = {}  # partition value (str, or () without PARTITION BY) -> its lane's feed
         if (self.fast_keys is not None and masks is not None and wants_lane(engine)
                 and max_offsets(measure_exprs)[1] == 0):
-            self.make_lane = compile_lane(masks, self.bound, self.lookback, unmatched_rows, self.fast_keys[1])
+            self.make_lane = compile_lane(masks, self.bound, self.lookback, unmatched_rows, self.fast_keys[1],
+                                           self.spec.skip_mode == "past_last_row")
         self.by_str: dict[str, _Partition] = {}  # partitions by their one str PARTITION BY value
         # the SELECT's ORDER BY sorts the rows one step emits (a step's relation, docs/sql-breadth.md)
         self.shape = RelationShape.of(select, registry) if select.order_by else None
