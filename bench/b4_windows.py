@@ -75,7 +75,8 @@ def run_ours(spark: Any, tmp: Path, name: str, from_item: str, data: list[tuple[
              execution: str = "sequential") -> dict[str, Any]:
     from sbpy.bql.plan import Execution, plan_query
     from sbpy.bql.spark.operator import StageSpec
-    from sbpy.bql.spark.query import QuerySpec, start_query
+    from sbpy.bql.spark.compile import start_planned
+    from sbpy.bql.spark.query import QuerySpec
     from sbpy.server.journal import JournalWriter
 
     jdir = tmp / f"journal-{name}"
@@ -92,7 +93,7 @@ def run_ours(spark: Any, tmp: Path, name: str, from_item: str, data: list[tuple[
     plan = plan_query(["src"], [("w", query, ["src"])], force=Execution(execution))  # keyed: where allowed
     spec = QuerySpec(f"b4.{name}", jdir, ("src",), [StageSpec("w", query, ("src",))], tmp / f"ck-{name}",
                      on_batch=on_batch, max_seqs=BATCH, plan=plan)
-    handle = start_query(spark, spec)
+    handle = start_planned(spark, spec)  # as the server starts it: the plan's execution decides the Spark work
     try:
         handle.process_all_available()
         busy, batches = _busy_s(handle._query)

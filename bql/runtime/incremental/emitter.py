@@ -116,12 +116,25 @@ class KeyClass:
         del pos[i]
         del self.items[i]
 
+    @classmethod
+    def of(cls, item: Any) -> "KeyClass":
+        """The class of a key whose one item ``item`` was kept bare (``DeltaEmitter.classes``)."""
+        out = cls()
+        out.pos.append(item.pos)
+        out.items.append(item)
+        return out
+
 
 _pos = attrgetter("pos")
 
 
 class DeltaEmitter:
-    """ISTREAM or DSTREAM over a relation given by its changes (plain data, pickled in snapshots)."""
+    """ISTREAM or DSTREAM over a relation given by its changes (plain data, pickled in snapshots).
+
+    ``classes`` maps a key to its ``KeyClass``, or — while the key has one item, as every key of a
+    relation of distinct rows does — to that item itself: a large window of distinct rows then keeps
+    no class object and two lists per row (memory, and objects for the garbage collector to walk).
+    """
 
     __slots__ = ("kind", "classes", "nans")
 
@@ -129,7 +142,7 @@ class DeltaEmitter:
         if kind not in ("istream", "dstream"):
             raise ValueError(f"DeltaEmitter handles istream and dstream, not {kind!r}")
         self.kind = kind
-        self.classes: dict[Any, KeyClass] = {}
+        self.classes: dict[Any, Any] = {}  # key -> KeyClass, or its one item
         self.nans = KeyClass()
 
     def apply(self, removed: list[Any], added: list[Any]) -> list[Any]:
@@ -181,6 +194,8 @@ class DeltaEmitter:
             cls = classes.get(key)
             if cls is None:
                 cls = classes[key] = KeyClass()
+            elif type(cls) is not KeyClass:
+                cls = classes[key] = KeyClass.of(cls)
             p = len(cls)
             c = p - len(gone) + len(new)
             if not istream and p > c:
@@ -217,22 +232,11 @@ class DeltaEmitter:
             keys.add(item.ekey)
         if len(keys) != len(removed) + len(added):
             return None
-        classes = self.classes
         out: list[Any] = []
         for gone in removed:
-            cls = classes[gone.ekey]
-            if not istream:
-                out.append(cls.items[-1])
-            cls.remove(gone)
-            if not cls.pos:
-                del classes[gone.ekey]
+            self._remove(istream, gone, out)
         for new in added:
-            cls = classes.get(new.ekey)
-            if cls is None:
-                cls = classes[new.ekey] = KeyClass()
-            cls.insert(new)
-            if istream:
-                out.append(cls.items[-1])
+            self._insert(istream, new, out)
         if len(out) > 1:
             out.sort(key=_pos)
         return out
@@ -241,19 +245,38 @@ class DeltaEmitter:
         """``_distinct_changes`` for one added and at most one removed item (the common step)."""
         if new.nan or (gone is not None and (gone.nan or gone.ekey == new.ekey)):
             return None
-        classes = self.classes
         out: list[Any] = []
         if gone is not None:
-            cls = classes[gone.ekey]
+            self._remove(istream, gone, out)
+        self._insert(istream, new, out)
+        return out
+
+    def _remove(self, istream: bool, gone: Any, out: list[Any]) -> None:
+        """``gone`` leaves its key's class, whose only change it is; DSTREAM emits the class's last item."""
+        classes = self.classes
+        cls = classes[gone.ekey]
+        if type(cls) is not KeyClass:  # the key's one item: ``gone`` itself
             if not istream:
-                out.append(cls.items[-1])
-            cls.remove(gone)
-            if not cls.pos:
-                del classes[gone.ekey]
+                out.append(cls)
+            del classes[gone.ekey]
+            return
+        if not istream:
+            out.append(cls.items[-1])
+        cls.remove(gone)
+        if not cls.pos:
+            del classes[gone.ekey]
+
+    def _insert(self, istream: bool, new: Any, out: list[Any]) -> None:
+        """``new`` joins its key's class, whose only change it is; ISTREAM emits the class's last item."""
+        classes = self.classes
         cls = classes.get(new.ekey)
         if cls is None:
-            cls = classes[new.ekey] = KeyClass()
+            classes[new.ekey] = new
+            if istream:
+                out.append(new)
+            return
+        if type(cls) is not KeyClass:
+            cls = classes[new.ekey] = KeyClass.of(cls)
         cls.insert(new)
         if istream:
             out.append(cls.items[-1])
-        return out
