@@ -9,7 +9,9 @@ statements to the workers. Small ordered steps:
    UDS calls → driver; wall-clock ticks → sequential; all stages memoryless over one input each →
    stateless; a MATCH_RECOGNIZE with PARTITION BY, or a tumble/hop GROUP BY over plain fields
    (``bql/spark/keyed_window_plan``) → keyed; a small bounded state → driver (no shuffle,
-   no state-store commit per micro-batch: the latency path); otherwise sequential;
+   no state-store commit per micro-batch: the latency path); Timeplus windows as the only state →
+   driver (one group and a whole-state commit per micro-batch in any execution: the driver saves
+   Spark's per-batch cost around a Python stateful operator); otherwise sequential;
 3. ``native_verdict``: a stateless chain runs native (Spark expressions, ``bql/spark/native_stage``) when
    every stage compiles and the JVM function is available, else vectorized Python;
 4. ``_place``: each stage's tier (and why), where it runs and how its rows are partitioned.
@@ -216,6 +218,13 @@ def keyed_stage(stages: Sequence[StagePlan], inputs: Sequence[str]) -> str | Non
     return keyed.keyed.node if keyed is not None else None
 
 
+def _windows_only(stages: Sequence[StagePlan]) -> bool:
+    """Whether the chain's only stateful stages are Timeplus windows (their state: the open windows' panes,
+    not the tuples of a RANGE window)."""
+    return (any(s.kernel == "timeplus" for s in stages)
+            and all(s.stateless or s.kernel == "timeplus" for s in stages))
+
+
 def _is_window(stages: Sequence[StagePlan], node: str | None) -> bool:
     return any(s.node == node and s.kernel == "timeplus" for s in stages)
 
@@ -233,7 +242,7 @@ def window_note(stage: StagePlan, keyed_node: str | None = None) -> str:
     if stage.kernel != "timeplus":
         return ""
     if stage.node == keyed_node:
-        return ("keyed execution possible but not chosen: measured slower than this operator on 2 cores (its "
+        return ("keyed execution possible but not chosen: measured slower than one group on 2 cores (its "
                 f"ordered router alone costs 0.3-0.4x the kernel; README B4); {KEYED_WINDOWS_ENV}=1 or "
                 f"{FORCE_ENV}=keyed chooses it")
     keys, why = window_verdict(StageSpec(stage.node, stage.text, stage.inputs, statement=stage.statement))
@@ -276,6 +285,10 @@ def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan], keyed_n
     if all(b is not None for b in bound) and sum(bound) <= SMALL_STATE_TUPLES:  # type: ignore[arg-type]
         return (Execution.DRIVER, f"small bounded state ({sum(bound)} tuples at most: {not_stateless}); "  # type: ignore[arg-type]
                 "the driver runs it with no shuffle and no state-store commit per micro-batch", 0)
+    if _windows_only(stages):
+        return (Execution.DRIVER, "Timeplus window aggregation: one arrival order (the per-tuple watermark) and its "
+                "open windows' state committed whole every micro-batch, wherever it runs; the driver runs it "
+                "without a Python worker, Arrow transfers or a state-store commit per micro-batch (README B4)", 0)
     return Execution.SEQUENTIAL, f"{not_stateless}: the stages need one global arrival order", 0
 
 
@@ -341,7 +354,7 @@ def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: s
                       " writes its own rows, not the window)")
         elif execution in (Execution.SEQUENTIAL, Execution.KEYED) and state != "none":
             state += " (pickled into Spark's state store)"
-        if tier is Tier.SEQUENTIAL and not tier_why:
+        if tier in (Tier.SEQUENTIAL, Tier.DRIVER) and not tier_why:
             tier_why = window_note(s, keyed_node)
         out.append(dataclasses.replace(s, tier=tier, where=where, partitioning=part, state=state, tier_why=tier_why))
     return tuple(out)

@@ -118,8 +118,9 @@ WINDOW = ("SELECT RSTREAM k, count(*) AS n, window_start FROM tumble(src, t, 5s)
 
 
 def test_window_group_by_over_plain_fields_is_keyed_on_request_and_explained(monkeypatch):
-    default = _plan(("w", WINDOW, ["src"]))  # measured slower than the sequential operator on 2 cores
-    assert default.execution is Execution.SEQUENTIAL
+    default = _plan(("w", WINDOW, ["src"]))  # keyed measured slower than one group on 2 cores
+    assert default.execution is Execution.DRIVER and "Timeplus window aggregation" in default.reason
+    assert default.stages[0].tier is Tier.DRIVER
     assert default.stages[0].tier_why.startswith("keyed execution possible but not chosen")
     assert _plan(("w", WINDOW, ["src"]), force=Execution.KEYED).execution is Execution.KEYED
     monkeypatch.setenv(KEYED_WINDOWS_ENV, "1")
@@ -141,18 +142,27 @@ def test_window_group_by_over_plain_fields_is_keyed_on_request_and_explained(mon
     ("SELECT RSTREAM k, count(*) AS n, window_start FROM tumble(src, t, 5s) GROUP BY k, window_start LIMIT 2",
      "LIMIT / OFFSET"),
 ])
-def test_other_window_stages_stay_sequential_and_say_why(text, why):
+def test_other_window_stages_stay_in_one_group_and_say_why(text, why):
     plan = _plan(("w", text, ["src"]))
-    assert plan.execution is Execution.SEQUENTIAL
+    assert plan.execution is Execution.DRIVER
     assert plan.stages[0].tier_why.startswith("keyed execution not used: ") and why in plan.stages[0].tier_why
     assert why in render(plan)
-    assert _plan(("w", text, ["src"]), force=Execution.KEYED).execution is Execution.SEQUENTIAL
+    assert _plan(("w", text, ["src"]), force=Execution.KEYED).execution is Execution.DRIVER  # not keyable
 
 
 def test_window_behind_another_stage_is_not_keyed():
     plan = _plan(("f", FILTER, ["src"]), ("w", WINDOW.replace("tumble(src", "tumble(f"), ["f"]))
-    assert plan.execution is Execution.SEQUENTIAL
+    assert plan.execution is Execution.DRIVER  # a memoryless stage before the window: still windows only
     assert "does not split around this window stage" in plan.stages[1].tier_why
+
+
+def test_window_chains_with_other_state_or_ticks_stay_sequential():
+    ranged = "SELECT RSTREAM * FROM src [RANGE 1000 TUPLES] WHERE v > 0"
+    plan = _plan(("f", ranged, ["src"]), ("w", WINDOW.replace("tumble(src", "tumble(f"), ["f"]))
+    assert plan.execution is Execution.SEQUENTIAL and "global arrival order" in plan.reason
+    periodic = WINDOW + " EMIT PERIODIC 1s"
+    plan = _plan(("w", periodic, ["src"]))
+    assert plan.execution is Execution.SEQUENTIAL and plan.tick_ms
 
 
 def test_explain_names_the_window_kernels_pane_layout(monkeypatch):
