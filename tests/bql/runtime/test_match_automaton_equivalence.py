@@ -173,3 +173,27 @@ def test_row_local_patterns_take_the_automaton(body):
 def test_other_patterns_fall_back_to_the_matcher(body, why):
     desc = build(body, None, 10).engine_description()
     assert desc.startswith("backtracking matcher: ") and why in desc
+
+
+@pytest.mark.parametrize("measures", [
+    "MATCH_ROWTIME() AS rt, FIRST(t) AS f, count(*) AS n",  # the general rendering: reads the rows' ORDER BY keys
+    "A.t AS a, LAST(B.t) AS b, C.t AS c, MATCH_NUMBER() AS mn",  # the lane's SELECT * shortcut
+])
+def test_long_streams_through_the_lane_equal_the_matcher(measures):
+    """Thousands of rows, so the lane forgets rows (and their keys) many times between matches."""
+    import random
+
+    rng = random.Random(7)
+    price = {"x": 100, "y": 100}
+    rows = []
+    for i in range(3000):
+        k = rng.choice("xy")
+        price[k] += rng.choice((-2, -1, -1, 0, 1, 1, 2))
+        rows.append({"k": k, "t": i, "v": price[k]})
+    body = (f"PARTITION BY k ORDER BY t MEASURES {measures} ONE ROW PER MATCH PATTERN (A B+ C) "
+            "DEFINE B AS v < PREV(v), C AS v > PREV(v)")
+    lane = build(body, "compiled", 10)
+    assert "compiled lane" in lane.engine_description()
+    want = run(build(body, "matcher", 10, shortcuts=False), rows)
+    got = run(lane, rows)
+    assert sum(len(s[0]) for s in got) > 300 and got == want
