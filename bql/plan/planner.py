@@ -255,7 +255,7 @@ def window_note(stage: StagePlan, keyed_node: str | None = None) -> str:
 def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan], keyed_node: str | None = None,
                      force: Execution | None = None) -> tuple[Execution, str, int]:
     """``(execution, reason, tick interval ms)`` for the chain; ``keyed_node``: ``keyed_stage``'s answer."""
-    from sbpy.bql.spark.operator import tick_interval_from_periods
+    from sbpy.bql.spark.tick_interval import tick_interval_from_periods
 
     calls = list(dict.fromkeys(c for s in stages for c in s.stateful_calls))
     tick_ms = tick_interval_from_periods([s.tick_ms for s in stages if s.tick_ms is not None])

@@ -148,8 +148,7 @@ def journal_batch_rows(journal_dir: str, inputs: Iterable[str], seqs: tuple[int,
     after, upto = seqs
     if upto <= after:
         return []
-    rows = jf.read_entries(journal_dir, tuple(inputs), after, upto)
-    return [(r[0], r[1], r[2], r[3], bool(r[4]), r[5]) for r in rows]
+    return jf.read_entries(journal_dir, tuple(inputs), after, upto)  # (seq, input, ts_us, text, end, error)
 
 
 class ReadCounts:

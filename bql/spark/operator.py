@@ -28,16 +28,14 @@ without such a stage run without a timeout and without no-data batches.
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import pickle
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import reduce
 from typing import Any
 
 import orjson
 
-from sbpy.bql.runtime.processor import StepResult, Tuple, next_tick_of, tick_period_of
+from sbpy.bql.runtime.processor import StepResult, Tuple, next_tick_of
 
 from . import journal_format as jf
 from .buffers import Buffer, overflow, stage_buffers
@@ -48,8 +46,6 @@ OUTPUT_COLUMNS = ["kind", "node", "seq", "idx", "ts", "data", "error", "input", 
 STATE_SCHEMA = "snap binary"
 JOURNAL_COLUMNS = ("seq", "input", "ts", "data", "end", "error")  # the journal source's rows (``error`` optional)
 STATE_VERSION = 1
-MIN_TICK_MS = 100  # shortest trigger interval of a query with wall-clock ticks
-MAX_TICK_MS = 1000  # longest
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
@@ -191,6 +187,11 @@ class Pipeline:
         if any(self.buffers):
             rows = list(rows)
             self._refused = self._overflow(rows)
+        # a journal input read by one stage and nothing else (not the output): its tuples go straight to
+        # that stage's ``process`` (``_deliver`` + ``_step`` without their per-tuple look-ups)
+        sole = {} if self._refused or self.output_node is None else {
+            name: ks[0] for name, ks in self.consumers.items() if len(ks) == 1 and name != self.output_node}
+        ended, processors, stages = self.ended, self.processors, self.stages
         for row in rows:
             seq, name, ts_us, text, end = row[:5]
             self._seq = seq
@@ -205,7 +206,22 @@ class Pipeline:
             except Exception as exc:
                 self._emit("dropped", name, ts_us, text, _error_text(exc), name, "input")
                 continue
-            self._deliver_data(name, data, ts_us, seq)
+            k = sole.get(name)
+            if k is None or k in ended:
+                self._deliver_data(name, data, ts_us, seq)
+                continue
+            tup = Tuple(data, jf.us_to_ts(ts_us), seq, name)
+            stat = self._stat(k)
+            received = stat.received
+            received[name] = received.get(name, 0) + 1
+            try:
+                result: StepResult = processors[k].process(tup)
+            except Exception as exc:
+                stat.dropped += 1
+                self._emit_dropped(stages[k].node, tup, _error_text(exc), name, "other")
+                continue
+            if result.outputs or result.dropped or result.done:
+                self._results(k, stat, result, name)
         self._refused = {}
         return self._batch_rows()
 
@@ -313,14 +329,18 @@ class Pipeline:
 
     def _step(self, k: int, method: str, arg: Any, input_name: str) -> None:
         stat = self._stat(k)
-        node = self.stages[k].node
         try:
             result: StepResult = getattr(self.processors[k], method)(arg)
         except Exception as exc:
             stat.dropped += 1
             tup = arg if isinstance(arg, Tuple) else None
-            self._emit_dropped(node, tup, _error_text(exc), input_name, "other")
+            self._emit_dropped(self.stages[k].node, tup, _error_text(exc), input_name, "other")
             return
+        self._results(k, stat, result, input_name)
+
+    def _results(self, k: int, stat: _Stat, result: StepResult, input_name: str) -> None:
+        """Stage ``k``'s step ``result``: its drops reported, its outputs delivered downstream, its end."""
+        node = self.stages[k].node
         for dropped in result.dropped:
             stat.dropped += 1
             self._emit_dropped(node, dropped.tuple, dropped.error, input_name, dropped.event_type)
@@ -362,35 +382,3 @@ class Pipeline:
         node = self.stages[k].node
         self._emit("end", node, 0, None, None, None, None)
         self._end_input(node)
-
-
-def tick_interval_ms(stages: Iterable[StageSpec], topology: str = "") -> int:
-    """The trigger interval (ms) of a query whose stages need wall-clock ticks (EMIT PERIODIC), 0 if
-    none does. Runs on the driver: builds each stage once and reads its ``tick_period``.
-
-    The interval is the gcd of the periods, lowered to a divisor of 1 s when longer (so a query is
-    never idle for more than a second) and at least ``MIN_TICK_MS``; Spark starts processing-time
-    triggers at epoch-aligned multiples of the interval, like the periods' boundaries.
-    """
-    periods = []
-    for spec in stages:
-        try:
-            period = tick_period_of(build_stage(spec, topology))
-        except Exception:  # a stage that does not build is reported by the worker
-            continue
-        if period is not None:
-            periods.append(max(1, math.ceil(period / _dt.timedelta(milliseconds=1))))
-    return tick_interval_from_periods(periods)
-
-
-def tick_interval_from_periods(periods: list[int]) -> int:
-    """The trigger interval (ms) for stages ticking every ``periods`` ms (0 if none); see
-    ``tick_interval_ms``."""
-    if not periods:
-        return 0
-    interval = reduce(math.gcd, periods)
-    if interval > MAX_TICK_MS:
-        interval = math.gcd(interval, MAX_TICK_MS)
-    if interval < MIN_TICK_MS:
-        interval = max(MIN_TICK_MS, min(min(periods), MAX_TICK_MS))
-    return interval

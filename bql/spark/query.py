@@ -26,7 +26,8 @@ from typing import Any
 from . import journal_format as jf
 from .journal_source import NAME as SOURCE_NAME, count_range_rows, register as register_source
 from .keyed_plan import plan_keyed
-from .operator import OUTPUT_SCHEMA, STATE_SCHEMA, StageSpec, tick_interval_ms
+from .operator import OUTPUT_SCHEMA, STATE_SCHEMA, StageSpec
+from .tick_interval import tick_interval_ms
 from .state_function import logged_processor, state_function
 from .state_log import LOGGED, pin_layout, wanted_layout
 
@@ -47,7 +48,7 @@ class QuerySpec:
     ``shuffle_partitions``: state partitions of a *new* checkpoint (None = the session's setting; a
     restarted query keeps the count recorded in its checkpoint).
     ``tick_ms``: a query whose stages need wall-clock ticks (EMIT PERIODIC; None = ask the stages,
-    ``operator.tick_interval_ms``) runs with a processing-time group timeout, no-data micro-batches
+    ``tick_interval.tick_interval_ms``) runs with a processing-time group timeout, no-data micro-batches
     enabled (for this query only) and a trigger of at most ``tick_ms``; 0 or no ticking stage: none of it.
     """
 

@@ -195,7 +195,8 @@ def test_last_on_windows_and_tails_changes_nothing(evs):
 
 def test_the_operator_ticks_a_timeout_query_at_its_deadline():
     from sbpy.bql.spark import journal_format as jf
-    from sbpy.bql.spark.operator import Pipeline, StageSpec, tick_interval_ms
+    from sbpy.bql.spark.operator import Pipeline, StageSpec
+    from sbpy.bql.spark.tick_interval import tick_interval_ms
 
     q = "SELECT RSTREAM window_start, count(*) AS c FROM tumble(src, ts, 10s) GROUP BY window_start EMIT TIMEOUT 300ms"
     assert tick_interval_ms([StageSpec("s", q, ("src",))]) == 300

@@ -9,7 +9,8 @@ import pytest
 
 from sbpy.bql.runtime.processor import StepResult, Tuple
 from sbpy.bql.spark import journal_format as jf
-from sbpy.bql.spark.operator import Pipeline, StageSpec, tick_interval_ms
+from sbpy.bql.spark.operator import Pipeline, StageSpec
+from sbpy.bql.spark.tick_interval import tick_interval_ms
 from sbpy.bql.spark.state_function import _timeout_ms, state_function
 from sbpy.bql.spark.testing import StubGroupState
 
