@@ -28,6 +28,10 @@ def fixed_step_of(proc: Any, select: Select, registry: Any) -> tuple[bool, bool]
 class FixedStep:
     """``WindowProcessor._fixed_step`` (a mixin: it runs on the processor's own state)."""
 
+    # the late threshold last computed and the close bounds ``[threshold, threshold + slide)`` it holds
+    # for: the end of the last grid window a close bound closed stays that end until the next grid end
+    _late: tuple[int, int, int] = (0, 0, 0)
+
     def _fixed_step(self: Any, tup: Tuple) -> StepResult:
         """``process`` for a tumble/hop aggregation with column panes, AFTER WATERMARK over the tuple's
         time and no LIMIT: the same steps without the branches that cannot apply."""
@@ -41,14 +45,37 @@ class FixedStep:
         try:
             t = datetime_micros(ts)
             watermark = self.watermark
-            watermark.observe(t)
-            threshold = watermark.late_threshold()
-            if t < threshold:
-                result.dropped.append(Dropped(tup, late_error(t, threshold), "input"))
+            mx = watermark.max_time
+            if mx is None or t > mx:
+                watermark.max_time = mx = t
+            fixed = self.fixed
+            c = mx - watermark.delay  # ``watermark.close_bound``
+            late = self._late
+            if not late[0] <= c < late[1]:
+                threshold = watermark.late_threshold()  # ``fixed.closed_end(c)``
+                late = self._late = (threshold, threshold + fixed.slide, threshold)
+            if t < late[2]:
+                result.dropped.append(Dropped(tup, late_error(t, late[2]), "input"))
                 return result
-            self._assign_fixed(tup, t)
-            if self.ends and self.ends[0][0] <= watermark.close_bound:
+            if fixed.slide == fixed.size and not self.columns.tag_rows:  # tumble: one window, the tuple as is
+                start = ((t - fixed.origin) // fixed.size) * fixed.size + fixed.origin
+                self._add_one(tup, start, start + fixed.size)
+            else:
+                self._assign_fixed(tup, t)
+            ends = self.ends
+            if ends and ends[0][0] <= c:
                 self._close((ts, tup.seq), result)
         except Exception as err:  # per-tuple isolation: fallible work happens before state changes
             result.dropped.append(Dropped(tup, _message(err), "other"))
         return result
+
+    def _add_one(self: Any, tup: Tuple, start: int, end: int) -> None:
+        """``_assign_fixed`` of a tuple in the one window ``[start, end)`` (untagged column rows)."""
+        if self.where is not None and not self._passes(tup):
+            return
+        cols, env = self.columns, self._env
+        key = cols.key(tup, start, end, env)
+        pid = self.by_bounds.get((start, end))
+        if pid is None:
+            pid = self.by_bounds[(start, end)] = self._new_pane(start, end).pid
+        cols.add(self.panes[pid], key, tup, start, end, env)

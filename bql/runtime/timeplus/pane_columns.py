@@ -41,6 +41,7 @@ from ...values import multiset_key
 from ..grouping import Grouping
 from ..incremental.field_access import MISSING, plain_field
 from ..processor import Tuple
+from .column_steps import compile_steps
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .timecol import bound_value
 
@@ -175,6 +176,11 @@ class PaneColumns:
                 self.columns.append((j, pos, field[1] if field is not None else None, fn))
             self.slots.append(slots)
         self.width = len(self.columns)
+        # per row (``column_steps``): key(row, start, end, env_of) -> the group key of the row tagged with
+        # (start, end); add(pane, key, row, start, end, env_of): the row joins that group of a tumble/hop
+        # pane; _append(group, row, env_of): the row's aggregation arguments join the group's columns
+        self.key, self._append, self.add = compile_steps(self.key_parts, self.columns, self.tag_rows, self.width,
+                                                         ColumnGroup)
 
     @classmethod
     def of(cls, select: Select, grouping: Grouping | None, alias: str, registry: Any,
@@ -202,36 +208,6 @@ class PaneColumns:
 
     # ------------------------------------------------------------ a row arrives
 
-    def key(self, row: Tuple, start: int, end: int, env_of: Any) -> tuple:
-        """``Grouping.row_key`` of ``row`` tagged with ``(start, end)`` (raises what it raises)."""
-        parts = []
-        env = None
-        for part in self.key_parts:
-            kind = part[0]
-            if kind == "w":
-                parts.append(multiset_key(bound_value(start if part[1] == WINDOW_START else end)))
-                continue
-            if kind == "f":
-                data = row.data
-                v = data.get(part[1], MISSING) if type(data) is dict else MISSING
-                if v is not MISSING:
-                    parts.append(v if type(v) is int else multiset_key(v))
-                    continue
-            if env is None:
-                env = env_of(row)
-            parts.append(multiset_key(part[-1](env)))
-        return tuple(parts)
-
-    def add(self, pane: ColumnPane, key: Any, row: Tuple, start: int, end: int, env_of: Any) -> None:
-        """``row`` (tagged when ``tag_rows``) joins group ``key`` of ``pane``."""
-        group = pane._groups.get(key)
-        if group is None:
-            first = row if self.tag_rows else tag(row, start, end)
-            group = pane._groups[key] = ColumnGroup(first, self.width)
-        group.n += 1
-        pane.dirty.add(key)
-        self._append(group, row, env_of)
-
     def add_session(self, pane: ColumnPane, row: Tuple, env_of: Any) -> None:
         """``row``, tagged with the session's new bounds, joins the session's one group."""
         if pane._groups:
@@ -242,29 +218,6 @@ class PaneColumns:
         group.n += 1
         pane.dirty_all = True
         self._append(group, row, env_of)
-
-    def _append(self, group: ColumnGroup, row: Tuple, env_of: Any) -> None:
-        if not self.width:
-            return
-        data = row.data
-        env = None
-        columns, errors = group.columns, group.errors
-        for c, (_, _, field, fn) in enumerate(self.columns):
-            if fn is None:
-                continue  # count(*): the row count
-            if errors[c] is not None:
-                continue  # the column already raises its first error
-            if field is not None and type(data) is dict:
-                v = data.get(field, MISSING)
-                if v is not MISSING:
-                    columns[c].append(v)
-                    continue
-            if env is None:
-                env = env_of(row)
-            try:
-                columns[c].append(fn(env))
-            except Exception as err:  # noqa: BLE001 - the reference raises it when the group is evaluated
-                errors[c] = err
 
     # ------------------------------------------------------------ emission
 
