@@ -24,7 +24,15 @@ def _array_agg(xs: list) -> Any:
     return list(xs) if xs else None
 
 
+_NUMBER_TYPES = frozenset((int, float))
+_INT_TYPE = frozenset((int,))
+
+
 def _numbers(fn: str, xs: list) -> list:
+    """The non-NULL values of ``xs``, all numbers (else the first other value's error); ``xs`` itself
+    when it holds numbers only (callers do not change it)."""
+    if _NUMBER_TYPES.issuperset(map(type, xs)):
+        return xs
     return [number(fn, "x", x) for x in xs if x is not None]
 
 
@@ -46,11 +54,7 @@ def _bool_or(xs: list) -> Any:
 
 
 def _count(xs: list) -> int:
-    n = 0
-    for x in xs:
-        if x is not None:
-            n += 1
-    return n
+    return len(xs) - xs.count(None)
 
 
 def _json_object_agg(keys: list, values: list) -> Any:
@@ -151,9 +155,9 @@ def _sum(xs: list) -> Any:
     vals = _numbers("sum", xs)
     if not vals:
         return None
-    if all(type(v) is int for v in vals):
+    if _INT_TYPE.issuperset(map(type, vals)):
         return wrap_int64(sum(vals))
-    return float(sum(float(v) for v in vals))
+    return float(sum(map(float, vals)))
 
 
 SPECS = [

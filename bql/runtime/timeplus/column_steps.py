@@ -85,7 +85,7 @@ def compile_steps(key_parts: list[tuple], columns: list[tuple], tag_rows: bool, 
                   group_class: type) -> tuple[Any, Any, Any]:
     """``(key, append, add)`` for a layout (module docstring); ``group_class``: ``ColumnGroup``."""
     ns: dict[str, Any] = {"multiset_key": multiset_key, "bound_value": bound_value, "MISSING": MISSING,
-                          "_NO_DATA": _NO_DATA, "tag": tag, "Group": group_class}
+                          "_NO_DATA": _NO_DATA, "tag": tag, "Group": group_class, "new": object.__new__}
     for j, part in enumerate(key_parts):
         if part[0] != "w":
             ns[f"KEY_FN{j}"] = part[-1]
@@ -98,8 +98,12 @@ def compile_steps(key_parts: list[tuple], columns: list[tuple], tag_rows: bool, 
              "def append(group, row, env_of):", *(body or ["    return"]), "",
              "def add(pane, key, row, start, end, env_of):",
              "    group = pane._groups.get(key)",
-             "    if group is None:",
-             f"        group = pane._groups[key] = Group({first}, {width})",
+             "    if group is None:",  # ``ColumnGroup(first, width)`` with its lists written out
+             "        group = pane._groups[key] = new(Group)",
+             f"        group.first = {first}",
+             "        group.n = 0",
+             f"        group.columns = [{', '.join(['[]'] * width)}]",
+             f"        group.errors = [{', '.join(['None'] * width)}]",
              "    group.n += 1",
              "    pane.dirty.add(key)",
              *body]

@@ -57,11 +57,13 @@ class FixedStep:
             if t < late[2]:
                 result.dropped.append(Dropped(tup, late_error(t, late[2]), "input"))
                 return result
-            if fixed.slide == fixed.size and not self.columns.tag_rows:  # tumble: one window, the tuple as is
+            if self.columns.tag_rows:
+                self._assign_fixed(tup, t)
+            elif fixed.slide == fixed.size:  # tumble: one window
                 start = ((t - fixed.origin) // fixed.size) * fixed.size + fixed.origin
                 self._add_one(tup, start, start + fixed.size)
             else:
-                self._assign_fixed(tup, t)
+                self._add_windows(tup, fixed.windows_for(t))
             ends = self.ends
             if ends and ends[0][0] <= c:
                 self._close((ts, tup.seq), result)
@@ -79,3 +81,17 @@ class FixedStep:
         if pid is None:
             pid = self.by_bounds[(start, end)] = self._new_pane(start, end).pid
         cols.add(self.panes[pid], key, tup, start, end, env)
+
+    def _add_windows(self: Any, tup: Tuple, bounds: list[tuple[int, int]]) -> None:
+        """``_assign_fixed`` of a tuple in the windows ``bounds`` (untagged column rows): WHERE and the
+        key per window first (what can raise), then the rows join their groups."""
+        cols, env, where, by_bounds = self.columns, self._env, self.where, self.by_bounds
+        plan = []
+        for start, end in bounds:
+            if where is None or self._passes(tup):
+                plan.append((start, end, cols.key(tup, start, end, env)))
+        for start, end, key in plan:
+            pid = by_bounds.get((start, end))
+            if pid is None:
+                pid = by_bounds[(start, end)] = self._new_pane(start, end).pid
+            cols.add(self.panes[pid], key, tup, start, end, env)

@@ -35,7 +35,8 @@ from ...eval import Env, Scope, compile_expr
 from ...timeplus_query import GLOBAL_PERIOD, is_streaming_tail
 from ...values import multiset_key
 from ..grouping import Grouping, compile_where, is_grouping
-from ..kernel import _copy, _message, truth
+from ..incremental.relation import emitted_copy
+from ..kernel import _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList
 from .assign import FixedWindows
@@ -368,4 +369,4 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
 
     def _output(self, data: dict[str, Any], ts: _dt.datetime, seq: int, result: StepResult) -> None:
         if self.out.admit():
-            result.outputs.append(Tuple(_copy(data), ts, seq, ""))
+            result.outputs.append(Tuple(emitted_copy(data), ts, seq, ""))
