@@ -209,11 +209,13 @@ class PaneColumns:
     # ------------------------------------------------------------ a row arrives
 
     def add_session(self, pane: ColumnPane, row: Tuple, env_of: Any) -> None:
-        """``row``, tagged with the session's new bounds, joins the session's one group."""
+        """``row`` (tagged with the session's new bounds when ``tag_rows``) joins the session's one group,
+        made with the row tagged if it is the first."""
         if pane._groups:
             (group,) = pane._groups.values()
         else:
-            group = pane._groups[None] = ColumnGroup(row, self.width)
+            group = pane._groups[None] = ColumnGroup(row if self.tag_rows else tag(row, pane.start, pane.end),
+                                                     self.width)
             pane._tagged = None  # keyed when read
         group.n += 1
         pane.dirty_all = True

@@ -117,7 +117,9 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
         self.panes: dict[int, Pane] = {}
         self.by_bounds: dict[tuple[int, int], int] = {}
         self.pending: list[Pane] = []  # closed panes kept for the next PERIODIC emission
-        self.ends: list[tuple[int, int]] = []  # min-heap of (end, pid); stale entries are skipped
+        # min-heap of (end, pid): an open pane has an entry at or before its end (a session's entry moves
+        # when ``_close`` reaches it; stale entries are skipped)
+        self.ends: list[tuple[int, int]] = []
         self.global_pid: int | None = None
         self.next_pid = 0
         self.out.reset()
@@ -296,7 +298,9 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
         env = self._env(tup)
         skey = tuple(multiset_key(fn(env)) for fn in self.session_keys)
         placement = self.sessions.place(skey, t)
-        row = tag(tup, placement.start, placement.end)
+        cols = self.columns
+        # column panes that read no window column take the tuple as is (the group's first row is tagged)
+        row = tup if cols is not None and not cols.tag_rows else tag(tup, placement.start, placement.end)
         if not self._passes(row):
             return []
         key = self._key(row) if self.columns is None else None  # columns: the pane's one group
@@ -304,7 +308,7 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
             pane = self._new_pane(placement.start, placement.end, skey=skey, last=placement.last)
         else:
             pane = self.panes[placement.pid]
-            if placement.end != pane.end:
+            if placement.end < pane.end:  # a later end keeps its entry in ``ends`` (``_close`` moves it)
                 heapq.heappush(self.ends, (placement.end, pane.pid))
             pane.set_bounds(placement.start, placement.end)
             pane.last = placement.last
@@ -320,11 +324,17 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
     def _close(self, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
         bound = self.watermark.close_bound
         closing = []
-        while self.ends and self.ends[0][0] <= bound:
-            end, pid = heapq.heappop(self.ends)
+        ends = self.ends
+        while ends and ends[0][0] <= bound:
+            end, pid = heapq.heappop(ends)
             pane = self.panes.get(pid)
-            if pane is not None and pane.end == end:  # else a stale entry (a session end that moved)
+            if pane is None:
+                continue  # closed
+            if pane.end == end:
                 closing.append(pane)
+            elif pane.end > end:  # a session whose end moved later since: its entry moves with it
+                heapq.heappush(ends, (pane.end, pid))
+            # else a later entry of a session whose end moved earlier (the earlier entry is in ``ends``)
         if not closing:
             return
         for pane in closing:

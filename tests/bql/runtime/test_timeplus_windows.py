@@ -213,3 +213,20 @@ def test_hop_late_tuple_dropped_from_all_windows():
     f.push(ts=T0 + 17)
     f.push(ts=T0 + 15)  # windows [12,18), [14,20) are open, but 15 < aligned watermark 16
     assert len(f.dropped) == 1
+
+
+@pytest.mark.parametrize("panes", ["columns", "rows"])
+def test_session_whose_end_moves_earlier_closes_at_its_new_end(monkeypatch, panes):
+    """A tuple before a session's start (not late under a long delay) pulls ``start + max`` — and so the
+    end — earlier; the session closes as soon as the watermark passes the new end, not the old one."""
+    if panes == "rows":
+        monkeypatch.setenv("SBPY_TIMEPLUS_PANES", "rows")
+    q = ("SELECT RSTREAM k, count(*) AS n, window_start, window_end FROM session(src, ts, 2s, 2s) "
+         "GROUP BY k, window_start, window_end EMIT AFTER WATERMARK WITH DELAY 5s")
+    f = Feeder(q)
+    assert f.push(ts=T0 + 10, k="a") == []  # session [10, 12)
+    assert f.push(ts=T0 + 9, k="a") == []  # joins: [9, min(12, 9 + 2)) = [9, 11)
+    assert f.push(ts=T0 + 15.9, k="b") == []  # close bound 10.9 < 11
+    assert f.push(ts=T0 + 16.1, k="b") == [  # close bound 11.1 >= 11: closes here, not at 12
+        {"k": "a", "n": 2, "window_start": T0 + 9, "window_end": T0 + 11}]
+    assert f.dropped == []
