@@ -15,7 +15,8 @@ for every tuple this module writes the walk out once, as Python source with the 
   unless the column already holds its first error (a plain field read directly when present, else the
   closure; an error is kept, not raised: the reference raises it when it evaluates the group);
 - ``add(pane, key, row, start, end, env_of)``: the row joins group ``key`` of a tumble/hop pane (the
-  group made with its first row, tagged unless rows are tagged already), then ``append``.
+  group made with its first row, tagged unless rows are tagged already; marked dirty unless the
+  emission never reads the marks — AFTER WATERMARK), then ``append``.
 
 The environment is built at most once per call, only when a closure needs it. The source is the
 generic walk with the loop unrolled: ``tests/bql/runtime/test_timeplus_pane_columns.py`` checks every
@@ -82,8 +83,9 @@ def append_body(columns: list[tuple], indent: str) -> list[str]:
 
 
 def compile_steps(key_parts: list[tuple], columns: list[tuple], tag_rows: bool, width: int,
-                  group_class: type) -> tuple[Any, Any, Any]:
-    """``(key, append, add)`` for a layout (module docstring); ``group_class``: ``ColumnGroup``."""
+                  group_class: type, marks_dirty: bool = True) -> tuple[Any, Any, Any]:
+    """``(key, append, add)`` for a layout (module docstring); ``group_class``: ``ColumnGroup``;
+    ``marks_dirty``: whether ``add`` records the group in ``pane.dirty``."""
     ns: dict[str, Any] = {"multiset_key": multiset_key, "bound_value": bound_value, "MISSING": MISSING,
                           "_NO_DATA": _NO_DATA, "tag": tag, "Group": group_class, "new": object.__new__}
     for j, part in enumerate(key_parts):
@@ -105,7 +107,7 @@ def compile_steps(key_parts: list[tuple], columns: list[tuple], tag_rows: bool, 
              f"        group.columns = [{', '.join(['[]'] * width)}]",
              f"        group.errors = [{', '.join(['None'] * width)}]",
              "    group.n += 1",
-             "    pane.dirty.add(key)",
+             *(["    pane.dirty.add(key)"] if marks_dirty else []),
              *body]
     exec(compile("\n".join(lines) + "\n", "<Timeplus column steps>", "exec"), ns)  # noqa: S102
     return ns["key"], ns["append"], ns["add"]

@@ -146,7 +146,7 @@ class ColumnPane:
 class PaneColumns:
     """The compiled column layout of one query: group key, aggregation arguments, emission."""
 
-    def __init__(self, grouping: Grouping, select: Select, alias: str):
+    def __init__(self, grouping: Grouping, select: Select, alias: str, marks_dirty: bool = True):
         self.grouping = grouping
         self.alias = alias
         # an aggregation argument reads a window column (sessions then keep tagged rows: ``reads_bounds``)
@@ -180,12 +180,13 @@ class PaneColumns:
         # (start, end); add(pane, key, row, start, end, env_of): the row joins that group of a tumble/hop
         # pane; _append(group, row, env_of): the row's aggregation arguments join the group's columns
         self.key, self._append, self.add = compile_steps(self.key_parts, self.columns, self.tag_rows, self.width,
-                                                         ColumnGroup)
+                                                         ColumnGroup, marks_dirty)
 
     @classmethod
     def of(cls, select: Select, grouping: Grouping | None, alias: str, registry: Any,
-           session: bool = False, on_update: bool = False) -> "PaneColumns | None":
-        """The layout when it gives the reference's results (module docstring), else None."""
+           session: bool = False, on_update: bool = False, marks_dirty: bool = True) -> "PaneColumns | None":
+        """The layout when it gives the reference's results (module docstring), else None; ``marks_dirty``:
+        whether ``add`` marks the groups it changed (read by EMIT PERIODIC / ON UPDATE only)."""
         if grouping is None or os.environ.get(LAYOUT_ENV, "") == "rows":
             return None
         for agg in grouping.aggregates:
@@ -193,7 +194,7 @@ class PaneColumns:
                 return None
             if any(is_volatile(agg.call.args[pos], registry) for pos, _ in agg.column_fns()):
                 return None
-        layout = cls(grouping, select, alias)
+        layout = cls(grouping, select, alias, marks_dirty)
         if session and (on_update or layout.reads_bounds(select, registry)):
             return None
         return layout

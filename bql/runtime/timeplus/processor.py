@@ -103,7 +103,8 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
         self.session_keys = [compile_expr(g, scope) for g in select.group_by if not _is_window_column(g)]
         # window aggregations keep their groups' aggregate arguments instead of their rows (pane_columns)
         self.columns = (PaneColumns.of(select, self.grouping, alias, registry, session=self.sessions is not None,
-                                       on_update=self.policy.kind == ON_UPDATE)
+                                       on_update=self.policy.kind == ON_UPDATE,
+                                       marks_dirty=self.policy.kind != AFTER_WATERMARK)
                         if self.kind is not None and self.calls is None else None)
         aggregating = self.grouping is not None
         self.timeout = IdleTimeout.of(select.emit) if aggregating and self.kind else None
