@@ -174,3 +174,31 @@ def test_a_plugin_subcommand_in_a_new_process(fake_distribution):
                           timeout=120, env={"PYTHONPATH": str(fake_distribution), "PATH": "/usr/bin:/bin"})
     assert (proc.returncode, proc.stdout) == (3, "hello world\n"), proc.stderr
 
+
+
+def test_serving_shortens_the_gil_switch_interval(monkeypatch):
+    """The server's REST handlers share the GIL with driver-side stages: ``serve`` sets 1 ms slices."""
+    import uvicorn
+
+    from sbpy.server.config import load_config
+
+    class Stub:
+        started = True
+
+        def __init__(self, config):
+            pass
+
+        def run(self):
+            seen.append(sys.getswitchinterval())
+
+    seen = []
+    before = sys.getswitchinterval()
+    monkeypatch.setattr(uvicorn, "Server", Stub)
+    monkeypatch.setattr(uvicorn, "Config", lambda *a, **k: None)
+    monkeypatch.setattr("sbpy.server.app.create_app", lambda config, warm_up=True: None)
+    try:
+        sys.setswitchinterval(0.005)
+        assert run_module.serve(load_config(None)) == 0
+        assert seen == [pytest.approx(run_module.SWITCH_INTERVAL_S)] and run_module.SWITCH_INTERVAL_S == 0.001
+    finally:
+        sys.setswitchinterval(before)
