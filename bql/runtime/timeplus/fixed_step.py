@@ -1,9 +1,9 @@
 """The step of the most common Timeplus aggregation, without the branches that cannot apply to it.
 
-A tumble or hop aggregation whose groups are aggregate columns (``pane_columns``), emitted AFTER
-WATERMARK (no timeout), over the tuple's own time, without LIMIT / OFFSET, runs ``_fixed_step`` instead
-of the general ``process``: the same watermark, late check, assignment and closing, in the same order,
-with the same texts. The wall clock is read only when an expression can read ``now()``.
+A tumble, hop or session aggregation whose groups are aggregate columns (``pane_columns``), emitted
+AFTER WATERMARK (no timeout), over the tuple's own time, without LIMIT / OFFSET, runs ``_fixed_step``
+instead of the general ``process``: the same watermark, late check, assignment and closing, in the same
+order, with the same texts. The wall clock is read only when an expression can read ``now()``.
 """
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from .watermark import late_error
 
 def fixed_step_of(proc: Any, select: Select, registry: Any) -> tuple[bool, bool]:
     """``(fixed_step, clocked)`` of a ``WindowProcessor`` built from ``select``."""
-    fixed = (proc.columns is not None and proc.fixed is not None and proc.policy.kind == AFTER_WATERMARK
-             and proc.timeout is None and proc.time_fn is None and select.limit is None and select.offset is None)
+    fixed = (proc.columns is not None and (proc.fixed is not None or proc.sessions is not None)
+             and proc.policy.kind == AFTER_WATERMARK and proc.timeout is None and proc.time_fn is None
+             and select.limit is None and select.offset is None)
     return fixed, (not fixed) or is_volatile(select, registry)  # else nothing reads ``now()``
 
 
@@ -50,6 +51,14 @@ class FixedStep:
                 watermark.max_time = mx = t
             fixed = self.fixed
             c = mx - watermark.delay  # ``watermark.close_bound``
+            if fixed is None:  # a session: late below the close bound itself
+                if t < c:
+                    result.dropped.append(Dropped(tup, late_error(t, c), "input"))
+                    return result
+                self._assign_session(tup, t)
+                if self.ends and self.ends[0][0] <= c:
+                    self._close((ts, tup.seq), result)
+                return result
             late = self._late
             if not late[0] <= c < late[1]:
                 threshold = watermark.late_threshold()  # ``fixed.closed_end(c)``
