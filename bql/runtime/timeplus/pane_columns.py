@@ -37,9 +37,8 @@ from typing import Any
 
 from ...ast import FieldRef, KeyStep, Select, Wildcard
 from ...eval import Env, is_volatile
-from ...values import multiset_key
 from ..grouping import Grouping
-from ..incremental.field_access import MISSING, plain_field
+from ..incremental.field_access import plain_field
 from ..processor import Tuple
 from .column_steps import compile_steps
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
