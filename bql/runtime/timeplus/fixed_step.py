@@ -34,8 +34,8 @@ class FixedStep:
     _late: tuple[int, int, int] = (0, 0, 0)
 
     def _fixed_step(self: Any, tup: Tuple) -> StepResult:
-        """``process`` for a tumble/hop aggregation with column panes, AFTER WATERMARK over the tuple's
-        time and no LIMIT: the same steps without the branches that cannot apply."""
+        """``process`` for a tumble, hop or session aggregation with column panes, AFTER WATERMARK over the
+        tuple's time and no LIMIT: the same steps without the branches that cannot apply."""
         result = StepResult()
         if self.finished:
             return result
