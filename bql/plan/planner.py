@@ -9,9 +9,10 @@ statements to the workers. Small ordered steps:
    UDS calls → driver; wall-clock ticks → sequential; all stages memoryless over one input each →
    stateless; a MATCH_RECOGNIZE with PARTITION BY, or a tumble/hop GROUP BY over plain fields
    (``bql/spark/keyed_window_plan``) → keyed; a small bounded state → driver (no shuffle,
-   no state-store commit per micro-batch: the latency path); Timeplus windows as the only state →
-   driver (one group and a whole-state commit per micro-batch in any execution: the driver saves
-   Spark's per-batch cost around a Python stateful operator); otherwise sequential;
+   no state-store commit per micro-batch: the latency path); Timeplus windows or a MATCH_RECOGNIZE in
+   one group as the only state → driver (one group and a whole-state commit per micro-batch in any
+   execution: the driver saves Spark's per-batch cost around a Python stateful operator); otherwise
+   sequential;
 3. ``native_verdict``: a stateless chain runs native (Spark expressions, ``bql/spark/native_stage``) when
    every stage compiles and the JVM function is available, else vectorized Python;
 4. ``_place``: each stage's tier (and why), where it runs and how its rows are partitioned.
@@ -218,11 +219,17 @@ def keyed_stage(stages: Sequence[StagePlan], inputs: Sequence[str]) -> str | Non
     return keyed.keyed.node if keyed is not None else None
 
 
-def _windows_only(stages: Sequence[StagePlan]) -> bool:
-    """Whether the chain's only stateful stages are Timeplus windows (their state: the open windows' panes,
-    not the tuples of a RANGE window)."""
-    return (any(s.kernel == "timeplus" for s in stages)
-            and all(s.stateless or s.kernel == "timeplus" for s in stages))
+_WHOLE_STATE = {"timeplus": "Timeplus window aggregation", "match_recognize": "MATCH_RECOGNIZE in one group"}
+
+
+def _whole_state_kinds(stages: Sequence[StagePlan]) -> str:
+    """What the chain's stateful stages are ("" unless every one is a Timeplus window or a MATCH_RECOGNIZE:
+    state committed as one snapshot per micro-batch — the open windows' panes, the open matches — not the
+    tuples of a RANGE window)."""
+    stateful = [s for s in stages if not s.stateless]
+    if not stateful or any(s.kernel not in _WHOLE_STATE for s in stateful):
+        return ""
+    return ", ".join(dict.fromkeys(_WHOLE_STATE[s.kernel] for s in stateful))
 
 
 def _is_window(stages: Sequence[StagePlan], node: str | None) -> bool:
@@ -285,10 +292,11 @@ def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan], keyed_n
     if all(b is not None for b in bound) and sum(bound) <= SMALL_STATE_TUPLES:  # type: ignore[arg-type]
         return (Execution.DRIVER, f"small bounded state ({sum(bound)} tuples at most: {not_stateless}); "  # type: ignore[arg-type]
                 "the driver runs it with no shuffle and no state-store commit per micro-batch", 0)
-    if _windows_only(stages):
-        return (Execution.DRIVER, "Timeplus window aggregation: one arrival order (the per-tuple watermark) and its "
-                "open windows' state committed whole every micro-batch, wherever it runs; the driver runs it "
-                "without a Python worker, Arrow transfers or a state-store commit per micro-batch (README B4)", 0)
+    kinds = _whole_state_kinds(stages)
+    if kinds:
+        return (Execution.DRIVER, f"{kinds}: one arrival order and the state (open windows' panes, open matches) "
+                "committed whole every micro-batch, wherever it runs; the driver runs it without a Python "
+                "worker, Arrow transfers or a state-store commit per micro-batch (README Session 14)", 0)
     return Execution.SEQUENTIAL, f"{not_stateless}: the stages need one global arrival order", 0
 
 

@@ -172,3 +172,15 @@ def test_explain_names_the_window_kernels_pane_layout(monkeypatch):
     assert "groups as tagged rows" in render(_plan(("w", session + " EMIT ON UPDATE", ["src"])))
     monkeypatch.setenv("SBPY_TIMEPLUS_PANES", "rows")
     assert "groups as tagged rows" in render(_plan(("w", WINDOW, ["src"])))
+
+
+def test_one_group_match_recognize_runs_on_the_driver():
+    one_group = MATCH.replace("PARTITION BY k ", "")
+    plan = _plan(("m", one_group, ["src"]))
+    assert plan.execution is Execution.DRIVER and plan.reason.startswith("MATCH_RECOGNIZE in one group")
+    assert plan.stages[0].tier is Tier.DRIVER and "driver snapshot file" in plan.stages[0].state
+    both = _plan(("m", one_group, ["src"]), ("w", WINDOW, ["src"]))
+    assert both.execution is Execution.DRIVER and "Timeplus window aggregation" in both.reason
+    ranged = _plan(("m", one_group, ["src"]), ("r", "SELECT RSTREAM * FROM src [RANGE 1000 TUPLES]", ["src"]))
+    assert ranged.execution is Execution.SEQUENTIAL
+    assert _plan(("m", one_group, ["src"]), force=Execution.SEQUENTIAL).execution is Execution.SEQUENTIAL
