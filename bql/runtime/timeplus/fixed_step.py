@@ -29,9 +29,9 @@ def fixed_step_of(proc: Any, select: Select, registry: Any) -> tuple[bool, bool]
 class FixedStep:
     """``WindowProcessor._fixed_step`` (a mixin: it runs on the processor's own state)."""
 
-    # the late threshold last computed and the close bounds ``[threshold, threshold + slide)`` it holds
-    # for: the end of the last grid window a close bound closed stays that end until the next grid end
-    _late: tuple[int, int, int] = (0, 0, 0)
+    # ``(threshold, threshold + slide)``: the late threshold last computed, which holds for close bounds
+    # in that range (the end of the last grid window a close bound closed stays that end until the next)
+    _late: tuple[int, int] = (0, 0)
 
     def _fixed_step(self: Any, tup: Tuple) -> StepResult:
         """``process`` for a tumble, hop or session aggregation with column panes, AFTER WATERMARK over the
@@ -56,23 +56,21 @@ class FixedStep:
                     result.dropped.append(Dropped(tup, late_error(t, c), "input"))
                     return result
                 self._assign_session(tup, t)
-                if self.ends and self.ends[0][0] <= c:
-                    self._close((ts, tup.seq), result)
-                return result
-            late = self._late
-            if not late[0] <= c < late[1]:
-                threshold = watermark.late_threshold()  # ``fixed.closed_end(c)``
-                late = self._late = (threshold, threshold + fixed.slide, threshold)
-            if t < late[2]:
-                result.dropped.append(Dropped(tup, late_error(t, late[2]), "input"))
-                return result
-            if self.columns.tag_rows:
-                self._assign_fixed(tup, t)
-            elif fixed.slide == fixed.size:  # tumble: one window
-                start = ((t - fixed.origin) // fixed.size) * fixed.size + fixed.origin
-                self._add_one(tup, start, start + fixed.size)
             else:
-                self._add_windows(tup, fixed.windows_for(t))
+                late = self._late
+                if not late[0] <= c < late[1]:
+                    threshold = watermark.late_threshold()  # ``fixed.closed_end(c)``
+                    late = self._late = (threshold, threshold + fixed.slide)
+                if t < late[0]:
+                    result.dropped.append(Dropped(tup, late_error(t, late[0]), "input"))
+                    return result
+                if self.columns.tag_rows:
+                    self._assign_fixed(tup, t)
+                elif fixed.slide == fixed.size:  # tumble: one window
+                    start = ((t - fixed.origin) // fixed.size) * fixed.size + fixed.origin
+                    self._add_windows(tup, ((start, start + fixed.size),))
+                else:
+                    self._add_windows(tup, fixed.windows_for(t))
             ends = self.ends
             if ends and ends[0][0] <= c:
                 self._close((ts, tup.seq), result)
@@ -80,27 +78,13 @@ class FixedStep:
             result.dropped.append(Dropped(tup, _message(err), "other"))
         return result
 
-    def _add_one(self: Any, tup: Tuple, start: int, end: int) -> None:
-        """``_assign_fixed`` of a tuple in the one window ``[start, end)`` (untagged column rows)."""
-        if self.where is not None and not self._passes(tup):
-            return
-        cols, env = self.columns, self._env
-        key = cols.key(tup, start, end, env)
-        pid = self.by_bounds.get((start, end))
-        if pid is None:
-            pid = self.by_bounds[(start, end)] = self._new_pane(start, end).pid
-        cols.add(self.panes[pid], key, tup, start, end, env)
-
-    def _add_windows(self: Any, tup: Tuple, bounds: list[tuple[int, int]]) -> None:
+    def _add_windows(self: Any, tup: Tuple, bounds: Any) -> None:
         """``_assign_fixed`` of a tuple in the windows ``bounds`` (untagged column rows): WHERE and the
         key per window first (what can raise), then the rows join their groups."""
-        cols, env, where, by_bounds = self.columns, self._env, self.where, self.by_bounds
+        cols, env, where = self.columns, self._env, self.where
         plan = []
         for start, end in bounds:
             if where is None or self._passes(tup):
                 plan.append((start, end, cols.key(tup, start, end, env)))
         for start, end, key in plan:
-            pid = by_bounds.get((start, end))
-            if pid is None:
-                pid = by_bounds[(start, end)] = self._new_pane(start, end).pid
-            cols.add(self.panes[pid], key, tup, start, end, env)
+            cols.add(self._fixed_pane(start, end), key, tup, start, end, env)

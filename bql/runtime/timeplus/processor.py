@@ -284,16 +284,20 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
                 plan.append((start, end, row, self._key(row) if cols is None else cols.key(row, start, end, self._env)))
         changed = []
         for start, end, row, key in plan:
-            pid = self.by_bounds.get((start, end))
-            if pid is None:
-                pid = self.by_bounds[(start, end)] = self._new_pane(start, end).pid
-            pane = self.panes[pid]
+            pane = self._fixed_pane(start, end)
             if cols is None:
                 pane.add(row, key)
             else:
                 cols.add(pane, key, row, start, end, self._env)
             changed.append((pane, key))
         return changed
+
+    def _fixed_pane(self, start: int, end: int) -> Pane | ColumnPane:
+        """The open tumble/hop pane of ``[start, end)``, made if it is the first row's."""
+        pid = self.by_bounds.get((start, end))
+        if pid is None:
+            pid = self.by_bounds[(start, end)] = self._new_pane(start, end).pid
+        return self.panes[pid]
 
     def _assign_session(self, tup: Tuple, t: int) -> list[tuple[Pane, Any]]:
         env = self._env(tup)
@@ -304,7 +308,7 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
         row = tup if cols is not None and not cols.tag_rows else tag(tup, placement.start, placement.end)
         if not self._passes(row):
             return []
-        key = self._key(row) if self.columns is None else None  # columns: the pane's one group
+        key = self._key(row) if cols is None else None  # columns: the pane's one group
         if placement.pid is None:
             pane = self._new_pane(placement.start, placement.end, skey=skey, last=placement.last)
         else:
@@ -313,10 +317,10 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
                 heapq.heappush(self.ends, (placement.end, pane.pid))
             pane.set_bounds(placement.start, placement.end)
             pane.last = placement.last
-        if self.columns is None:
+        if cols is None:
             pane.add(row, key)
         else:
-            self.columns.add_session(pane, row, self._env)
+            cols.add_session(pane, row, self._env)
         self.sessions.commit(skey, pane.pid, placement)
         if self.policy.kind == ON_UPDATE:  # the group's key under the session's new bounds (O(rows))
             key = pane.key_of(row, self._key)
