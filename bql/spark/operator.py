@@ -188,10 +188,10 @@ class Pipeline:
             rows = list(rows)
             self._refused = self._overflow(rows)
         # a journal input read by one stage and nothing else (not the output): its tuples go straight to
-        # that stage's ``process`` (``_deliver`` + ``_step`` without their per-tuple look-ups)
+        # that stage's ``_step`` (``_deliver`` without its per-tuple consumer look-ups)
         sole = {} if self._refused or self.output_node is None else {
             name: ks[0] for name, ks in self.consumers.items() if len(ks) == 1 and name != self.output_node}
-        ended, processors, stages = self.ended, self.processors, self.stages
+        ended = self.ended
         for row in rows:
             seq, name, ts_us, text, end = row[:5]
             self._seq = seq
@@ -210,18 +210,9 @@ class Pipeline:
             if k is None or k in ended:
                 self._deliver_data(name, data, ts_us, seq)
                 continue
-            tup = Tuple(data, jf.us_to_ts(ts_us), seq, name)
-            stat = self._stat(k)
-            received = stat.received
+            received = self._stat(k).received
             received[name] = received.get(name, 0) + 1
-            try:
-                result: StepResult = processors[k].process(tup)
-            except Exception as exc:
-                stat.dropped += 1
-                self._emit_dropped(stages[k].node, tup, _error_text(exc), name, "other")
-                continue
-            if result.outputs or result.dropped or result.done:
-                self._results(k, stat, result, name)
+            self._step(k, "process", Tuple(data, jf.us_to_ts(ts_us), seq, name), name)
         self._refused = {}
         return self._batch_rows()
 
@@ -336,10 +327,8 @@ class Pipeline:
             tup = arg if isinstance(arg, Tuple) else None
             self._emit_dropped(self.stages[k].node, tup, _error_text(exc), input_name, "other")
             return
-        self._results(k, stat, result, input_name)
-
-    def _results(self, k: int, stat: _Stat, result: StepResult, input_name: str) -> None:
-        """Stage ``k``'s step ``result``: its drops reported, its outputs delivered downstream, its end."""
+        if not (result.outputs or result.dropped or result.done):
+            return  # most steps of a stateful stage
         node = self.stages[k].node
         for dropped in result.dropped:
             stat.dropped += 1

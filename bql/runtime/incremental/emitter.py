@@ -245,31 +245,10 @@ class DeltaEmitter:
         """``_distinct_changes`` for one added and at most one removed item (the common step)."""
         if new.nan or (gone is not None and (gone.nan or gone.ekey == new.ekey)):
             return None
-        classes = self.classes
         out: list[Any] = []
-        if gone is not None:  # ``_remove`` and ``_insert`` inlined (the step of every tuple)
-            cls = classes[gone.ekey]
-            if type(cls) is not KeyClass:
-                if not istream:
-                    out.append(cls)
-                del classes[gone.ekey]
-            else:
-                if not istream:
-                    out.append(cls.items[-1])
-                cls.remove(gone)
-                if not cls.pos:
-                    del classes[gone.ekey]
-        cls = classes.get(new.ekey)
-        if cls is None:
-            classes[new.ekey] = new
-            if istream:
-                out.append(new)
-            return out
-        if type(cls) is not KeyClass:
-            cls = classes[new.ekey] = KeyClass.of(cls)
-        cls.insert(new)
-        if istream:
-            out.append(cls.items[-1])
+        if gone is not None:
+            self._remove(istream, gone, out)
+        self._insert(istream, new, out)
         return out
 
     def _remove(self, istream: bool, gone: Any, out: list[Any]) -> None:
