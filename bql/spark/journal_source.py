@@ -57,12 +57,14 @@ def split_range(after: int, upto: int, pieces: int, min_piece: int = MIN_PIECE) 
 
 
 class _Range(InputPartition):
-    """One read range of a micro-batch: entries with ``after < seq <= upto``."""
+    """One read range of a micro-batch: entries with ``after < seq <= upto``; ``whole``: the batch is sent
+    as its range (option ``ranges``), not as its entries."""
 
-    def __init__(self, after: int, upto: int):
+    def __init__(self, after: int, upto: int, whole: bool = False):
         super().__init__((after, upto))
         self.after = after
         self.upto = upto
+        self.whole = whole
 
 
 class JournalStreamReader(DataSourceStreamReader):
@@ -105,11 +107,11 @@ class JournalStreamReader(DataSourceStreamReader):
         if upto <= after:
             return []
         if self.ranges and upto - after >= self.ranges_from:
-            return [_Range(after, upto)]
+            return [_Range(after, upto, whole=True)]
         return [_Range(a, b) for a, b in split_range(after, upto, self.pieces, self.min_piece)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        if self.ranges and partition.upto - partition.after >= self.ranges_from:  # type: ignore[attr-defined]
+        if partition.whole:  # type: ignore[attr-defined]
             return iter([(partition.upto, RANGE_INPUT, partition.after, None, False, None)])  # type: ignore[attr-defined]
         rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto)  # type: ignore[attr-defined]
         return iter(rows)

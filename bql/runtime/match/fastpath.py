@@ -97,14 +97,11 @@ class OneRowMeasures:
         if event[0] != "match":
             return []
         _, start, end, labels, mno = event
-        last = end - 1
         stored, base = rows.rows, rows.base  # the rows of a match being rendered are all kept
-        ts = stored[(last if end > start else start) - base].ts
         if type(labels) is tuple:
-            plan = self.plans.get(id(labels))
-            if plan is None or plan[0] is not labels:
-                plan = self._plan(labels, end - start)
-            return [(self.row(stored, start - base, plan[1], mno, pvalues), ts)]
+            return [self._planned_row(start, end, labels, mno, stored, base, pvalues)]
+        last = end - 1
+        ts = stored[(last if end > start else start) - base].ts
         row = dict(zip(self.partition_names, pvalues))
         for name, spec in self.measures:
             kind = spec[0]
@@ -128,23 +125,28 @@ class OneRowMeasures:
         (nothing was changed: the processor's general rendering takes them)."""
         out = []
         stored, base = rows.rows, rows.base
-        plans, row_of = self.plans, self.row
         try:
             for event in events:
                 if event[0] != "match":
                     return None
                 _, start, end, labels, mno = event
-                if type(labels) is not tuple:
+                if type(labels) is tuple:
+                    row, ts = self._planned_row(start, end, labels, mno, stored, base, pvalues)
+                    out.append(Tuple(row, ts, seq, ""))
+                else:
                     out.extend([Tuple(row, ts, seq, "") for row, ts in self.render(event, rows, pvalues)])
-                    continue
-                plan = plans.get(id(labels))
-                if plan is None or plan[0] is not labels:
-                    plan = self._plan(labels, end - start)
-                ts = stored[(end - 1 if end > start else start) - base].ts
-                out.append(Tuple(row_of(stored, start - base, plan[1], mno, pvalues), ts, seq, ""))
         except (BQLError, Blocked):
             return None
         return out
+
+    def _planned_row(self, start: int, end: int, labels: tuple, mno: int, stored: list, base: int,
+                     pvalues: tuple) -> tuple[dict, Any]:
+        """``(row, ts)`` of a match whose labels are a (shared) tuple: its plan cached by the tuple."""
+        plan = self.plans.get(id(labels))
+        if plan is None or plan[0] is not labels:
+            plan = self._plan(labels, end - start)
+        ts = stored[(end - 1 if end > start else start) - base].ts
+        return self.row(stored, start - base, plan[1], mno, pvalues), ts
 
     def _plan(self, labels: tuple, n: int) -> tuple:
         """What ``render`` reads for a match of ``n`` rows with ``labels``, cached by the tuple."""
