@@ -42,6 +42,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from sbpy.bql.runtime import gc_pause
+
 from . import journal_format as jf
 from .handoff import position
 from .journal_source import NAME as SOURCE_NAME
@@ -148,7 +150,8 @@ def journal_batch_rows(journal_dir: str, inputs: Iterable[str], seqs: tuple[int,
     after, upto = seqs
     if upto <= after:
         return []
-    return jf.read_entries(journal_dir, tuple(inputs), after, upto)  # (seq, input, ts_us, text, end, error)
+    # (seq, input, ts_us, data, end, error): a map's data decoded as it is read (one parse, not two)
+    return jf.read_entries(journal_dir, tuple(inputs), after, upto, values=True)
 
 
 class ReadCounts:
@@ -238,17 +241,20 @@ def start_driver_query(spark: Any, spec: QuerySpec, context: Any, read: str | No
         if spec.before_batch is not None:  # before the pipeline: a refused batch has no UDS effects
             spec.before_batch(batch_id)
         seqs = batch_range(spec.checkpoint_dir, int(batch_id)) if read == "journal" else None
-        if seqs is not None:
-            rows = journal_batch_rows(str(spec.journal_dir), spec.inputs, seqs)
-            counts.record(int(batch_id), len(rows))
-        else:
-            rows = _journal_rows(batch_df)
-        out = runner.run_batch(int(batch_id), rows)
+        with gc_pause.paused():  # the batch's rows would be scanned by every collection meanwhile
+            if seqs is not None:
+                rows = journal_batch_rows(str(spec.journal_dir), spec.inputs, seqs)
+                counts.record(int(batch_id), len(rows))
+            else:
+                rows = _journal_rows(batch_df)
+            out = runner.run_batch(int(batch_id), rows)
+            del rows
+            outputs = output_dicts(out) if spec.on_batch is not None else None
         handle = holder.get("h")
         if handle is not None:
             handle.batches += 1
         if spec.on_batch is not None:
-            spec.on_batch(batch_id, output_dicts(out))
+            spec.on_batch(batch_id, outputs)
 
     writer = (reader.load().writeStream.queryName(spec.name or spec.query_id)
               .option("checkpointLocation", str(spec.checkpoint_dir))

@@ -38,7 +38,7 @@ import orjson
 
 from ..durable import fsync_dir
 from . import journal_segments as js
-from .journal_values import decode_data, encode_data, ts_to_us, us_to_ts  # noqa: F401 - part of this API
+from .journal_values import decode_data, decode_data_value, encode_data, ts_to_us, us_to_ts  # noqa: F401 - part of this API
 
 HEAD_FILE = "HEAD"
 LOG_FILE = "log.jsonl"
@@ -162,6 +162,29 @@ def _split_line(line: str) -> tuple[int, int, str | None, bool]:
     if obj.get("end"):
         return int(obj["seq"]), 0, None, True
     return int(obj["seq"]), int(obj.get("ts", 0)), orjson.dumps(obj.get("data", {})).decode("utf-8"), False
+
+
+def _parsed(line: bytes) -> dict[str, Any] | None:
+    """A journal line parsed as JSON, or None when it is no JSON object."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if type(obj) is dict else None
+
+
+def _split_value(line: bytes, obj: dict[str, Any] | None) -> tuple[int, int, Any, bool]:
+    """``_split_line`` of an entry line parsed as ``obj`` (``_parsed``), with the data decoded
+    (``decode_data``) when it is a map; anything else (a line that did not parse, data that is no map)
+    keeps its text for the consumer to decode and report, as ``_split_line`` gives it."""
+    if obj is None or type(obj.get("seq")) is not int:
+        return _split_line(line.decode("utf-8"))
+    if obj.get("end"):
+        return obj["seq"], 0, None, True
+    data = obj.get("data")
+    if type(data) is not dict or type(obj.get("ts")) is not int:
+        return _split_line(line.decode("utf-8"))
+    return obj["seq"], obj["ts"], (decode_data_value(data) if b'"$' in line else data), False
 
 
 def decode_entry(line: str | bytes) -> dict[str, Any]:
@@ -295,20 +318,21 @@ Row = tuple  # (seq, input, ts_us, data_text | None, end, error | None)
 
 
 def read_log(path: str | os.PathLike[str], input_name: str, after_seq: int, upto_seq: int,
-             expand: Any = None) -> list[Row]:
+             expand: Any = None, values: bool = False) -> list[Row]:
     """Rows of one log with ``after_seq < seq <= upto_seq`` as ``(seq, input, ts_us, data_text, end,
     error)``; a segment entry expands into its lines' rows (``journal_segments.expand``).
 
     ``path`` a node's ``log.jsonl`` (``node_log_path``): the node's whole log, across its files (only the
     files that can hold the range are opened); raises ``JournalPrunedError`` when pruning removed an
     entry of the range. Any other path: that one file. ``expand``: what a segment entry becomes (default
-    ``journal_segments.expand``; same arguments; the native tier reads a segment's raw lines instead)."""
+    ``journal_segments.expand``; same arguments; the native tier reads a segment's raw lines instead).
+    ``values``: rows carry a tuple's data decoded where it is a map (``read_entries``)."""
     path = Path(path)
     if path.name != LOG_FILE:
-        return _read_file(path, input_name, after_seq, upto_seq, expand)
+        return _read_file(path, input_name, after_seq, upto_seq, expand, values)
     files = log_files(path.parent)
     if not files or (files[0][0] == 0 and len(files) == 1):  # the common case: one file
-        return _read_file(path, input_name, after_seq, upto_seq, expand)
+        return _read_file(path, input_name, after_seq, upto_seq, expand, values)
     if files[0][0] > after_seq + 1 and files[0][0] > 0:  # the oldest files are gone: was any needed?
         pruned = read_pruned(path.parent)["seq"]
         if pruned > after_seq:
@@ -320,12 +344,15 @@ def read_log(path: str | os.PathLike[str], input_name: str, after_seq: int, upto
             break
         if k + 1 < len(files) and files[k + 1][0] <= after_seq + 1:
             continue  # every entry of this file has a seq <= after_seq
-        out.extend(_read_file(file, input_name, after_seq, upto_seq, expand))
+        out.extend(_read_file(file, input_name, after_seq, upto_seq, expand, values))
     return out
 
 
-def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int, expand: Any = None) -> list[Row]:
+def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int, expand: Any = None,
+               values: bool = False) -> list[Row]:
     """Rows of one log file with ``after_seq < seq <= upto_seq`` (missing file: none)."""
+    if expand is None:
+        expand = js.expand_values if values else js.expand
     out: list[Row] = []
     try:
         f = open(path, "rb")
@@ -340,18 +367,19 @@ def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int, expan
         for line in f:
             if not line.endswith(b"\n"):
                 break  # a line being written (beyond HEAD)
-            if js.is_segment_line(line):
-                obj = orjson.loads(line)
+            # values: every line parsed once (a segment entry is the object with "seg", no "data")
+            obj = _parsed(line) if values else orjson.loads(line) if js.is_segment_line(line) else None
+            if obj is not None and "seg" in obj and "data" not in obj:
                 seq, seg = int(obj["seq"]), obj["seg"]
                 if seq > upto_seq:
                     break
-                out.extend((expand or js.expand)(seq, int(obj["ts"]), seg, input_name, after_seq, upto_seq))
+                out.extend(expand(seq, int(obj["ts"]), seg, input_name, after_seq, upto_seq))
                 end_seq = js.last_seq(seq, seg)
                 if end_seq > upto_seq:  # cut in the middle: the next read starts at this entry again
                     last = (seq - 1, pos)
                     break
             else:
-                seq, ts, text, end = _split_line(line.decode("utf-8"))
+                seq, ts, text, end = _split_value(line, obj) if values else _split_line(line.decode("utf-8"))
                 if seq > upto_seq:
                     break
                 if seq > after_seq:
@@ -366,15 +394,20 @@ def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int, expan
 
 
 def read_entries(journal_dir: str | os.PathLike[str], inputs: list[str] | tuple[str, ...], after_seq: int,
-                 upto_seq: int, expand: Any = None) -> list[Row]:
+                 upto_seq: int, expand: Any = None, values: bool = False) -> list[Row]:
     """Rows of the ``inputs``' logs with ``after_seq < seq <= upto_seq``, merged by seq.
 
     Each item is ``(seq, input, ts_us, data_text, end, error)``; ``data_text`` is the tagged JSON text
     (decode with ``decode_data``), None for an end marker and for a line of a file segment that is no
     tuple (``error`` then says why: the consumers report it on ``dropped_tuples``).
+
+    ``values``: ``data_text`` is the data already decoded (``decode_data``) wherever it is a map — one
+    parse instead of a split and a later decode; a consumer decodes only a row whose item is a str.
     """
+    if len(inputs) == 1:  # one log: its entries are in seq order already
+        return read_log(node_log_path(journal_dir, inputs[0]), inputs[0], after_seq, upto_seq, expand, values)
     rows: list[Row] = []
     for name in inputs:
-        rows.extend(read_log(node_log_path(journal_dir, name), name, after_seq, upto_seq, expand))
+        rows.extend(read_log(node_log_path(journal_dir, name), name, after_seq, upto_seq, expand, values))
     rows.sort(key=lambda r: r[0])
     return rows

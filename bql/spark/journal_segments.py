@@ -207,8 +207,10 @@ def read_chunk(seg: dict[str, Any]) -> bytes | None:
     return chunk
 
 
-def expand(seq: int, ts_us: int, seg: dict[str, Any], input_name: str, after: int, upto: int) -> list[Row]:
-    """The rows of the segment entry at ``seq`` whose seq is in ``(after, upto]``."""
+def expand(seq: int, ts_us: int, seg: dict[str, Any], input_name: str, after: int, upto: int,
+           values: bool = False) -> list[Row]:
+    """The rows of the segment entry at ``seq`` whose seq is in ``(after, upto]``; ``values``: a plain
+    object line's row carries the parsed map instead of its text (``journal_format.read_entries``)."""
     first = max(seq, after + 1)
     last = min(last_seq(seq, seg), upto)
     if first > last:
@@ -231,8 +233,9 @@ def expand(seq: int, ts_us: int, seg: dict[str, Any], input_name: str, after: in
             continue
         if plain and not tsf and raw[:1] == b"{":  # the common case, inlined
             try:
-                _loads(raw)
-                append((s, input_name, ts_us, raw.decode("utf-8"), False, None))
+                value = _loads(raw)
+                append((s, input_name, ts_us, value if values and type(value) is dict else raw.decode("utf-8"),
+                        False, None))
                 continue
             except orjson.JSONDecodeError:
                 pass
@@ -244,3 +247,8 @@ def expand(seq: int, ts_us: int, seg: dict[str, Any], input_name: str, after: in
         ts = _field_ts(value, tsf, ts_us, f"{path}:{line0 + s}") if tsf else ts_us
         append((s, input_name, ts, text, False, None))
     return out
+
+
+def expand_values(seq: int, ts_us: int, seg: dict[str, Any], input_name: str, after: int, upto: int) -> list[Row]:
+    """``expand`` with ``values``."""
+    return expand(seq, ts_us, seg, input_name, after, upto, True)

@@ -180,9 +180,10 @@ class Pipeline:
     # ------------------------------------------------------------ running
 
     def run(self, rows: Iterable[tuple]) -> list[tuple]:
-        """Feed journal rows ``(seq, input, ts_us, data_text, end[, error])`` (sorted by seq); return output
-        rows. A row without data and with an ``error`` (a file line that is no tuple) is a ``dropped`` row
-        of its input (event ``input``)."""
+        """Feed journal rows ``(seq, input, ts_us, data_text, end[, error])`` (sorted by seq; ``data_text``
+        may be the data already decoded, a map: ``read_entries(values=True)``); return output rows. A row
+        without data and with an ``error`` (a file line that is no tuple) is a ``dropped`` row of its input
+        (event ``input``)."""
         self._rows, self._stats = [], {}
         if any(self.buffers):
             rows = list(rows)
@@ -202,7 +203,7 @@ class Pipeline:
                 self._emit("dropped", name, ts_us, None, row[5], name, "input")
                 continue
             try:
-                data = decode(text)
+                data = text if type(text) is dict else decode(text)  # read already decoded: ``read_entries``
             except Exception as exc:
                 self._emit("dropped", name, ts_us, text, _error_text(exc), name, "input")
                 continue

@@ -4,8 +4,9 @@
 journal itself instead of collecting the batch's DataFrame (``read="spark"``, the reference). Checked here:
 
 - without Spark (hypothesis): over random journals (several node logs, rolled files, file segments with
-  bad lines, end markers) and random ranges, ``journal_batch_rows`` gives exactly the rows
-  ``sbpy_journal``'s partitions yield for that range, in the order the Spark path sorts them to;
+  bad lines, end markers, tagged values) and random ranges, ``journal_batch_rows`` gives exactly the rows
+  ``sbpy_journal``'s partitions yield for that range, in the order the Spark path sorts them to — with
+  each tuple's data already decoded (what ``Pipeline.run`` decodes the Spark path's texts to);
 - ``batch_range`` reads Spark's offset log (and the pinned start seq for batch 0);
 - on Spark: a windowed chain in several micro-batches gives, batch by batch, the same rows in both modes
   and the sequential kernel's rows; a batch replayed after a crash (sink written, commit lost) reads the
@@ -13,6 +14,8 @@ journal itself instead of collecting the batch's DataFrame (``read="spark"``, th
 """
 from __future__ import annotations
 
+import datetime as dt
+import gc
 from pathlib import Path
 
 import orjson
@@ -20,15 +23,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sbpy.bql.plan import Execution, plan_query
+from sbpy.bql.runtime import gc_pause
 from sbpy.bql.spark import driver_query
 from sbpy.bql.spark import journal_format as jf
 from sbpy.bql.spark import journal_segments as js
 from sbpy.bql.spark.compile import query_spec_stages
 from sbpy.bql.spark.journal_source import JournalStreamReader
-from sbpy.bql.spark.operator import Pipeline
+from sbpy.bql.spark.operator import Pipeline, decode
 from sbpy.bql.spark.query import QuerySpec
 from sbpy.server.journal import JournalWriter
 from sbpy.server.nodes.source_node import wait_until
+
+_T0 = dt.datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=dt.timezone.utc)
 
 CHAIN = [
     ("s1", "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8", ["src"]),
@@ -55,7 +61,9 @@ def _write(writer: JournalWriter, ops: list, seg_file: Path) -> None:
         if node in ended:
             continue
         if kind == "t":
-            writer.append(node, [(writer.head * 10, {"v": writer.head + i, "x": [i, None, "s"]}) for i in range(n)])
+            writer.append(node, [(writer.head * 10, {"v": writer.head + i, "x": [i, None, "s"]} if i % 3 else
+                                  {"v": writer.head + i, "$k": {"at": _T0, "inf": float("inf")}, "b": b"\x00$"})
+                                 for i in range(n)])
         elif kind == "e":
             writer.end(node)
             ended.add(node)
@@ -66,6 +74,11 @@ def _write(writer: JournalWriter, ops: list, seg_file: Path) -> None:
             chunk = b"".join(lines[line - 1:line - 1 + n])
             writer.append_segment(node, 7, js.make_segment(str(seg_file), offset, chunk, line, 0, None))
             offset, line = offset + len(chunk), line + n
+
+
+def _decoded(row: tuple) -> tuple:
+    """``row`` with its data as ``Pipeline.run`` takes it in (a text decoded, a map as it is)."""
+    return (*row[:3], decode(row[3]) if type(row[3]) is str else row[3], *row[4:])
 
 
 def _spark_rows(journal: Path, inputs: tuple[str, ...], after: int, upto: int, pieces: int) -> list[tuple]:
@@ -88,7 +101,10 @@ def test_journal_read_equals_the_sources_partitions(tmp_path_factory, ops, roll,
     head = jf.read_head(tmp / "journal")
     after, upto = sorted(int(c * head) for c in cut)
     got = driver_query.journal_batch_rows(str(tmp / "journal"), inputs, (after, upto))
-    assert got == _spark_rows(tmp / "journal", inputs, after, upto, pieces)
+    want = _spark_rows(tmp / "journal", inputs, after, upto, pieces)
+    # the driver's rows carry each map already decoded; the Pipeline decodes the Spark path's texts
+    assert [_decoded(r) for r in got] == [_decoded(r) for r in want]
+    assert not any(type(r[3]) is str for r in got)  # every tuple's data came decoded
     assert all(after < r[0] <= upto for r in got)
     assert [r[0] for r in got] == sorted(r[0] for r in got)
     writer.close()
@@ -190,8 +206,13 @@ def test_both_reads_give_the_sequential_kernels_rows_batch_by_batch(spark, tmp_p
     writer.close()
     counting = _Counting()
     monkeypatch.setattr(driver_query, "journal_batch_rows", counting)
+    collector: list[bool] = []  # whether the cyclic collector ran during each batch's pipeline
+    plain_run = Pipeline.run
+    monkeypatch.setattr(Pipeline, "run", lambda self, rows: (collector.append(gc.isenabled()), plain_run(self, rows))[1])
     input_rows: list = []
     got = _run(spark, journal, tmp_path / f"ck-{read}", read, input_rows=input_rows)
+    assert collector and not any(collector)  # paused while a batch runs (gc_pause) ...
+    assert gc.isenabled() and gc_pause.depth() == 0  # ... and enabled again after it
 
     reference = Pipeline(query_spec_stages(plan_query(["src"], CHAIN)), "t")
     expected = _summary(driver_query.output_dicts(reference.run(jf.read_entries(journal, ["src"], 0,
