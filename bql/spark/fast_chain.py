@@ -23,7 +23,6 @@ from sbpy.bql.runtime.kernel import SelectProcessor, _message, truth
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.stage_codegen import FALLBACK, generate_for
 
-from .journal_values import us_to_ts
 from .operator import Pipeline
 
 _UTC = _dt.timezone.utc
@@ -82,7 +81,7 @@ class FastPipeline(Pipeline):
                     stat.sent += 1
                     continue
             if ts is None:
-                ts = us_to_ts(ts_us)
+                ts = self._times.get(ts_us)
             tup = Tuple(data, ts, seq, name)
             try:
                 env = Env({alias: tup}, None, _now(_UTC))

@@ -33,14 +33,13 @@ import orjson
 
 from sbpy.bql.conversions import to_timestamp as _to_timestamp
 from sbpy.bql.errors import BQLEvaluationError
-from sbpy.bql.jsonio import from_json
+from sbpy.bql.jsonio import from_json, has_long_digits
 
 from .journal_values import encode_data, ts_to_us
 
 log = logging.getLogger("sbpy.journal")
 _loads = orjson.loads
 
-_LONG_DIGITS = re.compile(rb"\d{19,}")
 _PATH_STEP = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[\"([^\"]*)\"\]")
 _SEG_MARK = b'"seg":'
 
@@ -169,7 +168,8 @@ def _plain(data: bytes) -> bool:
     """Whether JSON text ``data`` reads the same as tagged JSON: no ``"$`` (tagged values, escaped
     keys), no ``\\u`` escape (a ``$`` in disguise) and no run of 19+ digits (``from_json`` turns ints
     beyond int64 into floats)."""
-    return b'"$' not in data and b"\\u" not in data and _LONG_DIGITS.search(data) is None
+    return b'"$' not in data and b"\\u" not in data and not has_long_digits(data)
+
 
 
 def parse_line(line: bytes, plain: bool | None = None) -> tuple[Any, str]:

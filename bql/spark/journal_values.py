@@ -35,6 +35,22 @@ def us_to_ts(us: int) -> _dt.datetime:
     return _EPOCH + _dt.timedelta(0, 0, us)  # positional: a third faster than microseconds=us
 
 
+class Timestamps:
+    """``us_to_ts`` remembering its last answer: a batch's tuples often share a time (every line of a file
+    segment has the segment's), and a datetime is immutable, so they can share the object."""
+
+    __slots__ = ("us", "ts")
+
+    def __init__(self) -> None:
+        self.us: int | None = None
+        self.ts: Any = None
+
+    def get(self, us: int) -> Any:
+        if us != self.us or self.us is None:
+            self.ts, self.us = us_to_ts(us), us
+        return self.ts
+
+
 # ---------------------------------------------------------------- values
 
 

@@ -27,6 +27,7 @@ from sbpy.bql.eval import Env
 from sbpy.bql.runtime.processor import StepResult, Tuple
 
 from . import journal_format as jf
+from .journal_values import Timestamps
 from .keyed_plan import ERROR_KEY, PASS_KEY, KeyedPlan, route_key
 from .operator import Pipeline, _error_text, build_stage
 
@@ -45,21 +46,6 @@ def decode_data(text: str) -> Any:
     if type(text) is not str or "$" in text or "\\u" in text:
         return jf.decode_data(text)
     return orjson.loads(text)
-
-
-class Timestamps:
-    """``journal_format.us_to_ts`` remembering its last answer (a batch's tuples often share a time)."""
-
-    __slots__ = ("us", "ts")
-
-    def __init__(self) -> None:
-        self.us: int | None = None
-        self.ts: Any = None
-
-    def get(self, us: int) -> Any:
-        if us != self.us or self.us is None:
-            self.ts, self.us = jf.us_to_ts(us), us
-        return self.ts
 
 
 class RouterCore:

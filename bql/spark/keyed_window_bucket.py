@@ -36,7 +36,8 @@ from sbpy.bql.runtime.timeplus.panes import Pane, tag
 from sbpy.bql.runtime.timeplus.timecol import utc_now
 
 from . import journal_format as jf
-from .keyed_ops import Timestamps, decode_data
+from .journal_values import Timestamps
+from .keyed_ops import decode_data
 from .keyed_plan import KeyedPlan
 from .operator import _error_text, build_stage
 

@@ -38,7 +38,8 @@ from sbpy.bql.runtime.timeplus.timecol import bound_value, to_micros, utc_now
 
 from . import journal_format as jf
 from .keyed_buckets import bucket_of, direct_key
-from .keyed_ops import RouterCore, Timestamps, decode_data
+from .journal_values import Timestamps
+from .keyed_ops import RouterCore, decode_data
 from .keyed_plan import KeyedPlan, route_key
 from .keyed_window_plan import WINDOW_COLUMNS, plain_field
 from .operator import _error_text, build_stage

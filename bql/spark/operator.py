@@ -39,6 +39,7 @@ from sbpy.bql.runtime.processor import StepResult, Tuple, next_tick_of
 
 from . import journal_format as jf
 from .buffers import Buffer, overflow, stage_buffers
+from .journal_values import Timestamps
 
 OUTPUT_SCHEMA = ("kind string, node string, seq long, idx long, ts long, data string, error string, "
                  "input string, event string")
@@ -154,6 +155,7 @@ class Pipeline:
         self._stats: dict[int, _Stat] = {}
         self.encode_out: Callable[[Any], str] = jf.encode_data  # ``out`` rows' data (tagged JSON by default)
         self._seq = 0
+        self._times = Timestamps()  # journal times as datetimes (a file segment's lines share one)
 
     # ------------------------------------------------------------ state
 
@@ -213,13 +215,13 @@ class Pipeline:
                 continue
             received = self._stat(k).received
             received[name] = received.get(name, 0) + 1
-            self._step(k, "process", Tuple(data, jf.us_to_ts(ts_us), seq, name), name)
+            self._step(k, "process", Tuple(data, self._times.get(ts_us), seq, name), name)
         self._refused = {}
         return self._batch_rows()
 
     def _deliver_data(self, name: str, data: Any, ts_us: int, seq: int) -> None:
         """A decoded journal tuple of input ``name`` enters the chain."""
-        self._deliver(name, Tuple(data, jf.us_to_ts(ts_us), seq, name), True)
+        self._deliver(name, Tuple(data, self._times.get(ts_us), seq, name), True)
 
     def _overflow(self, rows: list[tuple]) -> dict[int, dict[int, Buffer]]:
         by_input: dict[str, list[int]] = {}

@@ -1,7 +1,8 @@
 """The step of the most common Timeplus aggregation, without the branches that cannot apply to it.
 
 A tumble, hop or session aggregation whose groups are aggregate columns (``pane_columns``), emitted
-AFTER WATERMARK (no timeout), over the tuple's own time, without LIMIT / OFFSET, runs ``_fixed_step``
+AFTER WATERMARK (no timeout), over event time (the tuple's own or a time column's, not ``now64()``),
+without LIMIT / OFFSET, runs ``_fixed_step``
 instead of the general ``process``: the same watermark, late check, assignment and closing, in the same
 order, with the same texts. The wall clock is read only when an expression can read ``now()``.
 """
@@ -14,16 +15,17 @@ from ...eval import is_volatile
 from ..kernel import _message
 from ..processor import Dropped, StepResult, Tuple
 from .emission import AFTER_WATERMARK
-from .timecol import datetime_micros
+from .timecol import datetime_micros, to_micros
 from .watermark import late_error
 
 
 def fixed_step_of(proc: Any, select: Select, registry: Any) -> tuple[bool, bool]:
     """``(fixed_step, clocked)`` of a ``WindowProcessor`` built from ``select``."""
     fixed = (proc.columns is not None and (proc.fixed is not None or proc.sessions is not None)
-             and proc.policy.kind == AFTER_WATERMARK and proc.timeout is None and proc.time_fn is None
+             and proc.policy.kind == AFTER_WATERMARK and proc.timeout is None and not proc.proctime
              and select.limit is None and select.offset is None)
-    return fixed, (not fixed) or is_volatile(select, registry)  # else nothing reads ``now()``
+    return fixed, (not fixed) or is_volatile(select, registry) or (  # else nothing reads ``now()``
+        proc.time_expr is not None and is_volatile(proc.time_expr, registry))
 
 
 class FixedStep:
@@ -34,8 +36,8 @@ class FixedStep:
     _late: tuple[int, int] = (0, 0)
 
     def _fixed_step(self: Any, tup: Tuple) -> StepResult:
-        """``process`` for a tumble, hop or session aggregation with column panes, AFTER WATERMARK over the
-        tuple's time and no LIMIT: the same steps without the branches that cannot apply."""
+        """``process`` for a tumble, hop or session aggregation with column panes, AFTER WATERMARK over event
+        time and no LIMIT: the same steps without the branches that cannot apply."""
         result = StepResult()
         if self.finished:
             return result
@@ -44,7 +46,7 @@ class FixedStep:
         ts = tup.ts
         self.last = (ts, tup.seq)
         try:
-            t = datetime_micros(ts)
+            t = datetime_micros(ts) if self.time_fn is None else to_micros(self.time_fn(self._env(tup)))
             watermark = self.watermark
             mx = watermark.max_time
             if mx is None or t > mx:

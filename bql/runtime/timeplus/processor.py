@@ -83,6 +83,7 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
         self.alias = alias
         self.inputs: tuple[str, ...] = (stream,)
         scope = Scope((alias,), registry=registry)
+        self.time_expr = time_expr
         self.time_fn = compile_expr(time_expr, scope) if time_expr is not None else None
         self.proctime = self.kind is not None and is_processing_time(time_expr)  # tumble(s, now64(), 5s)
         self.clock = utc_now  # the processing-time source (``_now`` of each step); tests replace it

@@ -5,7 +5,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from timeplus_util import T0, Feeder, build
+from timeplus_util import T0, Feeder, at, build
 
 from sbpy.bql.runtime.timeplus.pane_columns import LAYOUT_ENV, ColumnPane, reads_window
 from sbpy.bql.runtime.testing import parse_select
@@ -25,6 +25,8 @@ FROMS = [
     "tumble(src, 4 SECONDS)",
     "session(src, ts, 2 SECONDS)",
     "session(src, 3 SECONDS, 7 SECONDS)",
+    "hop(src, tt, 2 SECONDS, 6 SECONDS)",  # a time column of mixed types, sometimes missing (``_time_column``)
+    "session(src, tt, 2 SECONDS)",
 ]
 TAILS = [
     "GROUP BY k, window_start",
@@ -44,7 +46,8 @@ values = st.one_of(st.integers(-3, 5), st.sampled_from([2.0, -0.0, 0.5, 1e308, m
                    st.just([1, 2]), st.just({"a": 1}))
 keys = st.sampled_from(["a", "b", 1, 1.0, 2, None, True, math.nan])
 steps = st.sampled_from([-3, -1, 0, 0.5, 0.75, 1, 2, 4, 5, 6])
-others = {"w": st.sampled_from(["p", "q", 3, None]), "b": values}
+others = {"w": st.sampled_from(["p", "q", 3, None]), "b": values,
+          "tt": st.sampled_from(["same", "same", "same", "text", "early", None, "bad", "float"])}
 row = st.one_of(  # mostly numbers in v, so most groups emit (and their window columns are compared)
     st.fixed_dictionaries({"k": keys, "dt": steps, "v": st.integers(-3, 5)}, optional=others),
     st.fixed_dictionaries({"k": st.sampled_from(["a", "b"]), "dt": steps, "v": st.integers(-3, 5)}),
@@ -64,6 +67,12 @@ def _valid(query):
     return True
 
 
+def _time_column(kind, t):
+    """The ``tt`` value of a row at time ``t``: its epoch seconds, as an RFC 3339 text, 3 s early, as a
+    float, NULL or a text that is no time."""
+    return {"same": t, "text": at(t).isoformat(), "early": t - 3, "float": t + 0.25, "bad": "x"}.get(kind)
+
+
 def _run(query, rows, monkeypatch, layout, split=None, layout_after=None):
     monkeypatch.setenv(LAYOUT_ENV, layout)
     f = Feeder(query)
@@ -76,6 +85,8 @@ def _run(query, rows, monkeypatch, layout, split=None, layout_after=None):
             f.proc.restore(snap)
         t += r["dt"]  # whole seconds land on window bounds
         data = {k: v for k, v in r.items() if k != "dt"}
+        if "tt" in data:
+            data["tt"] = _time_column(data["tt"], t)
         step = f.step(ts=t, **data)
         out.append([(repr(o.data), o.ts, o.seq) for o in step.outputs])
     out.append(f.finish())
@@ -157,7 +168,12 @@ def test_the_common_aggregation_takes_its_own_step():
     assert proc.fixed_step and not proc.clocked  # nothing reads now(): the wall clock is not read per tuple
     clocked = build("SELECT RSTREAM k, count(*) AS n, now() AS t FROM tumble(src, 10 SECONDS) GROUP BY k, window_start")
     assert clocked.fixed_step and clocked.clocked
-    for other in ("SELECT RSTREAM k, count(*) AS n FROM tumble(src, ts, 10 SECONDS) GROUP BY k, window_start",
+    column = build("SELECT RSTREAM k, count(*) AS n FROM tumble(src, ts, 10 SECONDS) GROUP BY k, window_start")
+    assert column.fixed_step and not column.clocked  # an event-time column too
+    volatile = build("SELECT RSTREAM k, count(*) AS n FROM tumble(src, ts + 0 * random(), 10 SECONDS) "
+                     "GROUP BY k, window_start")
+    assert volatile.fixed_step and volatile.clocked  # its time expression may read the clock
+    for other in ("SELECT RSTREAM k, count(*) AS n FROM tumble(src, now64(), 10 SECONDS) GROUP BY k, window_start",
                   "SELECT RSTREAM k, count(*) AS n FROM tumble(src, 10 SECONDS) GROUP BY k, window_start LIMIT 3",
                   "SELECT RSTREAM k, count(*) AS n FROM tumble(src, 10 SECONDS) GROUP BY k, window_start EMIT ON UPDATE"):
         assert not build(other).fixed_step
