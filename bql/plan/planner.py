@@ -33,6 +33,7 @@ from .nodes import SMALL_STATE_TUPLES, Execution, QueryPlan, StagePlan, Tier, Wh
 
 FORCE_ENV = "SBPY_FORCE_EXECUTION"
 KEYED_WINDOWS_ENV = "SBPY_KEYED_WINDOWS"  # "1": a keyed-eligible Timeplus window runs keyed by default
+KEYED_MATCH_ENV = "SBPY_KEYED_MATCH"  # "1": a MATCH_RECOGNIZE with PARTITION BY runs keyed by default
 
 StageText = tuple[str, str, Sequence[str]]  # (node, select text, input names)
 
@@ -219,7 +220,7 @@ def keyed_stage(stages: Sequence[StagePlan], inputs: Sequence[str]) -> str | Non
     return keyed.keyed.node if keyed is not None else None
 
 
-_WHOLE_STATE = {"timeplus": "Timeplus window aggregation", "match_recognize": "MATCH_RECOGNIZE in one group"}
+_WHOLE_STATE = {"timeplus": "Timeplus window aggregation", "match_recognize": "MATCH_RECOGNIZE"}
 
 
 def _whole_state_kinds(stages: Sequence[StagePlan]) -> str:
@@ -241,17 +242,27 @@ def keyed_windows() -> bool:
     return os.environ.get(KEYED_WINDOWS_ENV, "").strip() == "1"
 
 
-def window_note(stage: StagePlan, keyed_node: str | None = None) -> str:
-    """Why a Timeplus window stage that is not keyed stays in the sequential operator ("" if not one)."""
+def keyed_matches() -> bool:
+    """Whether a MATCH_RECOGNIZE with PARTITION BY that can run keyed does so without being forced."""
+    return os.environ.get(KEYED_MATCH_ENV, "").strip() == "1"
+
+
+def keyed_note(stage: StagePlan, keyed_node: str | None = None) -> str:
+    """Why a stage that is not run by key is not: the chain's keyed stage when the keyed execution was not
+    chosen, or a Timeplus window stage that cannot be keyed ("" for anything else)."""
     from sbpy.bql.spark.keyed_window_plan import window_verdict
     from sbpy.bql.spark.operator import StageSpec
 
-    if stage.kernel != "timeplus":
-        return ""
-    if stage.node == keyed_node:
+    if stage.node == keyed_node and stage.kernel == "timeplus":
         return ("keyed execution possible but not chosen: measured slower than one group on 2 cores (its "
                 f"ordered router alone costs 0.3-0.4x the kernel; README B4); {KEYED_WINDOWS_ENV}=1 or "
                 f"{FORCE_ENV}=keyed chooses it")
+    if stage.node == keyed_node:
+        return ("keyed execution possible but not chosen: through a topology on 2 cores it measured 3-7x slower "
+                "than the driver (Spark's per-batch work around the per-key operator; README Session 15); "
+                f"{KEYED_MATCH_ENV}=1 or {FORCE_ENV}=keyed chooses it")
+    if stage.kernel != "timeplus":
+        return ""
     keys, why = window_verdict(StageSpec(stage.node, stage.text, stage.inputs, statement=stage.statement))
     if keys is not None:
         return ("keyed execution not used: the chain does not split around this window stage (it must read a "
@@ -287,12 +298,16 @@ def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan], keyed_n
     if keyed and _is_window(stages, keyed_node) and keyed_windows():
         return (Execution.KEYED, "a tumble/hop GROUP BY over plain fields: by GROUP BY key, in buckets of keys, "
                 "after an ordered pass that decides the watermark, late tuples and window closing", 0)
-    if keyed and not _is_window(stages, keyed_node):
+    if keyed and not _is_window(stages, keyed_node) and keyed_matches():
         return Execution.KEYED, "MATCH_RECOGNIZE with PARTITION BY: by partition key, in buckets of keys", 0
     if all(b is not None for b in bound) and sum(bound) <= SMALL_STATE_TUPLES:  # type: ignore[arg-type]
         return (Execution.DRIVER, f"small bounded state ({sum(bound)} tuples at most: {not_stateless}); "  # type: ignore[arg-type]
                 "the driver runs it with no shuffle and no state-store commit per micro-batch", 0)
     kinds = _whole_state_kinds(stages)
+    if kinds and keyed and not _is_window(stages, keyed_node):  # a MATCH_RECOGNIZE by partition, not keyed
+        return (Execution.DRIVER, f"{kinds} with PARTITION BY, the keyed execution not chosen (the stage's tier "
+                "line says why): the driver runs every partition without a Python worker, Arrow transfers or a "
+                "state-store commit per micro-batch (README Session 15)", 0)
     if kinds:
         return (Execution.DRIVER, f"{kinds}: one arrival order and the state (open windows' panes, open matches) "
                 "committed whole every micro-batch, wherever it runs; the driver runs it without a Python "
@@ -363,7 +378,7 @@ def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: s
         elif execution in (Execution.SEQUENTIAL, Execution.KEYED) and state != "none":
             state += " (pickled into Spark's state store)"
         if tier in (Tier.SEQUENTIAL, Tier.DRIVER) and not tier_why:
-            tier_why = window_note(s, keyed_node)
+            tier_why = keyed_note(s, keyed_node)
         out.append(dataclasses.replace(s, tier=tier, where=where, partitioning=part, state=state, tier_why=tier_why))
     return tuple(out)
 

@@ -51,7 +51,8 @@ def prefix_outputs(prefix: list[dict]) -> list[dict]:
             for t in proc.process(Tuple(dict(r), CLOCK_EPOCH, i + 1, "src")).outputs]
 
 
-def test_kill_9_inside_open_matches_each_match_once(tmp_path):
+def test_kill_9_inside_open_matches_each_match_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("SBPY_KEYED_MATCH", "1")  # the server (a child process) runs it keyed on request
     rows = ticker()
     src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -106,7 +106,7 @@ def test_router_decode_shortcut_equals_the_journal_decode(value):
 
 
 def test_explain_names_the_bucketing():
-    plan = plan_query(["src"], [("m", MR, ["src"])])
+    plan = plan_query(["src"], [("m", MR, ["src"])], force=Execution.KEYED)  # keyed on request (test_plan)
     assert plan.execution is Execution.KEYED
     (stage,) = plan.stages
     assert stage.tier is Tier.KEYED
