@@ -12,6 +12,7 @@ from typing import Any
 
 from ...ast import Select
 from ...eval import is_volatile
+from ..incremental.field_access import MISSING
 from ..kernel import _message
 from ..processor import Dropped, StepResult, Tuple
 from .emission import AFTER_WATERMARK
@@ -46,7 +47,13 @@ class FixedStep:
         ts = tup.ts
         self.last = (ts, tup.seq)
         try:
-            t = datetime_micros(ts) if self.time_fn is None else to_micros(self.time_fn(self._env(tup)))
+            if self.time_fn is None:
+                t = datetime_micros(ts)
+            else:  # a plain field read inline (``field_access``); when missing, the closure raises its error
+                data = tup.data
+                v = data.get(self.time_field, MISSING) if self.time_field is not None and type(data) is dict \
+                    else MISSING
+                t = to_micros(self.time_fn(self._env(tup)) if v is MISSING else v)
             watermark = self.watermark
             mx = watermark.max_time
             if mx is None or t > mx:

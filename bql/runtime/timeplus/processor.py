@@ -35,6 +35,7 @@ from ...eval import Env, Scope, compile_expr
 from ...timeplus_query import GLOBAL_PERIOD, is_streaming_tail
 from ...values import multiset_key
 from ..grouping import Grouping, compile_where, is_grouping
+from ..incremental.field_access import plain_field
 from ..incremental.relation import emitted_copy
 from ..kernel import _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
@@ -43,10 +44,10 @@ from .assign import FixedWindows
 from .emission import AFTER_WATERMARK, ON_UPDATE, EmitPolicy
 from .emit_extras import IdleTimeout, LastRange
 from .fixed_step import FixedStep, fixed_step_of
-from .processor_state import WindowSnapshot
 from .limited_output import LimitedOutput
 from .pane_columns import ColumnPane, PaneColumns
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
+from .processor_state import WindowSnapshot
 from .sessions import SessionTracker
 from .streaming_calls import StreamingCalls, uses_streaming_calls
 from .ticking import WallClock
@@ -85,6 +86,8 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
         scope = Scope((alias,), registry=registry)
         self.time_expr = time_expr
         self.time_fn = compile_expr(time_expr, scope) if time_expr is not None else None
+        field = plain_field(time_expr, (alias,)) if time_expr is not None else None
+        self.time_field = field[1] if field is not None else None  # read inline by the fixed step
         self.proctime = self.kind is not None and is_processing_time(time_expr)  # tumble(s, now64(), 5s)
         self.clock = utc_now  # the processing-time source (``_now`` of each step); tests replace it
         self.where = compile_where(select.where, (alias,), registry)
