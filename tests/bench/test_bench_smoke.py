@@ -108,3 +108,13 @@ def test_b2_runs_tiny():
 def test_profile_runs_tiny():
     out = _run("profile_batch.py", "--batches", "2", "--only", "production (RocksDB),no operator")
     assert "worker.run_ms" in out and "spark.triggerExecution" in out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_b8_runs_tiny():
+    out = _run("b8_topology_windows.py", "--rows", "30000", "--keys", "20", "--rounds", "1", "--forms", "tumble,session")
+    assert "sbpy/PySpark" in out
+    for form in ("tumble", "session"):  # the windows PySpark closed hold the same rows on both sides
+        (line,) = [ln for ln in out.splitlines() if ln.startswith(f"{form} ")]
+        assert line.rstrip().endswith("yes"), out
