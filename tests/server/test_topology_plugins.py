@@ -14,6 +14,7 @@ from sbpy.server.topology import Topology
 from sbpy.server.uds_storage import FsStorage, InMemoryStorage
 
 from local_runner import start_local
+from topology_util import lines
 
 load_modules(["sbpy.plugins.examples", "faulty_plugin"])  # what `plugins:` in sensorbee.yaml does
 
@@ -46,10 +47,6 @@ def ev(t, expr):
 
 def write(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def lines(path):
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 def error_of(t, stmt):

@@ -29,4 +29,7 @@ def write(path: Path, rows: list[Any]) -> None:
 
 
 def lines(path: Path) -> list[Any]:
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    """The complete JSON lines of ``path`` (a last line the sink is still writing is not one yet)."""
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().split("\n")[:-1] if x]
