@@ -78,9 +78,7 @@ class RowMasks:
         self.always = 0
         ns: dict[str, Any] = {"_EMPTY": _EMPTY, "BQLError": BQLError}
         body: list[str] = []
-        backs: set[int] = set()
         fields: dict[tuple, str] = {}  # (key, back) -> local variable of the generated function
-        reads: list[str] = []
         groups: dict[tuple, list] = {}  # (left, right, fast types) -> [(op, bit)] of the inline comparisons
         self.inline: list[str] = []
         for var, bit in self.bits.items():
@@ -106,11 +104,9 @@ class RowMasks:
                     ns[f"_c{bit}_{k}"] = o[1]
                     operands.append(f"_c{bit}_{k}")
                 else:  # each field read once (rows are not changed by the conditions)
-                    backs.add(o[2])
                     name = fields.get(o[1:])
                     if name is None:
                         name = fields[o[1:]] = f"f{len(fields)}"
-                        reads.append(f"    {name} = d{o[2]}.get({o[1]!r})")
                     operands.append(name)
             ns[f"_op{bit}"] = BINARY[op]
             fast_types = "_ORDERABLE" if op in ("<", "<=", ">", ">=") else "_SIMPLE"
@@ -121,27 +117,58 @@ class RowMasks:
             slow = "\n".join(f"        try:\n            if _op{bit}({a}, {b}) is True:\n                m |= {bit}\n"
                              f"        except BQLError:\n            pass" for _, bit in tests)
             body.append(f"    _t = type({a})\n    if _t is type({b}) and _t in {fast_types}:\n{fast}    else:\n{slow}")
-        self.backs = sorted(backs)
         self.namespace = ns
-        self._lines = reads + body  # read ``d<n>`` (the row ``n`` before ``p``), set bits of ``m``
+        self._fields = fields
+        # a field ``n`` rows back is the one ``n - 1`` rows back of the row before: ``carried`` maps its
+        # local to that one's (``inline_source`` with ``carry``)
+        self.carried = {name: fields[(key, back - 1)] for (key, back), name in fields.items()
+                        if back >= 1 and (key, back - 1) in fields}
+        self._body = [line for chunk in body for line in chunk.split("\n")]  # sets the bits of ``m``
         head = ["def mask_at(rows, p):", f"    m = {self.always}"]
-        if backs:
+        if fields:
             head += ["    rl = rows.rows", "    i = p - rows.base"]
-        self.source = "\n".join(head + self.row_reads("rl", "i", "    ") + self._lines + ["    return m"])
+        self.source = "\n".join(head + self._reads("rl", "i", "    ", fields) + self._body + ["    return m"])
         exec(compile(self.source, "<MATCH_RECOGNIZE DEFINE masks>", "exec"), ns)  # noqa: S102
         self.mask_at: Callable[[Any, int], int] = ns["mask_at"]
 
-    def row_reads(self, rows_list: str, index: str, indent: str) -> list[str]:
-        """Source lines binding ``d<n>`` to the data of the row ``n`` before the one at ``index`` of
-        ``rows_list`` (``_EMPTY`` before the first kept row)."""
-        return [f"{indent}d{n} = {rows_list}[{index}].data" if n == 0 else
-                f"{indent}d{n} = {rows_list}[{index} - {n}].data if {index} >= {n} else _EMPTY"
-                for n in self.backs]
+    def _reads(self, rows_list: str, index: str, indent: str, fields: dict) -> list[str]:
+        """Source lines binding the locals of ``fields`` ((key, back) → local) to the fields of the row
+        ``back`` before the one at ``index`` of ``rows_list`` (NULL before the first kept row); a row
+        read for several fields is bound to ``d<back>`` first (``_EMPTY`` before the first kept row)."""
+        row = {n: f"{rows_list}[{index}].data" if n == 0 else
+               f"({rows_list}[{index} - {n}].data if {index} >= {n} else _EMPTY)" for _, n in fields}
+        shared = [n for n in row if sum(back == n for _, back in fields) > 1]  # (else read in place)
+        return ([f"{indent}d{n} = {row[n]}" for n in sorted(shared)] +
+                [f"{indent}{name} = {f'd{back}' if back in shared else row[back]}.get({key!r})"
+                 for (key, back), name in fields.items()])
 
-    def inline_source(self, rows_list: str, index: str, indent: str) -> list[str]:
+    def carry_cells(self) -> list[str]:
+        """The variables ``inline_source`` with ``carry`` keeps from one row to the next (the position
+        read and the carried fields); none when no field is carried."""
+        return ["carry_at", *(f"carry_{name}" for name in self.carried)] if self.carried else []
+
+    def inline_source(self, rows_list: str, index: str, indent: str, carry: bool = False) -> list[str]:
         """The body of ``mask_at`` as source lines to embed in another generated function (with
         ``namespace``): they set ``m`` for the row at ``index`` of ``rows_list``, whose position is
-        in the local ``p`` and whose ``Rows`` object is in the local ``rows``."""
-        lines = [f"{indent}m = {self.always}"] + self.row_reads(rows_list, index, indent)
-        return lines + [indent + line[4:] if line.startswith("    ") else line
-                        for chunk in self._lines for line in chunk.split("\n")]
+        in the local ``p`` and whose ``Rows`` object is in the local ``rows``.
+
+        ``carry``: the embedding function keeps ``carry_cells`` between calls (None at first) and
+        computes masks in row order with the rows kept at least as far back as the PREV reach: a
+        field ``n`` rows back is then the one ``n - 1`` rows back read for the row before (the same
+        row, not read again) when that row's mask was the last one computed (``carry_at``)."""
+        lines = [f"{indent}m = {self.always}"]
+        fields = self._fields
+        if carry and self.carried:
+            carried = self.carried
+            plain = {f: n for f, n in fields.items() if n not in carried}
+            lines += self._reads(rows_list, index, indent, plain)
+            lines += [f"{indent}if carry_at == p - 1:",
+                      *(f"{indent}    {name} = carry_{name}" for name in carried),
+                      f"{indent}else:",
+                      *self._reads(rows_list, index, indent + "    ",
+                                   {f: n for f, n in fields.items() if n in carried}),
+                      f"{indent}carry_at = p",
+                      *(f"{indent}carry_{name} = {source}" for name, source in carried.items())]
+        else:
+            lines += self._reads(rows_list, index, indent, fields)
+        return lines + [indent + line[4:] if line.startswith("    ") else line for line in self._body]

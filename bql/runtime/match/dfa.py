@@ -24,6 +24,7 @@ from __future__ import annotations
 from .program import CONSUME, MATCH, static_closures
 
 MAX_STATES = 20_000
+LISTED_BITS = 6  # up to this many mask bits, a state's ``fused`` is a list indexed by the row mask
 
 
 class Step:
@@ -44,7 +45,7 @@ class Step:
 
 
 # ``Fused.kind``: what a row does to the runner's bookkeeping beyond the state change
-PLAIN, DIES, DIES_TAINTED, GENERAL, ESCAPE, RESTART, RESTART_TAINTED = range(7)
+PLAIN, DIES, DIES_TAINTED, GENERAL, ESCAPE, COMPLETES, RESTART, RESTART_TAINTED = range(8)
 
 
 class Fused:
@@ -52,17 +53,22 @@ class Fused:
     after both; ``kind`` PLAIN (the new attempt lives, nothing else changes), DIES / DIES_TAINTED (the
     new attempt has no threads left — shadowed for the latter — and nothing else changes), GENERAL
     (``edge``: the step of the state with the new attempt), ESCAPE (the new attempt is shadowed or
-    matches empty: the runner's ``_new_attempt`` handles it), RESTART (a GENERAL step after which
-    only the new attempt lives and no other attempt reached MATCH: when no earlier attempt waits with
-    a candidate match either, every unresolved attempt before the new one has failed;
-    RESTART_TAINTED: the same with the new attempt shadowed)."""
+    matches empty: the runner's ``_new_attempt`` handles it), COMPLETES (a GENERAL step of a state
+    with one live attempt that reaches MATCH and has no threads left, the new attempt neither reaching
+    MATCH nor shadowed: ``after`` is ``to`` without the live attempts, the state once a match ending
+    at this row skipped past its last row), RESTART (a GENERAL step after which only the new attempt
+    lives and no other attempt reached MATCH: when no earlier attempt waits with a candidate match
+    either, every unresolved attempt before the new one has failed; RESTART_TAINTED: the same with
+    the new attempt shadowed)."""
 
-    __slots__ = ("to", "kind", "edge")
+    __slots__ = ("to", "kind", "edge", "after")
 
-    def __init__(self, to: "State | None", kind: int, edge: "Step | None"):
+    def __init__(self, to: "State | None", kind: int, edge: "Step | None",
+                 after: State | None = None):
         self.to = to
         self.kind = kind
         self.edge = edge
+        self.after = after
 
 
 class State:
@@ -70,14 +76,16 @@ class State:
 
     __slots__ = ("comps", "vis", "needs", "steps", "added", "cleared", "fused")
 
-    def __init__(self, comps: tuple, vis: frozenset, needs: int):
+    def __init__(self, comps: tuple, vis: frozenset, needs: int, masks: int):
+        """``masks``: the number of row masks when ``fused`` is a list (``Automaton.listed``), else 0."""
         self.comps = comps
         self.vis = vis
         self.needs = needs            # mask bits the live threads test
         self.steps: dict = {}         # mask & needs -> Step
         self.added: tuple | None = None   # (State, plain, tainted, matched): an attempt started here
         self.cleared: dict = {}       # k -> the state after dropping the first k attempts (vis reset)
-        self.fused: dict = {}         # row mask -> Fused (a new attempt, then the row)
+        # row mask -> Fused (a new attempt, then the row): a list (None: not built yet) or a dict
+        self.fused: list | dict = [None] * masks if masks else {}
 
 
 class Automaton:
@@ -94,6 +102,8 @@ class Automaton:
         # bit[pc]: the mask bit a CONSUME pc tests (``always`` holds the undefined variables' bits)
         self.bit = [var_bits.get(op[1], 0) if op[0] == CONSUME else 0 for op in program]
         self.always = always
+        # the states' ``fused`` are lists indexed by the row mask (else dicts) when the masks are few
+        self.listed = 1 << len(var_bits) if len(var_bits) <= LISTED_BITS else 0
         self.table: dict = {}
         self.empty = self.state((), frozenset())
 
@@ -110,7 +120,7 @@ class Automaton:
             for threads in comps:
                 for pc in threads:
                     needs |= bit[pc]
-            st = self.table[key] = State(comps, vis, needs & ~self.always)
+            st = self.table[key] = State(comps, vis, needs & ~self.always, self.listed)
         return st
 
     def add(self, st: State) -> tuple:
@@ -154,7 +164,10 @@ class Automaton:
                 kind = DIES if not edge.taint else DIES_TAINTED if edge.taint == (n,) else GENERAL
             elif n and not edge.cand and edge.keep == (n,):
                 kind = RESTART_TAINTED if n in edge.taint else RESTART
-            out = Fused(edge.to, kind, edge)
+            elif n == 1 and edge.cand == (0,) and not edge.taint and edge.keep in ((), (1,)):
+                kind = COMPLETES
+            after = self.clear(edge.to, len(edge.keep)) if kind == COMPLETES else None
+            out = Fused(edge.to, kind, edge, after)
         st.fused[mask] = out
         return out
 

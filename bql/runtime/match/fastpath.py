@@ -15,7 +15,7 @@ from typing import Any
 
 from ...ast import Classifier, FieldRef, KeyStep, MatchNumber, Navigation, PatternFieldRef
 from ...errors import BQLError
-from ..processor import Tuple
+from ..processor import StepResult, Tuple
 from .views import Blocked
 
 _CLASSIFIER, _MNO, _FIELD = 0, 1, 2
@@ -66,7 +66,7 @@ class OneRowMeasures:
 
     What a match's labels decide — per measure the offset of the row it reads, or the classifier
     value — is found once per (shared) labels tuple and cached (``_plan``); the match's output row
-    is then built by a function generated for the clause (``_row_source``): one dict display with the
+    is then built by the functions generated for the clause (``_source``): one dict display with the
     PARTITION BY values first and each measure read at its offset (a dict display keeps a repeated
     key's first place and its last value, as the assignments it replaces)."""
 
@@ -76,9 +76,20 @@ class OneRowMeasures:
         # id(labels tuple) -> (the tuple, per measure: the offset of the row read (None: no row), or
         # the classifier value): what a match's labels decide, for labels the replay shares
         self.plans: dict[int, tuple] = {}
-        ns: dict[str, Any] = {}
-        exec(compile(_row_source(measures, partition_names), "<MATCH_RECOGNIZE row>", "exec"), ns)  # noqa: S102
-        self.row = ns["row"]
+        ns: dict[str, Any] = {"plans": self.plans, "make_plan": self._plan, "render": self.render,
+                              "Tuple": Tuple, "StepResult": StepResult, "BQLError": BQLError,
+                              "Blocked": Blocked}
+        exec(compile(_source(measures, partition_names), "<MATCH_RECOGNIZE row>", "exec"), ns)  # noqa: S102
+        # planned_row(stored, base, start, end, labels, mno, pv) -> (row, ts): a match whose labels are a
+        # (shared) tuple, ``stored[i]`` the row at position ``base + i``, ``pv`` its PARTITION BY values
+        self.planned_row = ns["planned_row"]
+        # lane_deliver(rows, pv, pending, rendered) -> deliver(events, tup): a compiled lane's ``deliver``
+        # (``lane.compile_lane``) for SELECT RSTREAM * of a partition with ``rows``, PARTITION BY values
+        # ``pv`` and ``pending`` events: the step result of the output tuples of ``events`` (stamped
+        # ``tup.seq``; each row rendered is a new dict: it is emitted as it is), or ``rendered(events,
+        # tup)`` (the processor's general rendering) when events wait, an event is not a match or a
+        # rendering fails (nothing was changed)
+        self.lane_deliver = ns["lane_deliver"]
 
     @classmethod
     def compile(cls, mr: Any, exprs: list, sets: dict, partition_names: list[str]) -> "OneRowMeasures | None":
@@ -99,7 +110,7 @@ class OneRowMeasures:
         _, start, end, labels, mno = event
         stored, base = rows.rows, rows.base  # the rows of a match being rendered are all kept
         if type(labels) is tuple:
-            return [self._planned_row(start, end, labels, mno, stored, base, pvalues)]
+            return [self.planned_row(stored, base, start, end, labels, mno, pvalues)]
         last = end - 1
         ts = stored[(last if end > start else start) - base].ts
         row = dict(zip(self.partition_names, pvalues))
@@ -119,35 +130,6 @@ class OneRowMeasures:
                 row[name] = None if idx is None else labels[idx - start][0]
         return [(row, ts)]
 
-    def outputs(self, events: list, rows: Any, pvalues: tuple, seq: int) -> list | None:
-        """The output tuples (stamped ``seq``) of SELECT RSTREAM * over ``events`` (each row rendered is
-        a new dict: it is emitted as it is); None when an event is not a match or a rendering fails
-        (nothing was changed: the processor's general rendering takes them)."""
-        out = []
-        stored, base = rows.rows, rows.base
-        try:
-            for event in events:
-                if event[0] != "match":
-                    return None
-                _, start, end, labels, mno = event
-                if type(labels) is tuple:
-                    row, ts = self._planned_row(start, end, labels, mno, stored, base, pvalues)
-                    out.append(Tuple(row, ts, seq, ""))
-                else:
-                    out.extend([Tuple(row, ts, seq, "") for row, ts in self.render(event, rows, pvalues)])
-        except (BQLError, Blocked):
-            return None
-        return out
-
-    def _planned_row(self, start: int, end: int, labels: tuple, mno: int, stored: list, base: int,
-                     pvalues: tuple) -> tuple[dict, Any]:
-        """``(row, ts)`` of a match whose labels are a (shared) tuple: its plan cached by the tuple."""
-        plan = self.plans.get(id(labels))
-        if plan is None or plan[0] is not labels:
-            plan = self._plan(labels, end - start)
-        ts = stored[(end - 1 if end > start else start) - base].ts
-        return self.row(stored, start - base, plan[1], mno, pvalues), ts
-
     def _plan(self, labels: tuple, n: int) -> tuple:
         """What ``render`` reads for a match of ``n`` rows with ``labels``, cached by the tuple."""
         steps = []
@@ -166,22 +148,59 @@ class OneRowMeasures:
         return plan
 
 
-def _row_source(measures: list[tuple[str, tuple]], partition_names: list[str]) -> str:
-    """``row(stored, i, plan, mno, pv)``: the output row of a match whose first row is ``stored[i]``,
-    ``plan`` its labels' steps (``OneRowMeasures._plan``), ``pv`` its PARTITION BY values."""
+def _source(measures: list[tuple[str, tuple]], partition_names: list[str]) -> str:
+    """The source of ``planned_row`` and ``lane_deliver`` (``OneRowMeasures.__init__``): both find the
+    plan of a match's labels (``plans``, cached by the labels tuple, else ``OneRowMeasures._plan``) and
+    build its row as one dict display, the PARTITION BY values first, then each measure read at its
+    offset."""
     body, shown = [], [f"{name!r}: pv[{j}]" for j, name in enumerate(partition_names)]
     for j, (name, spec) in enumerate(measures):
         kind = spec[0]
         if kind == _FIELD:
-            body += [f"    x = plan[{j}]",
-                     "    if x is None:",
-                     f"        v{j} = None",
-                     "    else:",
-                     "        d = stored[i + x].data",
-                     f"        v{j} = d.get({spec[2]!r}) if type(d) is dict else None"]
+            body += [f"x = plan[{j}]",
+                     "if x is None:",
+                     f"    v{j} = None",
+                     "else:",
+                     "    d = stored[i + x].data",
+                     f"    v{j} = d.get({spec[2]!r}) if type(d) is dict else None"]
             shown.append(f"{name!r}: v{j}")
         elif kind == _MNO:
             shown.append(f"{name!r}: mno")
         else:
             shown.append(f"{name!r}: plan[{j}]")
-    return "\n".join(["def row(stored, i, plan, mno, pv):", *body, "    return {" + ", ".join(shown) + "}"]) + "\n"
+    row = ["plan = plans.get(id(labels))",
+           "if plan is None or plan[0] is not labels:",
+           "    plan = make_plan(labels, end - start)",
+           "plan = plan[1]",
+           "i = start - base",
+           *body,
+           "ts = stored[(end - 1 if end > start else start) - base].ts",
+           "row = {" + ", ".join(shown) + "}"]
+    return "\n".join([
+        "def planned_row(stored, base, start, end, labels, mno, pv):",
+        *("    " + line for line in row),
+        "    return row, ts",
+        "",
+        "def lane_deliver(rows, pv, pending, rendered):",
+        "    def deliver(events, tup):",
+        "        if pending:",
+        "            return rendered(events, tup)",
+        "        out = []",
+        "        stored = rows.rows",
+        "        base = rows.base  # the rows of a match being rendered are all kept",
+        "        seq = tup.seq",
+        "        for event in events:",
+        "            if event[0] != 'match':",
+        "                return rendered(events, tup)",
+        "            _, start, end, labels, mno = event",
+        "            if type(labels) is tuple:",
+        *("                " + line for line in row),
+        "                out.append(Tuple(row, ts, seq, ''))",
+        "            else:",
+        "                try:",
+        "                    out.extend([Tuple(row, ts, seq, '') for row, ts in render(event, rows, pv)])",
+        "                except (BQLError, Blocked):",
+        "                    return rendered(events, tup)",
+        "        return StepResult(out, [])",
+        "    return deliver",
+    ]) + "\n"

@@ -27,7 +27,8 @@ from ..relation_shape import RelationShape
 from .engine import build_engine, wants_lane
 from .exprs import MRContext
 from .fastpath import OneRowMeasures, field_key
-from .lane import compile_lane, make_process, nothing
+from .lane import compile_lane
+from .lane_process import lane_deliver, make_process, nothing
 from .levels import define_level, max_offsets
 from .match_time import MatchTime
 from .matcher import MatchSpec
@@ -146,7 +147,9 @@ class MatchRecognizeProcessor:
         self.star_only = (select.where is None and only is not None and isinstance(only.expr, Wildcard)
                           and only.expr.stream is None and only.alias is None)
         # SELECT RSTREAM * over simple ONE ROW PER MATCH measures: matches straight to output tuples
-        self.star_outputs = self.builder.outputs if self.star_only and type(self.builder) is OneRowMeasures else None
+        # (the lanes' ``deliver``: ``OneRowMeasures.lane_deliver``)
+        simple = self.star_only and type(self.builder) is OneRowMeasures
+        self.star_outputs = self.builder.lane_deliver if simple else None
         self.parts: dict[Any, _Partition] = {}
         # WITHIN: attempts older than the span end when the watermark passes it (False: only when a
         # later row of their partition arrives — the reference the tests compare against)
@@ -164,15 +167,16 @@ class MatchRecognizeProcessor:
         self.lanes: dict = {}  # partition value (str, or () without PARTITION BY) -> its lane's feed
         if (self.fast_keys is not None and masks is not None and wants_lane(engine)
                 and max_offsets(measure_exprs)[1] == 0):
-            self.make_lane = compile_lane(masks, self.bound, self.lookback, unmatched_rows, self.fast_keys[1],
-                                           self.spec.skip_mode == "past_last_row")
+            past_last = self.spec.skip_mode == "past_last_row"
+            self.make_lane = compile_lane(masks, self.automaton, self.spec, _NOTHING, delay=self.bound,
+                                          lookback=self.lookback, unmatched=unmatched_rows,
+                                          order_key=self.fast_keys[1], past_last=past_last)
         self.by_str: dict[str, _Partition] = {}  # partitions by their one str PARTITION BY value
         # the SELECT's ORDER BY sorts the rows one step emits (a step's relation, docs/sql-breadth.md)
         self.shape = RelationShape.of(select, registry) if select.order_by else None
         self.lane_process = None
         if self.make_lane is not None:
-            self.lane_process = make_process(self.lanes, self.fast_keys[0], self.fast_keys[1], self._process,
-                                             _NOTHING)
+            self.lane_process = make_process(self.lanes, self.fast_keys[0], self.fast_keys[1], self._process)
             self.process = self.lane_process
         if self.shape is not None:
             self.process = self._shaped_process
@@ -188,11 +192,11 @@ class MatchRecognizeProcessor:
     # ------------------------------------------------------------ Processor protocol
 
     def process(self, tup: Tuple) -> StepResult:
-        """One tuple. With the compiled lane (``lane.make_process``, also bound as the instance's
-        ``process``), a tuple of a known partition (one str PARTITION BY field, or none) goes to the
-        partition's lane, which takes it when its one ORDER BY field is a number of the type and at
-        least the size of every earlier key (such a row is never late and goes after every held row).
-        Everything else goes through ``_process``."""
+        """One tuple. With the compiled lane (``lane_process.make_process``, also bound as the
+        instance's ``process``), a tuple of a known partition (one str PARTITION BY field, or none)
+        goes to the partition's lane, which takes it when its one ORDER BY field is a number of the type
+        and at least the size of every earlier key (such a row is never late and goes after every held
+        row). Everything else goes through ``_process``."""
         if self.lane_process is not None:
             return self.lane_process(tup)
         return self._process_in_order(tup)
@@ -346,7 +350,8 @@ class MatchRecognizeProcessor:
             part.matcher.from_state(state[1])
             part.pending = deque(state[2])
         if self.make_lane is not None:
-            part.feed, part.flush, part.sync_keys = self.make_lane(part, self._lane_deliver)
+            deliver = lane_deliver(part, self._render, self.star_outputs)
+            part.feed, part.flush, part.sync_keys = self.make_lane(part, deliver)
         if len(values) == 1 and type(values[0]) is str:
             self.by_str[values[0]] = part
             if part.feed is not None and self.fast_keys[0] is not None:
@@ -369,18 +374,6 @@ class MatchRecognizeProcessor:
             if part.pending:
                 keep = min(keep, part.pending[0][1])
             rows.trim(keep - self.lookback)
-
-    def _lane_deliver(self, part: _Partition, events: list, tup: Tuple | None) -> StepResult:
-        """The step result of a lane's ``events`` (the lane forgets rows itself)."""
-        if self.star_outputs is not None and not part.pending:
-            # SELECT RSTREAM * of the matches: their rows as they are (``_render`` + ``_emit``)
-            outputs = self.star_outputs(events, part.rows, part.values, tup.seq if tup is not None else 0)
-            if outputs is not None:
-                return StepResult(outputs)
-        part.sync_keys()  # the general rendering may read the rows' ORDER BY keys
-        result = StepResult()
-        self._render(part, events, tup, result)
-        return result
 
     def _render(self, part: _Partition, events: list, tup: Tuple | None, result: StepResult) -> None:
         """Render the matcher's ``events`` (after those still waiting) into ``result``."""
