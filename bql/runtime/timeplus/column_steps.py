@@ -16,7 +16,12 @@ for every tuple this module writes the walk out once, as Python source with the 
   closure; an error is kept, not raised: the reference raises it when it evaluates the group);
 - ``add(pane, key, row, start, end, env_of)``: the row joins group ``key`` of a tumble/hop pane (the
   group made with its first row, tagged unless rows are tagged already; marked dirty unless the
-  emission never reads the marks — AFTER WATERMARK), then ``append``.
+  emission never reads the marks — AFTER WATERMARK), then ``append``;
+- ``add_to_windows(windows, row, env_of)``: an untagged row (no WHERE, GROUP BY item or argument reads a
+  window column, none is volatile) joins a group in each window of ``windows`` — ``(pane, start, end,
+  window_start key, window_end key)`` per window, in ``window_start`` order — as ``key`` then ``add`` per
+  window would do it: the key's other items, the same in every window, are computed once (raising
+  before any window changes) and the plain-field arguments read once.
 
 The environment is built at most once per call, only when a closure needs it. The source is the
 generic walk with the loop unrolled: ``tests/bql/runtime/test_timeplus_pane_columns.py`` checks every
@@ -38,18 +43,22 @@ def _env_line(indent: str) -> list[str]:
     return [f"{indent}if env is None:", f"{indent}    env = env_of(row)"]
 
 
-def key_source(key_parts: list[tuple]) -> list[str]:
-    lines = ["def key(row, start, end, env_of):", "    data = row.data",
-             "    d = data if type(data) is dict else _NO_DATA", "    env = None"]
-    names = []
+_ROW_LINES = ["    data = row.data", "    d = data if type(data) is dict else _NO_DATA", "    env = None"]
+
+
+def key_parts_source(key_parts: list[tuple], bounds: tuple[str, str]) -> tuple[list[str], str]:
+    """``(lines, tuple)``: the lines computing each GROUP BY item other than a window column, in order
+    (``data``, ``d``, ``env`` in scope), and the key tuple's expression, whose window columns are the
+    expressions ``bounds`` (for ``window_start``, ``window_end``): a window column never raises."""
+    lines, names = [], []
     for j, part in enumerate(key_parts):
-        name = f"k{j}"
-        names.append(name)
         kind = part[0]
         if kind == "w":
-            bound = "start" if part[1] == WINDOW_START else "end"
-            lines.append(f"    {name} = multiset_key(bound_value({bound}))")
-        elif kind == "f":
+            names.append(bounds[0] if part[1] == WINDOW_START else bounds[1])
+            continue
+        name = f"k{j}"
+        names.append(name)
+        if kind == "f":
             lines += [f"    v = d.get({part[1]!r}, MISSING)",
                       "    if v is not MISSING:",
                       f"        {name} = v if type(v) is int else multiset_key(v)",
@@ -57,14 +66,25 @@ def key_source(key_parts: list[tuple]) -> list[str]:
                       f"        {name} = multiset_key(KEY_FN{j}(env))"]
         else:
             lines += [*_env_line("    "), f"    {name} = multiset_key(KEY_FN{j}(env))"]
-    lines.append(f"    return ({', '.join(names)}{',' if len(names) == 1 else ''})")
-    return lines
+    return lines, f"({', '.join(names)}{',' if len(names) == 1 else ''})"
+
+
+def key_source(key_parts: list[tuple]) -> list[str]:
+    bounds = ("multiset_key(bound_value(start))", "multiset_key(bound_value(end))")
+    lines, key = key_parts_source(key_parts, bounds)
+    return ["def key(row, start, end, env_of):", *_ROW_LINES, *lines, f"    return {key}"]
+
+
+def read_fields(columns: list[tuple]) -> list[str]:
+    """The lines reading each plain-field argument of ``row`` once (``d`` in scope), as ``f<column>``."""
+    return [f"    f{c} = d.get({field!r}, MISSING)" for c, (_, _, field, fn) in enumerate(columns)
+            if fn is not None and field is not None]
 
 
 def append_body(columns: list[tuple], indent: str) -> list[str]:
-    """The lines appending ``row``'s arguments to ``group`` (``row`` and ``env_of`` in scope)."""
-    lines = [f"{indent}data = row.data", f"{indent}d = data if type(data) is dict else _NO_DATA",
-             f"{indent}env = None", f"{indent}columns, errors = group.columns, group.errors"]
+    """The lines appending ``row``'s arguments to ``group`` (``row``, ``env_of``, ``env`` and the fields
+    ``read_fields`` read in scope)."""
+    lines = [f"{indent}columns, errors = group.columns, group.errors"]
     for c, (_, _, field, fn) in enumerate(columns):
         if fn is None:
             continue  # count(*): the row count
@@ -72,42 +92,56 @@ def append_body(columns: list[tuple], indent: str) -> list[str]:
         inner = indent + "    "
         evaluate = [*_env_line(inner), f"{inner}try:", f"{inner}    columns[{c}].append(ARG_FN{c}(env))",
                     f"{inner}except Exception as err:  # noqa: BLE001 - raised when the group is evaluated",
+                    f"{inner}    if type(errors) is tuple:  # the group's first error: errors of its own",
+                    f"{inner}        errors = group.errors = list(errors)",
                     f"{inner}    errors[{c}] = err"]
         if field is None:
             lines += evaluate
             continue
-        lines += [f"{inner}v = d.get({field!r}, MISSING)", f"{inner}if v is not MISSING:",
-                  f"{inner}    columns[{c}].append(v)", f"{inner}else:",
+        lines += [f"{inner}if f{c} is not MISSING:", f"{inner}    columns[{c}].append(f{c})", f"{inner}else:",
                   *["    " + line for line in evaluate]]
     return lines
 
 
-def compile_steps(key_parts: list[tuple], columns: list[tuple], tag_rows: bool, width: int,
-                  group_class: type, marks_dirty: bool = True) -> tuple[Any, Any, Any]:
-    """``(key, append, add)`` for a layout (module docstring); ``group_class``: ``ColumnGroup``;
-    ``marks_dirty``: whether ``add`` records the group in ``pane.dirty``."""
+def join_group(indent: str, first: str, columns: list[tuple], marks_dirty: bool) -> list[str]:
+    """The lines making ``key``'s group of ``pane`` (with ``first``) if it is new and counting the row."""
+    empty = ", ".join("None" if fn is None else "[]" for *_, fn in columns)
+    return [f"{indent}group = pane._groups.get(key)",
+            f"{indent}if group is None:",  # ``ColumnGroup(first, columns, NO_ERRORS)`` written out
+            f"{indent}    group = pane._groups[key] = new(Group)",
+            f"{indent}    group.first = {first}",
+            f"{indent}    group.n = 0",
+            f"{indent}    group.columns = [{empty}]",
+            f"{indent}    group.errors = NO_ERRORS",
+            f"{indent}group.n += 1",
+            *([f"{indent}pane.dirty.add(key)"] if marks_dirty else [])]
+
+
+def compile_steps(key_parts: list[tuple], columns: list[tuple], tag_rows: bool, no_errors: tuple,
+                  group_class: type, marks_dirty: bool = True) -> tuple[Any, Any, Any, Any]:
+    """``(key, append, add, add_to_windows)`` for a layout (module docstring); ``no_errors``: the errors
+    of a new group; ``group_class``: ``ColumnGroup``; ``marks_dirty``: whether ``add`` records the group
+    in ``pane.dirty``."""
     ns: dict[str, Any] = {"multiset_key": multiset_key, "bound_value": bound_value, "MISSING": MISSING,
-                          "_NO_DATA": _NO_DATA, "tag": tag, "Group": group_class, "new": object.__new__}
+                          "_NO_DATA": _NO_DATA, "tag": tag, "Group": group_class, "new": object.__new__,
+                          "NO_ERRORS": no_errors}
     for j, part in enumerate(key_parts):
         if part[0] != "w":
             ns[f"KEY_FN{j}"] = part[-1]
     for c, (_, _, _, fn) in enumerate(columns):
         if fn is not None:
             ns[f"ARG_FN{c}"] = fn
-    body = append_body(columns, "    ") if width else []
+    reads = read_fields(columns)
     first = "row" if tag_rows else "tag(row, start, end)"
+    key_lines, window_key = key_parts_source(key_parts, ("ws", "we"))
+    append = [*_ROW_LINES, *reads, *append_body(columns, "    ")]
     lines = [*key_source(key_parts), "",
-             "def append(group, row, env_of):", *(body or ["    return"]), "",
+             "def append(group, row, env_of):", *append, "",
              "def add(pane, key, row, start, end, env_of):",
-             "    group = pane._groups.get(key)",
-             "    if group is None:",  # ``ColumnGroup(first, width)`` with its lists written out
-             "        group = pane._groups[key] = new(Group)",
-             f"        group.first = {first}",
-             "        group.n = 0",
-             f"        group.columns = [{', '.join(['[]'] * width)}]",
-             f"        group.errors = [{', '.join(['None'] * width)}]",
-             "    group.n += 1",
-             *(["    pane.dirty.add(key)"] if marks_dirty else []),
-             *body]
+             *join_group("    ", first, columns, marks_dirty), *append, "",
+             "def add_to_windows(windows, row, env_of):", *_ROW_LINES, *key_lines, *reads,
+             "    for pane, start, end, ws, we in windows:",
+             f"        key = {window_key}",
+             *join_group("        ", first, columns, marks_dirty), *append_body(columns, "        ")]
     exec(compile("\n".join(lines) + "\n", "<Timeplus column steps>", "exec"), ns)  # noqa: S102
-    return ns["key"], ns["append"], ns["add"]
+    return ns["key"], ns["append"], ns["add"], ns["add_to_windows"]

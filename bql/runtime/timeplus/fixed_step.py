@@ -5,6 +5,15 @@ AFTER WATERMARK (no timeout), over event time (the tuple's own or a time column'
 without LIMIT / OFFSET, runs ``_fixed_step``
 instead of the general ``process``: the same watermark, late check, assignment and closing, in the same
 order, with the same texts. The wall clock is read only when an expression can read ``now()``.
+
+A tumble/hop row that is not tagged (nothing reads a window column) is the same row in each of its
+windows, and when neither WHERE nor a GROUP BY item is volatile (or there is one window) so are its
+WHERE and the key's other items (``shared_windows``): the step evaluates them once and adds the row to
+all its windows in one call (``column_steps``' ``add_to_windows``). Consecutive rows mostly fall in the
+same windows: the first row of a range of times that has exactly the same windows goes through
+``_assign_fixed`` (per window, as ``process``), then those windows' entries (panes and window key parts)
+are kept for the next rows of the range. An entry's pane cannot have closed while a row in that range
+is not late: a closed pane's end is at most the late threshold.
 """
 from __future__ import annotations
 
@@ -12,21 +21,29 @@ from typing import Any
 
 from ...ast import Select
 from ...eval import is_volatile
+from ...values import multiset_key
 from ..incremental.field_access import MISSING
 from ..kernel import _message
 from ..processor import Dropped, StepResult, Tuple
 from .emission import AFTER_WATERMARK
-from .timecol import datetime_micros, to_micros
+from .timecol import bound_value, datetime_micros, to_micros
 from .watermark import late_error
 
 
-def fixed_step_of(proc: Any, select: Select, registry: Any) -> tuple[bool, bool]:
-    """``(fixed_step, clocked)`` of a ``WindowProcessor`` built from ``select``."""
+def fixed_step_of(proc: Any, select: Select, registry: Any) -> tuple[bool, bool, bool]:
+    """``(fixed_step, clocked, shared_windows)`` of a ``WindowProcessor`` built from ``select``;
+    ``shared_windows``: a tumble/hop fixed step adds untagged rows to all their windows at once (module
+    docstring)."""
     fixed = (proc.columns is not None and (proc.fixed is not None or proc.sessions is not None)
              and proc.policy.kind == AFTER_WATERMARK and proc.timeout is None and not proc.proctime
              and select.limit is None and select.offset is None)
-    return fixed, (not fixed) or is_volatile(select, registry) or (  # else nothing reads ``now()``
+    clocked = (not fixed) or is_volatile(select, registry) or (  # else nothing reads ``now()``
         proc.time_expr is not None and is_volatile(proc.time_expr, registry))
+    windows = proc.fixed
+    shared = (fixed and windows is not None and not proc.columns.tag_rows and windows.slide <= windows.size
+              and (windows.slide == windows.size or not any(  # one WHERE and key per row gives each window's
+                  e is not None and is_volatile(e, registry) for e in (select.where, *select.group_by))))
+    return fixed, clocked, shared
 
 
 class FixedStep:
@@ -35,6 +52,10 @@ class FixedStep:
     # ``(threshold, threshold + slide)``: the late threshold last computed, which holds for close bounds
     # in that range (the end of the last grid window a close bound closed stays that end until the next)
     _late: tuple[int, int] = (0, 0)
+    # ``(lo, hi, windows, panes)``: a row at ``lo <= t < hi`` is in exactly the windows ``windows``
+    # (``add_to_windows``' entries), which hold while ``panes`` is the processor's pane map (a restore or
+    # the end of input replaces it)
+    _slot: tuple[int, int, tuple, Any] = (0, 0, (), None)
 
     def _fixed_step(self: Any, tup: Tuple) -> StepResult:
         """``process`` for a tumble, hop or session aggregation with column panes, AFTER WATERMARK over event
@@ -73,13 +94,13 @@ class FixedStep:
                 if t < late[0]:
                     result.dropped.append(Dropped(tup, late_error(t, late[0]), "input"))
                     return result
-                if self.columns.tag_rows:
-                    self._assign_fixed(tup, t)
-                elif fixed.slide == fixed.size:  # tumble: one window
-                    start = ((t - fixed.origin) // fixed.size) * fixed.size + fixed.origin
-                    self._add_windows(tup, ((start, start + fixed.size),))
-                else:
-                    self._add_windows(tup, fixed.windows_for(t))
+                lo, hi, windows, panes = self._slot
+                if not (self.shared_windows and lo <= t < hi and panes is self.panes):
+                    self._assign_fixed(tup, t)  # per window, as ``process`` does it
+                    if self.shared_windows:
+                        self._keep_windows(t)
+                elif self.where is None or self._passes(tup):
+                    self.columns.add_to_windows(windows, tup, self._env)
             ends = self.ends
             if ends and ends[0][0] <= c:
                 self._close((ts, tup.seq), result)
@@ -87,13 +108,18 @@ class FixedStep:
             result.dropped.append(Dropped(tup, _message(err), "other"))
         return result
 
-    def _add_windows(self: Any, tup: Tuple, bounds: Any) -> None:
-        """``_assign_fixed`` of a tuple in the windows ``bounds`` (untagged column rows): WHERE and the
-        key per window first (what can raise), then the rows join their groups."""
-        cols, env, where = self.columns, self._env, self.where
-        plan = []
-        for start, end in bounds:
-            if where is None or self._passes(tup):
-                plan.append((start, end, cols.key(tup, start, end, env)))
-        for start, end, key in plan:
-            cols.add(self._fixed_pane(start, end), key, tup, start, end, env)
+    def _keep_windows(self: Any, t: int) -> None:
+        """After a row at ``t`` joined its windows: their ``add_to_windows`` entries, kept in ``_slot`` for
+        the next rows (not when WHERE rejected the row: a window may have no pane yet)."""
+        fixed = self.fixed
+        bounds = fixed.windows_for(t)  # not empty: the slide is at most the size
+        pids = [self.by_bounds.get(bound) for bound in bounds]
+        if None in pids:
+            return
+        windows = tuple((self.panes[pid], start, end, multiset_key(bound_value(start)),
+                         multiset_key(bound_value(end))) for pid, (start, end) in zip(pids, bounds))
+        first, last = bounds[0][0], bounds[-1][0]
+        # the times in these windows and in no other: from the last start and the end of the window before
+        # the first, to the next start and the first end
+        lo, hi = max(last, first - fixed.slide + fixed.size), min(last + fixed.slide, first + fixed.size)
+        self._slot = (lo, hi, windows, self.panes)

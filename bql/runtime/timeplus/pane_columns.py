@@ -70,15 +70,17 @@ def reads_window(expr: Any) -> bool:
 
 
 class ColumnGroup:
-    """One group of a column pane: first tagged row, row count, value columns, first errors."""
+    """One group of a column pane: first tagged row, row count, value columns (None for ``count(*)``,
+    whose values are the row count), first errors (a tuple of Nones until the first error, shared by
+    the layout's groups; then the group's own list)."""
 
     __slots__ = ("first", "n", "columns", "errors")
 
-    def __init__(self, first: Tuple, width: int):
+    def __init__(self, first: Tuple, columns: list[list[Any] | None], errors: tuple | list, n: int = 0):
         self.first = first
-        self.n = 0
-        self.columns: list[list[Any]] = [[] for _ in range(width)]
-        self.errors: list[BaseException | None] = [None] * width
+        self.n = n
+        self.columns = columns
+        self.errors = errors
 
 
 class ColumnPane:
@@ -127,7 +129,7 @@ class ColumnPane:
         return [k for k in groups if k in self.dirty]
 
     def state(self) -> tuple:
-        groups = [(k, g.first, g.n, g.columns, g.errors) for k, g in self._groups.items()]
+        groups = [(k, g.first, g.n, g.columns, list(g.errors)) for k, g in self._groups.items()]
         return ("columns", self.pid, self.start, self.end, groups, self.dirty, self.last, self.skey,
                 self.dirty_all, self.session, self._tagged)
 
@@ -135,8 +137,7 @@ class ColumnPane:
     def load(cls, state: tuple) -> "ColumnPane":
         pane = cls(state[1], state[2], state[3])
         for key, first, n, columns, errors in state[4]:
-            group = pane._groups[key] = ColumnGroup(first, 0)
-            group.n, group.columns, group.errors = n, columns, errors
+            pane._groups[key] = ColumnGroup(first, columns, errors, n)
         pane.dirty = state[5]
         pane.last, pane.skey, pane.dirty_all, pane.session, pane._tagged = state[6:11]
         return pane
@@ -175,11 +176,14 @@ class PaneColumns:
                 self.columns.append((j, pos, field[1] if field is not None else None, fn))
             self.slots.append(slots)
         self.width = len(self.columns)
+        self.no_errors = (None,) * self.width  # the errors of a group without any
+        self.counted = frozenset(c for c, (*_, fn) in enumerate(self.columns) if fn is None)  # count(*)
         # per row (``column_steps``): key(row, start, end, env_of) -> the group key of the row tagged with
         # (start, end); add(pane, key, row, start, end, env_of): the row joins that group of a tumble/hop
-        # pane; _append(group, row, env_of): the row's aggregation arguments join the group's columns
-        self.key, self._append, self.add = compile_steps(self.key_parts, self.columns, self.tag_rows, self.width,
-                                                         ColumnGroup, marks_dirty)
+        # pane; _append(group, row, env_of): the row's aggregation arguments join the group's columns;
+        # add_to_windows(windows, row, env_of): an untagged row joins its group in each of its windows
+        self.key, self._append, self.add, self.add_to_windows = compile_steps(
+            self.key_parts, self.columns, self.tag_rows, self.no_errors, ColumnGroup, marks_dirty)
 
     @classmethod
     def of(cls, select: Select, grouping: Grouping | None, alias: str, registry: Any,
@@ -215,7 +219,8 @@ class PaneColumns:
             (group,) = pane._groups.values()
         else:
             group = pane._groups[None] = ColumnGroup(row if self.tag_rows else tag(row, pane.start, pane.end),
-                                                     self.width)
+                                                     [None if fn is None else [] for *_, fn in self.columns],
+                                                     self.no_errors)
             pane._tagged = None  # keyed when read
         group.n += 1
         pane.dirty_all = True
@@ -226,15 +231,18 @@ class PaneColumns:
     def evaluate(self, group: ColumnGroup, now: Any) -> dict[str, Any] | None:
         """The group's output row (None: HAVING rejects it); raises the reference's error."""
         first = Env({self.alias: group.first}, None, now)
+        columns, errors, counted = group.columns, group.errors, self.counted
+        slots: dict[int, int] = {}  # the current aggregate's, read by ``column`` when it is called
+
+        def column(pos: int) -> list[Any]:
+            c = slots[pos]
+            if c in counted:
+                return [True] * group.n
+            if errors[c] is not None:
+                raise errors[c]
+            return columns[c]
         values = []
         for agg, slots in zip(self.grouping.aggregates, self.slots):
-            def column(pos: int, slots: dict[int, int] = slots) -> list[Any]:
-                c = slots[pos]
-                if self.columns[c][3] is None:
-                    return [True] * group.n
-                if group.errors[c] is not None:
-                    raise group.errors[c]
-                return group.columns[c]
             values.append(agg.apply_columns(column, first))
         return self.grouping.group_output(values, first.tuples, now)
 

@@ -114,7 +114,7 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
         self.timeout = IdleTimeout.of(select.emit) if aggregating and self.kind else None
         self.last_range = LastRange.of(select.emit) if aggregating and self.kind is None else None
         self.out = LimitedOutput(select.limit, select.offset)
-        self.fixed_step, self.clocked = fixed_step_of(self, select, registry)
+        self.fixed_step, self.clocked, self.shared_windows = fixed_step_of(self, select, registry)
         self._now: _dt.datetime | None = None
         self._reset()
 
