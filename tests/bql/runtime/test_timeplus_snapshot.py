@@ -65,3 +65,31 @@ def test_snapshot_is_independent_of_later_changes():
     r = build(q)
     r.restore(data)
     assert Feeder(q, r).finish() == [{"k": "a", "s": 1, "window_start": T0}]
+
+
+def test_a_snapshot_with_count_columns_as_lists_restores():
+    """Snapshots written before ``count(*)`` columns became None (session 14: an empty list per group) still
+    restore, and the windows continue exactly as without the snapshot."""
+    import pickle
+
+    from timeplus_util import Feeder, build
+
+    q = ("SELECT RSTREAM k, count(*) AS n, sum(v) AS s, window_start FROM hop(src, ts, 5 SECONDS, 10 SECONDS) "
+         "GROUP BY k, window_start")
+    rows = [{"k": i % 3, "v": i * 1.5 if i % 7 else "x", "ts": 1000 + i * 0.7} for i in range(60)]
+    whole = Feeder(q)
+    reference = [whole.push(**r) for r in rows] + [whole.finish()]
+    first = Feeder(q)
+    head = [first.push(**r) for r in rows[:30]]
+    state = pickle.loads(first.proc.snapshot())
+    count_columns = 0
+    for pane in state["panes"]:
+        for g, (key, row, n, columns, errors) in enumerate(pane[4]):
+            columns = [[] if c is None else c for c in columns]
+            count_columns += sum(1 for c in columns if c == [])
+            pane[4][g] = (key, row, n, columns, list(errors))
+    assert count_columns  # the old form: count(*) kept an empty list
+    again = Feeder(q, build(q))
+    again.seq = first.seq
+    again.proc.restore(pickle.dumps(state))
+    assert head + [again.push(**r) for r in rows[30:]] + [again.finish()] == reference
