@@ -8,11 +8,11 @@ statements to the workers. Small ordered steps:
 2. ``choose_execution``: the cheapest execution whose semantics match (first rule that applies):
    UDS calls → driver; wall-clock ticks → sequential; all stages memoryless over one input each →
    stateless; a MATCH_RECOGNIZE with PARTITION BY, or a tumble/hop GROUP BY over plain fields
-   (``bql/spark/keyed_window_plan``) → keyed; a small bounded state → driver (no shuffle,
-   no state-store commit per micro-batch: the latency path); Timeplus windows or a MATCH_RECOGNIZE in
-   one group as the only state → driver (one group and a whole-state commit per micro-batch in any
-   execution: the driver saves Spark's per-batch cost around a Python stateful operator); otherwise
-   sequential;
+   (``bql/spark/keyed_window_plan``) → keyed, on request only (``SBPY_KEYED_MATCH`` /
+   ``SBPY_KEYED_WINDOWS``: on 2 cores both measured slower than one group); a small bounded state →
+   driver (no shuffle, no state-store commit per micro-batch: the latency path); Timeplus windows or a
+   MATCH_RECOGNIZE not run keyed as the only state → driver (the driver saves Spark's per-batch cost
+   around a Python stateful operator); otherwise sequential;
 3. ``native_verdict``: a stateless chain runs native (Spark expressions, ``bql/spark/native_stage``) when
    every stage compiles and the JVM function is available, else vectorized Python;
 4. ``_place``: each stage's tier (and why), where it runs and how its rows are partitioned.
@@ -279,6 +279,7 @@ def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan], keyed_n
     tick_ms = tick_interval_from_periods([s.tick_ms for s in stages if s.tick_ms is not None])
     not_stateless = _stateless_chain(inputs, stages)
     keyed = not tick_ms and not calls and keyed_node is not None
+    window_keyed = keyed and _is_window(stages, keyed_node)  # else a MATCH_RECOGNIZE by partition
     bound = [s.bounded_tuples for s in stages]
     if force is not None:
         if force is Execution.STATELESS and (not_stateless or calls or tick_ms):
@@ -295,16 +296,16 @@ def choose_execution(inputs: Sequence[str], stages: Sequence[StagePlan], keyed_n
         return Execution.SEQUENTIAL, f"a stage emits on the wall clock every {tick_ms} ms (group timeouts)", tick_ms
     if not_stateless is None:
         return Execution.STATELESS, "every stage is memoryless: all partitions, no shuffle, no state store", 0
-    if keyed and _is_window(stages, keyed_node) and keyed_windows():
+    if window_keyed and keyed_windows():
         return (Execution.KEYED, "a tumble/hop GROUP BY over plain fields: by GROUP BY key, in buckets of keys, "
                 "after an ordered pass that decides the watermark, late tuples and window closing", 0)
-    if keyed and not _is_window(stages, keyed_node) and keyed_matches():
+    if keyed and not window_keyed and keyed_matches():
         return Execution.KEYED, "MATCH_RECOGNIZE with PARTITION BY: by partition key, in buckets of keys", 0
     if all(b is not None for b in bound) and sum(bound) <= SMALL_STATE_TUPLES:  # type: ignore[arg-type]
         return (Execution.DRIVER, f"small bounded state ({sum(bound)} tuples at most: {not_stateless}); "  # type: ignore[arg-type]
                 "the driver runs it with no shuffle and no state-store commit per micro-batch", 0)
     kinds = _whole_state_kinds(stages)
-    if kinds and keyed and not _is_window(stages, keyed_node):  # a MATCH_RECOGNIZE by partition, not keyed
+    if kinds and keyed and not window_keyed:  # a MATCH_RECOGNIZE by partition, not run keyed
         return (Execution.DRIVER, f"{kinds} with PARTITION BY, the keyed execution not chosen (the stage's tier "
                 "line says why): the driver runs every partition without a Python worker, Arrow transfers or a "
                 "state-store commit per micro-batch (README Session 15)", 0)

@@ -171,7 +171,6 @@ def _plain(data: bytes) -> bool:
     return b'"$' not in data and b"\\u" not in data and not has_long_digits(data)
 
 
-
 def parse_line(line: bytes, plain: bool | None = None) -> tuple[Any, str]:
     """``(value, data_text)`` of one stripped, non-blank line; raises ValueError with the reason.
 

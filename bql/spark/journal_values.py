@@ -120,9 +120,9 @@ def encode_data(data: Any) -> str:
 
 def decode_data(text: str | bytes) -> Any:
     """Inverse of ``encode_data``."""
-    return _untag(orjson.loads(text))
+    return decode_data_value(orjson.loads(text))
 
 
 def decode_data_value(value: Any) -> Any:
-    """``decode_data`` of a text already parsed as plain JSON into ``value``."""
+    """``decode_data`` of a text already parsed as plain JSON into ``value`` (the tags resolved)."""
     return _untag(value)

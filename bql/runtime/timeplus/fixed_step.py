@@ -2,9 +2,9 @@
 
 A tumble, hop or session aggregation whose groups are aggregate columns (``pane_columns``), emitted
 AFTER WATERMARK (no timeout), over event time (the tuple's own or a time column's, not ``now64()``),
-without LIMIT / OFFSET, runs ``_fixed_step``
-instead of the general ``process``: the same watermark, late check, assignment and closing, in the same
-order, with the same texts. The wall clock is read only when an expression can read ``now()``.
+without LIMIT / OFFSET, runs ``_fixed_step`` instead of the general ``process``: the same watermark, late
+check, assignment and closing, in the same order, with the same texts. The wall clock is read only when
+an expression can read ``now()``.
 
 A tumble/hop row that is not tagged (nothing reads a window column) is the same row in each of its
 windows, and when neither WHERE nor a GROUP BY item is volatile (or there is one window) so are its
@@ -22,11 +22,10 @@ from typing import Any
 from ...ast import Select
 from ...eval import is_volatile
 from ...values import multiset_key
-from ..incremental.field_access import MISSING
 from ..kernel import _message
 from ..processor import Dropped, StepResult, Tuple
 from .emission import AFTER_WATERMARK
-from .timecol import bound_value, datetime_micros, to_micros
+from .timecol import bound_value, datetime_micros
 from .watermark import late_error
 
 
@@ -68,13 +67,7 @@ class FixedStep:
         ts = tup.ts
         self.last = (ts, tup.seq)
         try:
-            if self.time_fn is None:
-                t = datetime_micros(ts)
-            else:  # a plain field read inline (``field_access``); when missing, the closure raises its error
-                data = tup.data
-                v = data.get(self.time_field, MISSING) if self.time_field is not None and type(data) is dict \
-                    else MISSING
-                t = to_micros(self.time_fn(self._env(tup)) if v is MISSING else v)
+            t = datetime_micros(ts) if self.time_fn is None else self._time(tup)
             watermark = self.watermark
             mx = watermark.max_time
             if mx is None or t > mx:

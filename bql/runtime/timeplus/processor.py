@@ -35,7 +35,7 @@ from ...eval import Env, Scope, compile_expr
 from ...timeplus_query import GLOBAL_PERIOD, is_streaming_tail
 from ...values import multiset_key
 from ..grouping import Grouping, compile_where, is_grouping
-from ..incremental.field_access import plain_field
+from ..incremental.field_access import MISSING, plain_field
 from ..incremental.relation import emitted_copy
 from ..kernel import _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
@@ -87,7 +87,7 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
         self.time_expr = time_expr
         self.time_fn = compile_expr(time_expr, scope) if time_expr is not None else None
         field = plain_field(time_expr, (alias,)) if time_expr is not None else None
-        self.time_field = field[1] if field is not None else None  # read inline by the fixed step
+        self.time_field = field[1] if field is not None else None  # read inline by ``_time``
         self.proctime = self.kind is not None and is_processing_time(time_expr)  # tumble(s, now64(), 5s)
         self.clock = utc_now  # the processing-time source (``_now`` of each step); tests replace it
         self.where = compile_where(select.where, (alias,), registry)
@@ -154,8 +154,15 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
         return self.grouping.row_key(self._env(row))
 
     def _time(self, tup: Tuple) -> int:
+        """The tuple's event time in µs: its timestamp, or its time column's value (a plain field read
+        inline, ``field_access``: the compiled closure only when it is missing, which raises its error)."""
         if self.time_fn is None:
             return datetime_micros(tup.ts)
+        data, field = tup.data, self.time_field
+        if field is not None and type(data) is dict:
+            v = data.get(field, MISSING)
+            if v is not MISSING:
+                return to_micros(v)
         return to_micros(self.time_fn(self._env(tup)))
 
     def _passes(self, tup: Tuple) -> bool:

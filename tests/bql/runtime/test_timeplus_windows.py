@@ -2,9 +2,12 @@
 import datetime as dt
 
 import pytest
-from timeplus_util import T0, Feeder, at
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from timeplus_util import T0, Feeder, at, build
 
 from sbpy.bql.errors import BQLError
+from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import run_query
 from sbpy.bql.runtime.timeplus.assign import FixedWindows
 from sbpy.bql.runtime.timeplus.sessions import SessionTracker
@@ -230,3 +233,26 @@ def test_session_whose_end_moves_earlier_closes_at_its_new_end(monkeypatch, pane
     assert f.push(ts=T0 + 16.1, k="b") == [  # close bound 11.1 >= 11: closes here, not at 12
         {"k": "a", "n": 2, "window_start": T0 + 9, "window_end": T0 + 11}]
     assert f.dropped == []
+
+
+def _outcome(fn):
+    try:
+        return ("value", fn())
+    except Exception as err:  # noqa: BLE001 - the error itself is compared
+        return ("error", type(err), str(err))
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
+                       st.sampled_from(["2020-02-02T20:00:01Z", "2020-02-02 20:00:01.5", "x", ""]),
+                       st.just([1]), st.just({"a": 1})),
+       present=st.booleans(),
+       from_=st.sampled_from(["tumble(src, tt, 5 SECONDS)", "tumble(src, src:tt, 5 SECONDS)",
+                              "session(src, tt, 2 SECONDS)"]))
+def test_the_time_column_read_inline_is_the_compiled_closures(value, present, from_):
+    """``WindowProcessor._time`` reads a plain time field inline; its value or error is the compiled
+    time expression's (both the fixed step and the general step use ``_time``, so this is its reference)."""
+    proc = build(f"SELECT RSTREAM count(*) AS n, window_start FROM {from_} GROUP BY window_start")
+    assert proc.time_field == "tt"
+    tup = Tuple({"tt": value, "k": 1} if present else {"k": 1}, at(T0), 1, "src")
+    assert _outcome(lambda: proc._time(tup)) == _outcome(lambda: to_micros(proc.time_fn(proc._env(tup))))
