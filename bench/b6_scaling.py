@@ -1,23 +1,29 @@
 """B6 — does sbpy use more cores? The same work on ``local[1]`` and ``local[2]``, alternating.
 
-Two workloads, each timed on a fresh Spark session per master (the session's cores are fixed at start):
+Three workloads, each on a fresh Spark session per master (the session's cores are fixed at start):
 
 - **B1** (``bench/b1_filter.py``): ``SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8``
   through a topology (file source → planned stateless query, native tier where it applies → file sink),
   next to the hand-written PySpark streaming job on the same session — its own gain from the second
-  core is the yardstick;
+  core is the yardstick. Each session warms both sides with one untimed run (over the input itself
+  unless ``--warm-rows``), then times ``--timed`` runs of each, alternating: a new session loads the
+  native tier's jar in a new class loader, so its JVM functions start interpreted while Spark's own
+  classes stay compiled across sessions of the same JVM; a server's session runs for hours;
 - **keyed MATCH_RECOGNIZE** (``bench/b5_match.py``): ``A B+ C`` with ``PARTITION BY`` over the ticker
   rows, the keyed plan (one group per bucket of partition keys, as many buckets as shuffle partitions),
   Spark's busy time;
-- **keyed tumble GROUP BY** (``bench/b4_windows.py``'s tumble 10 s query, ``count(*)``, ``sum(v)`` per
-  ``k`` and window): the keyed window plan (ordered router, buckets of windows by ``k``), Spark's busy time.
+- **tumble GROUP BY** (``bench/b4_windows.py``'s tumble 10 s query, ``count(*)``, ``sum(v)`` per ``k`` and
+  window), Spark's busy time of three forms: sbpy's keyed window plan (ordered router, buckets of windows
+  by ``k``), sbpy as it plans the query by default (the driver: one core by design) and the hand-written
+  Spark ``window()`` aggregation over the same rows — its gain is the yardstick for keyed aggregation.
 
-Prints each figure per master (median over rounds), the gain ``local[1] time / local[2] time`` and checks
-that both masters produced the same rows. Each B1 round warms both sides on ``--warm-rows`` lines first:
-a new session loads the native tier's jar in a new class loader, so without a warm-up of some size sbpy's
-JVM functions run interpreted for most of the timed run while Spark's own classes, compiled in earlier
-rounds of the same JVM, do not. The machine has 2 cores: with anything else running, the
-second core is not free — read the load noted per round.
+``--pin`` runs the ``local[1]`` sessions with the whole process tree (this process, the JVM PySpark
+launched, its Python workers) on one CPU: unpinned, ``local[1]`` runs one task at a time but the JVM's
+collector and JIT compiler and the driver's own work still use the second core, so "twice the cores" is
+only what ``--pin`` compares. Prints each figure per master (medians), the gain ``local[1] time /
+local[2] time`` and checks that both masters (and the forms of the window query) produced the same rows.
+The machine has 2 cores: with anything else running, the second core is not free — read the load
+noted per round.
 """
 from __future__ import annotations
 
@@ -43,23 +49,43 @@ import benchlib  # noqa: E402
 MASTERS = ("local[1]", "local[2]")
 
 
-def b1_round(master: str, src: Path, warm: Path, tmp: Path, expected: int, warm_expected: int,
-             r: int) -> tuple[float, float, list]:
-    """``(sbpy seconds, reference seconds, sbpy rows)`` on a fresh session with ``master``."""
+def b1_session(master: str, src: Path, warm: Path, tmp: Path, expected: int, warm_expected: int,
+               r: int, timed: int) -> tuple[list[float], list[float], list]:
+    """``(sbpy seconds, reference seconds, sbpy rows)`` of ``timed`` alternating runs of each side on a fresh
+    session with ``master``, after one untimed run of each over ``warm`` (the input itself by default: a
+    server runs for hours, its JIT is warm; a new session's native-tier classes are not)."""
     ctx = benchlib.server_context(tmp / f"data-{r}-{master[6]}", master, [])
+    sbpy: list[float] = []
+    ref: list[float] = []
+    rows: list = []
     try:
         spark = benchlib.start_session(ctx)
         b1_filter.reference_streaming(spark, warm.parent, tmp / f"wr-{r}", tmp / f"wck-{r}")
-        b1_filter.sbpy_topology(ctx, warm, tmp / f"ws-{r}.jsonl", warm_expected, 600, f"b6w{r}")
-        out = tmp / f"s-{r}-{master[6]}.jsonl"
-        res = b1_filter.sbpy_topology(ctx, src, out, expected, 1800, f"b6r{r}")
-        ref = b1_filter.reference_streaming(spark, src.parent, tmp / f"r-{r}-{master[6]}", tmp / f"ck-{r}-{master[6]}")
-        rows = b1_filter.read_rows(out)
-        print(f"  B1 {master}: sbpy ({res['tier']}) {res['seconds']:.2f} s, reference {ref:.2f} s; "
-              f"{benchlib.load_note()}")
-        return res["seconds"], ref, rows
+        b1_filter.sbpy_topology(ctx, warm, tmp / f"ws-{r}.jsonl", warm_expected, 1800, f"b6w{r}")
+        for name in (f"wr-{r}", f"ws-{r}.jsonl"):
+            _remove(tmp / name)
+        for i in range(timed):
+            tag = f"{r}-{master[6]}-{i}"
+            for side in (("sbpy", "ref") if i % 2 == 0 else ("ref", "sbpy")):
+                if side == "ref":
+                    ref.append(b1_filter.reference_streaming(spark, src.parent, tmp / f"r-{tag}", tmp / f"ck-{tag}"))
+                    _remove(tmp / f"r-{tag}")
+                    continue
+                out = tmp / f"s-{tag}.jsonl"
+                res = b1_filter.sbpy_topology(ctx, src, out, expected, 1800, f"b6r{tag.replace('-', '_')}")
+                sbpy.append(res["seconds"])
+                if not rows:
+                    rows = b1_filter.read_rows(out)
+                _remove(out)
+            print(f"  B1 {master}: sbpy ({res['tier']}) {sbpy[-1]:.2f} s, reference {ref[-1]:.2f} s; "
+                  f"{benchlib.load_note()}")
+        return sbpy, ref, rows
     finally:
         ctx.close()
+
+
+def _remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
 
 def mr_round(master: str, rows: list[dict[str, Any]]) -> tuple[float, list]:
@@ -69,20 +95,34 @@ def mr_round(master: str, rows: list[dict[str, Any]]) -> tuple[float, list]:
     return res["busy"], sorted(map(b5_match._key, res["matches"]))
 
 
-def window_round(master: str, data: list[tuple[int, int, float]], tmp: Path, r: int) -> tuple[float, list]:
-    """``(busy seconds, rows)`` of the keyed tumble GROUP BY (``bench/b4_windows.py``'s query, keyed by
-    ``k``: the ordered router, then one bucket per shuffle partition) on a fresh session with ``master``."""
+WINDOW_SIDES = ("keyed", "driver", "spark")  # sbpy's keyed plan, sbpy's default (driver) plan, Spark's window()
+
+
+def window_round(master: str, data: list[tuple[int, int, float]], tmp: Path, r: int) -> dict[str, tuple[float, list]]:
+    """Per side of ``WINDOW_SIDES``: ``(busy seconds, rows)`` of the tumble GROUP BY (``bench/b4_windows.py``'s
+    query: ``count(*)``, ``sum(v)`` per ``k`` and window) on a fresh session with ``master`` — sbpy's keyed
+    plan (the ordered router, then one bucket per shuffle partition), sbpy as it plans the query by default
+    (the driver) and the hand-written Spark ``window()`` aggregation over the same rows as Parquet."""
     from sbpy.server.context import ServerContext
 
     folder = tmp / f"win-{r}-{master[6]}"
     ctx = ServerContext(data_dir=folder / "data", master=master)
     try:
         spark = ctx.spark()
-        b4_windows.run_ours(spark, folder, "warm", "tumble(src, 10 SECONDS)", data[:10_000], "keyed")
-        res = b4_windows.run_ours(spark, folder, "run", "tumble(src, 10 SECONDS)", data, "keyed")
-        print(f"  keyed tumble GROUP BY {master} ({res['execution']}): {res['busy']:.2f} s busy; "
-              f"{benchlib.load_note()}")
-        return res["busy"], sorted(res["rows"])
+        window = b4_windows._forms()["tumble 10 s"][1]
+        b4_windows.write_parquet(folder / "parquet", data)
+        b4_windows.write_parquet(folder / "parquet-warm", data[:10_000])
+        out = {}
+        for side in WINDOW_SIDES:
+            if side == "spark":
+                b4_windows.run_spark(spark, folder, "warm", window, folder / "parquet-warm")
+                res = b4_windows.run_spark(spark, folder, "run", window, folder / "parquet")
+            else:
+                b4_windows.run_ours(spark, folder, f"warm-{side}", "tumble(src, 10 SECONDS)", data[:10_000], side)
+                res = b4_windows.run_ours(spark, folder, f"run-{side}", "tumble(src, 10 SECONDS)", data, side)
+            out[side] = (res["busy"], sorted(res["rows"]))
+            print(f"  tumble GROUP BY {master} ({side}): {res['busy']:.2f} s busy; {benchlib.load_note()}")
+        return out
     finally:
         ctx.close()
 
@@ -91,43 +131,57 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000, help="B1 input lines (0: skip B1)")
     ap.add_argument("--mr-rows", type=int, default=100_000, help="ticker rows for MATCH_RECOGNIZE (0: skip)")
-    ap.add_argument("--window-rows", type=int, default=100_000, help="rows for the keyed tumble GROUP BY (0: skip)")
+    ap.add_argument("--window-rows", type=int, default=100_000, help="rows for the tumble GROUP BY (0: skip)")
     ap.add_argument("--window-keys", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--warm-rows", type=int, default=400_000,
-                    help="B1 warm-up lines per side and session: each session loads the native jar's classes "
-                         "afresh, so its JIT starts cold (Spark's own classes stay compiled across sessions)")
+    ap.add_argument("--rounds", type=int, default=2, help="sessions per master, the masters alternating")
+    ap.add_argument("--timed", type=int, default=3, help="B1: timed runs of each side per session, alternating")
+    ap.add_argument("--warm-rows", type=int, default=0,
+                    help="B1 warm-up lines per side and session (0: one run over the input itself): each session "
+                         "loads the native jar's classes afresh, so its JIT starts cold (Spark's own classes "
+                         "stay compiled across sessions)")
+    ap.add_argument("--pin", action="store_true",
+                    help="run the local[1] sessions with this process, the JVM and its Python workers on one CPU "
+                         "(unpinned, the JVM's collector, compiler and driver use the second core meanwhile)")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-b6-"))
-    print(f"B6: local[1] vs local[2], {a.rounds} alternating rounds; {benchlib.load_note()}")
+    pinned = a.pin and len(benchlib.ALL_CPUS) > 1
+    print(f"B6: local[1] vs local[2], {a.rounds} alternating rounds; local[1] "
+          f"{'pinned to one CPU' if pinned else 'unpinned'}; {benchlib.load_note()}")
     try:
         src = tmp / "in" / "rows.jsonl"
         benchlib.write_jsonl(src, a.rows)
-        warm = tmp / "warm" / "w.jsonl"
-        benchlib.write_jsonl(warm, a.warm_rows)
-        expected, warm_expected = benchlib.expected_filter_count(a.rows), benchlib.expected_filter_count(a.warm_rows)
+        warm, warm_expected = src, benchlib.expected_filter_count(a.rows)
+        if a.warm_rows:
+            warm = tmp / "warm" / "w.jsonl"
+            benchlib.write_jsonl(warm, a.warm_rows)
+            warm_expected = benchlib.expected_filter_count(a.warm_rows)
+        expected = benchlib.expected_filter_count(a.rows)
         ticker = b5_match.ticker(a.mr_rows) if a.mr_rows else []
         sbpy: dict[str, list[float]] = {m: [] for m in MASTERS}
         ref: dict[str, list[float]] = {m: [] for m in MASTERS}
         mr: dict[str, list[float]] = {m: [] for m in MASTERS}
-        win: dict[str, list[float]] = {m: [] for m in MASTERS}
+        win: dict[str, dict[str, list[float]]] = {side: {m: [] for m in MASTERS} for side in WINDOW_SIDES}
         window_data = b4_windows.rows_of(a.window_rows, a.window_keys) if a.window_rows else []
         outputs: dict[str, list] = {}
         for r in range(a.rounds):
             for master in (MASTERS if r % 2 == 0 else MASTERS[::-1]):
+                if pinned:
+                    benchlib.pin_process_tree([min(benchlib.ALL_CPUS)] if master == "local[1]" else None)
                 if a.rows:
-                    t, t_ref, rows = b1_round(master, src, warm, tmp, expected, warm_expected, r)
-                    sbpy[master].append(t)
-                    ref[master].append(t_ref)
+                    times, t_ref, rows = b1_session(master, src, warm, tmp, expected, warm_expected, r, a.timed)
+                    sbpy[master].extend(times)
+                    ref[master].extend(t_ref)
                     outputs.setdefault(f"b1 {master}", rows)
                 if ticker:
                     busy, matches = mr_round(master, ticker)
                     mr[master].append(busy)
                     outputs.setdefault(f"mr {master}", matches)
                 if window_data:
-                    busy, rows = window_round(master, window_data, tmp, r)
-                    win[master].append(busy)
-                    outputs.setdefault(f"win {master}", rows)
+                    for side, (busy, rows) in window_round(master, window_data, tmp, r).items():
+                        win[side][master].append(busy)
+                        outputs.setdefault(f"win {side} {master}", rows)
+        if pinned:
+            benchlib.pin_process_tree(None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -139,16 +193,23 @@ def main() -> None:
     if ticker:
         table.append(("keyed MATCH_RECOGNIZE (busy)", med(mr["local[1]"]), med(mr["local[2]"])))
     if a.window_rows:
-        table.append(("keyed tumble GROUP BY (busy)", med(win["local[1]"]), med(win["local[2]"])))
+        names = {"keyed": "tumble GROUP BY, sbpy keyed plan (busy)",
+                 "driver": "tumble GROUP BY, sbpy default plan: driver (busy)",
+                 "spark": "tumble GROUP BY, Spark window() reference (busy)"}
+        table += [(names[side], med(win[side]["local[1]"]), med(win[side]["local[2]"])) for side in WINDOW_SIDES]
     print()
+    print(f"medians; B1: {a.timed} timed runs of each side per session after a warm-up run")
     print(benchlib.table(("workload", "local[1] s", "local[2] s", "gain"),
                          [(n, one, two, one / two) for n, one, two in table]))
     same_b1 = not a.rows or outputs["b1 local[1]"] == outputs["b1 local[2]"]
     same_mr = not ticker or outputs["mr local[1]"] == outputs["mr local[2]"]
-    same_win = not a.window_rows or outputs["win local[1]"] == outputs["win local[2]"]
+    same_win = not a.window_rows or all(outputs[f"win {side} {m}"] == outputs["win keyed local[1]"]
+                                        for side in WINDOW_SIDES if side != "spark" for m in MASTERS)
+    spark_win = not a.window_rows or all(outputs[f"win spark {m}"] == outputs["win keyed local[1]"] for m in MASTERS)
     print(f"\nrow checks: B1 {'same' if same_b1 else 'DIFFERENT'} on both masters"
           + ("" if not ticker else f", MATCH_RECOGNIZE {'same' if same_mr else 'DIFFERENT'}")
-          + ("" if not a.window_rows else f", keyed tumble {'same' if same_win else 'DIFFERENT'}"))
+          + ("" if not a.window_rows else f", tumble keyed/driver {'same' if same_win else 'DIFFERENT'} on both "
+             f"masters, Spark's window() rows {'the same' if spark_win else 'DIFFERENT'}"))
 
 
 if __name__ == "__main__":

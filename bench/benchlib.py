@@ -133,3 +133,49 @@ def load_note() -> str:
     except OSError:
         return "load n/a"
     return f"load avg {one:.2f} (1 min) {five:.2f} (5 min) on {os.cpu_count()} CPUs"
+
+
+ALL_CPUS = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
+
+
+def _descendants(root: int) -> list[int]:
+    """``root`` and every process below it (``/proc``'s parent links)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def pin_process_tree(cpus: Iterable[int] | None) -> int:
+    """Restrict every thread of this process and of the processes below it (the JVM PySpark launched, its
+    Python workers) to ``cpus`` (None: every CPU this process started with); threads made later inherit
+    their creator's set. So ``local[1]`` can mean one core: unpinned, the JVM's collector, its compiler
+    and the driver run on the other core meanwhile. Returns how many threads were set (0 where the
+    system has no affinity calls)."""
+    if not ALL_CPUS:
+        return 0
+    wanted = set(cpus) if cpus is not None else set(ALL_CPUS)
+    n = 0
+    for pid in _descendants(os.getpid()):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                os.sched_setaffinity(int(tid), wanted)
+                n += 1
+            except OSError:  # the thread ended meanwhile
+                continue
+    return n

@@ -6,6 +6,7 @@ checks (same rows as the hand-written reference, expected row counts) hold.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,20 @@ def _run(script: str, *args: str) -> str:
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.skipif(len(benchlib.ALL_CPUS) < 2, reason="pinning to one CPU of one changes nothing")
+def test_pin_process_tree_reaches_children_and_restores():
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        one = min(benchlib.ALL_CPUS)
+        assert benchlib.pin_process_tree([one]) >= 2
+        assert os.sched_getaffinity(0) == {one} and os.sched_getaffinity(child.pid) == {one}
+        benchlib.pin_process_tree(None)
+        assert os.sched_getaffinity(0) == set(benchlib.ALL_CPUS) == os.sched_getaffinity(child.pid)
+    finally:
+        benchlib.pin_process_tree(None)
+        child.communicate(b"")
+
+
 def test_b1_runs_tiny():
     out = _run("b1_filter.py", "--rows", "3000", "--rounds", "2", "--query-only")
     assert "sbpy topology" in out and "× streaming ref" in out and "query only" in out
@@ -90,10 +105,12 @@ def test_b1_runs_tiny():
 @pytest.mark.slow
 def test_b6_runs_tiny():
     out = _run("b6_scaling.py", "--rows", "3000", "--mr-rows", "0", "--window-rows", "2000", "--window-keys", "50",
-               "--rounds", "1")
+               "--rounds", "1", "--timed", "1", "--pin")
     assert "B1 sbpy topology" in out and "gain" in out and "(native-jvm)" in out
     assert "row checks: B1 same on both masters" in out, out
-    assert "keyed tumble GROUP BY local[2] (keyed)" in out and "keyed tumble same" in out, out
+    assert "local[1] pinned to one CPU" in out
+    assert "tumble GROUP BY local[2] (keyed)" in out and "tumble GROUP BY local[1] (spark)" in out, out
+    assert "tumble keyed/driver same on both masters, Spark's window() rows the same" in out, out
 
 
 @pytest.mark.spark
