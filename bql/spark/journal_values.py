@@ -119,8 +119,15 @@ def encode_data(data: Any) -> str:
 
 
 def decode_data(text: str | bytes) -> Any:
-    """Inverse of ``encode_data``."""
-    return decode_data_value(orjson.loads(text))
+    """Inverse of ``encode_data``. A text with neither ``$`` nor a ``\\u`` escape holds no tag and no
+    escaped key (``_untag`` reads only keys that start with ``$``): plain JSON parsing gives its value."""
+    value = orjson.loads(text)
+    if type(text) is str:
+        if "$" not in text and "\\u" not in text:
+            return value
+    elif b"$" not in text and b"\\u" not in text:
+        return value
+    return _untag(value)
 
 
 def decode_data_value(value: Any) -> Any:

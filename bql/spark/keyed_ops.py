@@ -21,8 +21,6 @@ import heapq
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import orjson
-
 from sbpy.bql.eval import Env
 from sbpy.bql.runtime.processor import StepResult, Tuple
 
@@ -38,14 +36,6 @@ STATE_VERSION = 1
 
 
 _MAX_STR_KEYS = 65536  # memoized partition keys of str values (cleared when more)
-
-
-def decode_data(text: str) -> Any:
-    """``journal_format.decode_data`` with a shortcut: a text with neither ``$`` nor a ``\\u`` escape
-    has no tag and no escaped key, so plain JSON parsing gives the same value."""
-    if type(text) is not str or "$" in text or "\\u" in text:
-        return jf.decode_data(text)
-    return orjson.loads(text)
 
 
 class RouterCore:
@@ -125,7 +115,7 @@ class RouterCore:
 
     def _route(self, seq: int, name: str, ts: int, text: str | None) -> None:
         try:
-            data, when = decode_data(text), self.times.get(ts)
+            data, when = jf.decode_data(text), self.times.get(ts)
         except Exception as exc:  # noqa: BLE001 - a bad entry drops only its own step
             self._emit("dropped", name, seq, ts, text, _error_text(exc), name, "input")
             return
@@ -195,7 +185,7 @@ class JournalRouter(RouterCore):
             if end:
                 return  # an earlier end marker already finished K
             try:
-                data, when = decode_data(text), self.times.get(ts)
+                data, when = jf.decode_data(text), self.times.get(ts)
             except Exception:  # noqa: BLE001 - dropped when it arrived: no partition
                 continue
             key = self._key(data, when, s, name)
@@ -252,7 +242,7 @@ class KeyedCore:
                     result: StepResult = proc.finish(name)
                 else:
                     received[name] = received.get(name, 0) + 1
-                    tup = Tuple(decode_data(text), times.get(ts), seq, name)
+                    tup = Tuple(jf.decode_data(text), times.get(ts), seq, name)
                     result = proc.process(tup)
             except Exception as exc:  # noqa: BLE001 - a bad tuple drops only its own step
                 dropped += 1

@@ -37,7 +37,6 @@ from sbpy.bql.runtime.timeplus.timecol import utc_now
 
 from . import journal_format as jf
 from .journal_values import Timestamps
-from .keyed_ops import decode_data
 from .keyed_plan import KeyedPlan
 from .operator import _error_text, build_stage
 
@@ -101,7 +100,7 @@ class WindowBucket:
                 kind = r[0]
                 if kind == "tuple" and r[1] == self.route and r[9] is not None:
                     last = r[2]
-                    tup = Tuple(decode_data(r[6]), self.times.get(r[5]), r[2], r[8])
+                    tup = Tuple(jf.decode_data(r[6]), self.times.get(r[5]), r[2], r[8])
                     starts = r[9]
                     for start in orjson.loads(starts) if "," in starts else (int(starts[1:-1]),):
                         self._add(self._pane(start, get), tup, start)

@@ -39,7 +39,7 @@ from sbpy.bql.runtime.timeplus.timecol import bound_value, to_micros, utc_now
 from . import journal_format as jf
 from .keyed_buckets import bucket_of, direct_key
 from .journal_values import Timestamps
-from .keyed_ops import RouterCore, decode_data
+from .keyed_ops import RouterCore
 from .keyed_plan import KeyedPlan, route_key
 from .keyed_window_plan import WINDOW_COLUMNS, plain_field
 from .operator import _error_text, build_stage
@@ -133,7 +133,7 @@ class WindowRouter(RouterCore):
 
     def _route(self, seq: int, name: str, ts: int, text: str | None) -> None:
         try:
-            data = decode_data(text)
+            data = jf.decode_data(text)
         except Exception as exc:  # noqa: BLE001 - the Pipeline drops it before the stage
             self._emit("dropped", name, seq, ts, text, _error_text(exc), name, "input")
             return

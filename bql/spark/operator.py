@@ -33,8 +33,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from sbpy.bql.runtime.processor import StepResult, Tuple, next_tick_of
 
 from . import journal_format as jf
@@ -106,13 +104,6 @@ def build_stage(spec: StageSpec, topology: str = "", context: Any = None) -> Any
     if isinstance(stmt, CreateStreamAsSelect):
         stmt = stmt.select
     return build_processor(prepare(stmt), context)
-
-
-def decode(text: str) -> Any:
-    """``journal_format.decode_data`` without the tag walk when the text can hold no tag."""
-    if '"$' in text:
-        return jf.decode_data(text)
-    return orjson.loads(text)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -205,7 +196,7 @@ class Pipeline:
                 self._emit("dropped", name, ts_us, None, row[5], name, "input")
                 continue
             try:
-                data = text if type(text) is dict else decode(text)  # read already decoded: ``read_entries``
+                data = text if type(text) is dict else jf.decode_data(text)  # read already decoded: ``read_entries``
             except Exception as exc:
                 self._emit("dropped", name, ts_us, text, _error_text(exc), name, "input")
                 continue

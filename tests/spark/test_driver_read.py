@@ -29,7 +29,7 @@ from sbpy.bql.spark import journal_format as jf
 from sbpy.bql.spark import journal_segments as js
 from sbpy.bql.spark.compile import query_spec_stages
 from sbpy.bql.spark.journal_source import JournalStreamReader
-from sbpy.bql.spark.operator import Pipeline, decode
+from sbpy.bql.spark.operator import Pipeline
 from sbpy.bql.spark.query import QuerySpec
 from sbpy.server.journal import JournalWriter
 from sbpy.server.nodes.source_node import wait_until
@@ -78,7 +78,7 @@ def _write(writer: JournalWriter, ops: list, seg_file: Path) -> None:
 
 def _decoded(row: tuple) -> tuple:
     """``row`` with its data as ``Pipeline.run`` takes it in (a text decoded, a map as it is)."""
-    return (*row[:3], decode(row[3]) if type(row[3]) is str else row[3], *row[4:])
+    return (*row[:3], jf.decode_data(row[3]) if type(row[3]) is str else row[3], *row[4:])
 
 
 def _spark_rows(journal: Path, inputs: tuple[str, ...], after: int, upto: int, pieces: int) -> list[tuple]:

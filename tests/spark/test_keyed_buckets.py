@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,7 +20,7 @@ from sbpy.bql.plan.planner import plan_query
 from sbpy.bql.spark import journal_format as jf
 from sbpy.bql.spark.keyed_buckets import (BUCKETS_FILE, BucketCore, bucket_of, group_values, murmur3_int,
                                           pack_rows, pin_buckets, unpack_rows)
-from sbpy.bql.spark.keyed_ops import KeyedCore, RouterCore, decode_data
+from sbpy.bql.spark.keyed_ops import KeyedCore, RouterCore
 from sbpy.bql.spark.keyed_plan import plan_keyed
 from sbpy.bql.spark.operator import Pipeline, StageSpec
 from sbpy.bql.spark.query import QuerySpec, start_query
@@ -98,11 +99,16 @@ VALUES = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(value=VALUES)
-def test_router_decode_shortcut_equals_the_journal_decode(value):
+def test_decode_shortcut_equals_the_tag_walk(value):
+    """``decode_data`` skips the tag walk for a text with no ``$`` and no ``\\u`` escape: the value is
+    what the walk over the parsed text gives, for texts and bytes."""
     text = jf.encode_data(value)
-    assert jf.encode_data(decode_data(text)) == jf.encode_data(jf.decode_data(text))
-    for raw in ('{"\\u0024ts": 5}', '{"a": "\\u0024float"}', '{"$$x": 1}'):
-        assert decode_data(raw) == jf.decode_data(raw)
+    walked = jf.decode_data_value(orjson.loads(text))
+    assert jf.encode_data(jf.decode_data(text)) == jf.encode_data(walked)
+    assert jf.encode_data(jf.decode_data(text.encode())) == jf.encode_data(walked)
+    for raw in ('{"\\u0024ts": 5}', '{"a": "\\u0024float"}', '{"$$x": 1}', '{"\\u0024float": "inf"}'):
+        assert jf.decode_data(raw) == jf.decode_data_value(orjson.loads(raw))
+        assert jf.decode_data(raw.encode()) == jf.decode_data_value(orjson.loads(raw))
 
 
 def test_explain_names_the_bucketing():
