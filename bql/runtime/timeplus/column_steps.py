@@ -21,7 +21,9 @@ for every tuple this module writes the walk out once, as Python source with the 
   window column, none is volatile) joins a group in each window of ``windows`` — ``(pane, start, end,
   window_start key, window_end key)`` per window, in ``window_start`` order — as ``key`` then ``add`` per
   window would do it: the key's other items, the same in every window, are computed once (raising
-  before any window changes) and the plain-field arguments read once.
+  before any window changes) and the plain-field arguments read once;
+- ``session_key(row, env_of)``: the key of the row's session — its GROUP BY items other than the window
+  columns, in order, each as ``key`` computes it (``WindowProcessor._assign_session``'s ``skey``).
 
 The environment is built at most once per call, only when a closure needs it. The source is the
 generic walk with the loop unrolled: ``tests/bql/runtime/test_timeplus_pane_columns.py`` checks every
@@ -46,15 +48,17 @@ def _env_line(indent: str) -> list[str]:
 _ROW_LINES = ["    data = row.data", "    d = data if type(data) is dict else _NO_DATA", "    env = None"]
 
 
-def key_parts_source(key_parts: list[tuple], bounds: tuple[str, str]) -> tuple[list[str], str]:
+def key_parts_source(key_parts: list[tuple], bounds: tuple[str, str] | None) -> tuple[list[str], str]:
     """``(lines, tuple)``: the lines computing each GROUP BY item other than a window column, in order
     (``data``, ``d``, ``env`` in scope), and the key tuple's expression, whose window columns are the
-    expressions ``bounds`` (for ``window_start``, ``window_end``): a window column never raises."""
+    expressions ``bounds`` (for ``window_start``, ``window_end``; None: left out): a window column never
+    raises."""
     lines, names = [], []
     for j, part in enumerate(key_parts):
         kind = part[0]
         if kind == "w":
-            names.append(bounds[0] if part[1] == WINDOW_START else bounds[1])
+            if bounds is not None:
+                names.append(bounds[0] if part[1] == WINDOW_START else bounds[1])
             continue
         name = f"k{j}"
         names.append(name)
@@ -118,10 +122,10 @@ def join_group(indent: str, first: str, columns: list[tuple], marks_dirty: bool)
 
 
 def compile_steps(key_parts: list[tuple], columns: list[tuple], tag_rows: bool, no_errors: tuple,
-                  group_class: type, marks_dirty: bool = True) -> tuple[Any, Any, Any, Any]:
-    """``(key, append, add, add_to_windows)`` for a layout (module docstring); ``no_errors``: the errors
-    of a new group; ``group_class``: ``ColumnGroup``; ``marks_dirty``: whether ``add`` records the group
-    in ``pane.dirty``."""
+                  group_class: type, marks_dirty: bool = True) -> tuple[Any, Any, Any, Any, Any]:
+    """``(key, append, add, add_to_windows, session_key)`` for a layout (module docstring); ``no_errors``:
+    the errors of a new group; ``group_class``: ``ColumnGroup``; ``marks_dirty``: whether ``add`` records
+    the group in ``pane.dirty``."""
     ns: dict[str, Any] = {"multiset_key": multiset_key, "bound_value": bound_value, "MISSING": MISSING,
                           "_NO_DATA": _NO_DATA, "tag": tag, "Group": group_class, "new": object.__new__,
                           "NO_ERRORS": no_errors}
@@ -134,6 +138,7 @@ def compile_steps(key_parts: list[tuple], columns: list[tuple], tag_rows: bool, 
     reads = read_fields(columns)
     first = "row" if tag_rows else "tag(row, start, end)"
     key_lines, window_key = key_parts_source(key_parts, ("ws", "we"))
+    session_lines, session_key = key_parts_source(key_parts, None)
     append = [*_ROW_LINES, *reads, *append_body(columns, "    ")]
     lines = [*key_source(key_parts), "",
              "def append(group, row, env_of):", *append, "",
@@ -142,6 +147,7 @@ def compile_steps(key_parts: list[tuple], columns: list[tuple], tag_rows: bool, 
              "def add_to_windows(windows, row, env_of):", *_ROW_LINES, *key_lines, *reads,
              "    for pane, start, end, ws, we in windows:",
              f"        key = {window_key}",
-             *join_group("        ", first, columns, marks_dirty), *append_body(columns, "        ")]
+             *join_group("        ", first, columns, marks_dirty), *append_body(columns, "        "), "",
+             "def session_key(row, env_of):", *_ROW_LINES, *session_lines, f"    return {session_key}"]
     exec(compile("\n".join(lines) + "\n", "<Timeplus column steps>", "exec"), ns)  # noqa: S102
-    return ns["key"], ns["append"], ns["add"], ns["add_to_windows"]
+    return ns["key"], ns["append"], ns["add"], ns["add_to_windows"], ns["session_key"]

@@ -14,9 +14,15 @@ same windows: the first row of a range of times that has exactly the same window
 ``_assign_fixed`` (per window, as ``process``), then those windows' entries (panes and window key parts)
 are kept for the next rows of the range. An entry's pane cannot have closed while a row in that range
 is not late: a closed pane's end is at most the late threshold.
+
+A session row that is not tagged (``session_rows``) computes its session key with the layout's generated
+``session_key`` (plain fields read inline, the environment built only for a closure) and joins or opens
+its key's session without the ``Placement`` of the general ``_assign_session``: the same rules, checks
+and state changes, in the same order.
 """
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from ...ast import Select
@@ -29,9 +35,10 @@ from .timecol import bound_value, datetime_micros
 from .watermark import late_error
 
 
-def fixed_step_of(proc: Any, select: Select, registry: Any) -> tuple[bool, bool, bool]:
-    """``(fixed_step, clocked, shared_windows)`` of a ``WindowProcessor`` built from ``select``;
-    ``shared_windows``: a tumble/hop fixed step adds untagged rows to all their windows at once (module
+def fixed_step_of(proc: Any, select: Select, registry: Any) -> tuple[bool, bool, bool, bool]:
+    """``(fixed_step, clocked, shared_windows, session_rows)`` of a ``WindowProcessor`` built from
+    ``select``; ``shared_windows``: a tumble/hop fixed step adds untagged rows to all their windows at
+    once; ``session_rows``: a session fixed step joins untagged rows with ``_join_session`` (module
     docstring)."""
     fixed = (proc.columns is not None and (proc.fixed is not None or proc.sessions is not None)
              and proc.policy.kind == AFTER_WATERMARK and proc.timeout is None and not proc.proctime
@@ -42,7 +49,10 @@ def fixed_step_of(proc: Any, select: Select, registry: Any) -> tuple[bool, bool,
     shared = (fixed and windows is not None and not proc.columns.tag_rows and windows.slide <= windows.size
               and (windows.slide == windows.size or not any(  # one WHERE and key per row gives each window's
                   e is not None and is_volatile(e, registry) for e in (select.where, *select.group_by))))
-    return fixed, clocked, shared
+    cols = proc.columns
+    session_rows = (fixed and proc.sessions is not None and not cols.tag_rows  # the session key's items are
+                    and sum(part[0] != "w" for part in cols.key_parts) == len(proc.session_keys))  # the same
+    return fixed, clocked, shared, session_rows
 
 
 class FixedStep:
@@ -78,7 +88,10 @@ class FixedStep:
                 if t < c:
                     result.dropped.append(Dropped(tup, late_error(t, c), "input"))
                     return result
-                self._assign_session(tup, t)
+                if self.session_rows:
+                    self._join_session(tup, t)
+                else:
+                    self._assign_session(tup, t)
             else:
                 late = self._late
                 if not late[0] <= c < late[1]:
@@ -100,6 +113,37 @@ class FixedStep:
         except Exception as err:  # per-tuple isolation: fallible work happens before state changes
             result.dropped.append(Dropped(tup, _message(err), "other"))
         return result
+
+    def _join_session(self: Any, tup: Tuple, t: int) -> None:
+        """``_assign_session`` for an untagged row (module docstring): the row joins its key's newest session
+        when ``t < last + gap`` and ``t < start + max``, else opens one; WHERE is evaluated before any state
+        changes, and a raising key or WHERE drops the row."""
+        cols, sessions = self.columns, self.sessions
+        skey = cols.session_key(tup, self._env)
+        current = sessions.newest.get(skey)
+        if current is not None:
+            pid, start, last = current
+            if t < last + sessions.gap and t < start + sessions.longest:
+                if self.where is not None and not self._passes(tup):
+                    return
+                if t < start:
+                    start = t
+                elif t > last:
+                    last = t
+                end = sessions.end_of(start, last)
+                pane = self.panes[pid]
+                if end < pane.end:  # a later end keeps its entry in ``ends`` (``_close`` moves it)
+                    heapq.heappush(self.ends, (end, pid))
+                pane.set_bounds(start, end)
+                pane.last = last
+                cols.add_session(pane, tup, self._env)
+                sessions.newest[skey] = (pid, start, last)
+                return
+        if self.where is not None and not self._passes(tup):
+            return
+        pane = self._new_pane(t, sessions.end_of(t, t), skey=skey, last=t)
+        cols.add_session(pane, tup, self._env)
+        sessions.newest[skey] = (pane.pid, t, t)
 
     def _keep_windows(self: Any, t: int) -> None:
         """After a row at ``t`` joined its windows: their ``add_to_windows`` entries, kept in ``_slot`` for

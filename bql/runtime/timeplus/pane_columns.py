@@ -181,8 +181,9 @@ class PaneColumns:
         # per row (``column_steps``): key(row, start, end, env_of) -> the group key of the row tagged with
         # (start, end); add(pane, key, row, start, end, env_of): the row joins that group of a tumble/hop
         # pane; _append(group, row, env_of): the row's aggregation arguments join the group's columns;
-        # add_to_windows(windows, row, env_of): an untagged row joins its group in each of its windows
-        self.key, self._append, self.add, self.add_to_windows = compile_steps(
+        # add_to_windows(windows, row, env_of): an untagged row joins its group in each of its windows;
+        # session_key(row, env_of): the key of the row's session (its GROUP BY items but the window columns)
+        self.key, self._append, self.add, self.add_to_windows, self.session_key = compile_steps(
             self.key_parts, self.columns, self.tag_rows, self.no_errors, ColumnGroup, marks_dirty)
 
     @classmethod

@@ -114,7 +114,8 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
         self.timeout = IdleTimeout.of(select.emit) if aggregating and self.kind else None
         self.last_range = LastRange.of(select.emit) if aggregating and self.kind is None else None
         self.out = LimitedOutput(select.limit, select.offset)
-        self.fixed_step, self.clocked, self.shared_windows = fixed_step_of(self, select, registry)
+        self.fixed_step, self.clocked, self.shared_windows, self.session_rows = fixed_step_of(
+            self, select, registry)
         self._now: _dt.datetime | None = None
         self._reset()
 
@@ -339,15 +340,17 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
 
     def _close(self, cause: tuple[_dt.datetime, int], result: StepResult) -> None:
         bound = self.watermark.close_bound
-        closing = []
+        closing: list = []
+        chosen: set[int] = set()
         ends = self.ends
         while ends and ends[0][0] <= bound:
             end, pid = heapq.heappop(ends)
             pane = self.panes.get(pid)
-            if pane is None:
-                continue  # closed
+            if pane is None or pid in chosen:
+                continue  # closed, or closing: a session can hold two entries at its end
             if pane.end == end:
                 closing.append(pane)
+                chosen.add(pid)
             elif pane.end > end:  # a session whose end moved later since: its entry moves with it
                 heapq.heappush(ends, (pane.end, pid))
             # else a later entry of a session whose end moved earlier (the earlier entry is in ``ends``)
