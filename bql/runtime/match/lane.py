@@ -27,7 +27,7 @@ attributes and the DEFINE conditions (``conditions.RowMasks``) inlined into the 
 
 While the lane is *live* its cells (and its held rows at the end of ``Rows.rows``) are the partition's
 state; ``flush`` writes them to the ``Rows`` / ``AutomatonMatcher`` objects (the held rows back to
-``Rows.held``), which every other path of the processor reads (it calls ``_Partition.sync`` first),
+``Rows.held``), which every other path of the processor reads (it calls ``Partition.sync`` first),
 and the next ``feed`` loads them again. ``feed`` returns the shared empty result when the row produced
 nothing (``lane_process.nothing``), ``REFUSED``, or the ``StepResult`` of the events it resolved. The
 objects' snapshot format is unchanged, so snapshots move freely between engines.

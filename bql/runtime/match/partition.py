@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as _dt
+from collections import deque
 from typing import Any
 
 from ...values import sort_key
@@ -208,3 +209,24 @@ class Rows:
     def from_state(self, st: dict) -> None:
         for k, v in st.items():
             setattr(self, k, v)
+
+
+class Partition:
+    """One partition: its rows, its matcher, the events waiting to be rendered and, with the compiled
+    lane, the lane's ``feed`` and ``flush`` (``lane.py``)."""
+
+    __slots__ = ("values", "rows", "matcher", "pending", "feed", "flush", "sync_keys")
+
+    def __init__(self, values: tuple, engine: Any, order: Any, clock: Any):
+        """``order``: the clause's ``TimeOrder``; ``clock``: the global ``StreamClock`` or None."""
+        self.values = values
+        self.rows = Rows(order.delay, order.ahead, order.row_limit, clock)
+        self.matcher = engine(self.rows)
+        self.pending: deque = deque()
+        # the lane's (``MatchRecognizeProcessor._new_partition``)
+        self.feed = self.flush = self.sync_keys = None
+
+    def sync(self) -> None:
+        """Write the lane's cells back to ``rows`` / ``matcher`` (before anything else reads them)."""
+        if self.flush is not None:
+            self.flush()

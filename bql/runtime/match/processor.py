@@ -33,7 +33,7 @@ from .levels import define_level, max_offsets
 from .match_time import MatchTime
 from .matcher import MatchSpec
 from .output import OutputBuilder
-from .partition import AHEAD, Desc, Rows
+from .partition import AHEAD, Desc, Partition
 from .program import compile_pattern, program_variables
 from .time_order import DEFAULT_DELAY, StreamClock, TimeOrder
 from .views import Blocked
@@ -41,25 +41,6 @@ from .views import Blocked
 DEFAULT_REORDER_BOUND = DEFAULT_DELAY
 _NOTHING = nothing(StepResult)  # the step result of a row that produced nothing (shared, unchangeable)
 _CLOCK = "\x00clock"  # the global watermark's clock in a snapshot (partition keys are tuples)
-
-
-class _Partition:
-    """One partition: its rows, its matcher, the events waiting to be rendered and, with the compiled
-    lane, the lane's ``feed`` and ``flush`` (``lane.py``)."""
-
-    __slots__ = ("values", "rows", "matcher", "pending", "feed", "flush", "sync_keys")
-
-    def __init__(self, values: tuple, engine: Any, order: TimeOrder, clock: StreamClock | None):
-        self.values = values
-        self.rows = Rows(order.delay, order.ahead, order.row_limit, clock)
-        self.matcher = engine(self.rows)
-        self.pending: deque = deque()
-        self.feed = self.flush = self.sync_keys = None  # the lane's (``MatchRecognizeProcessor._new_partition``)
-
-    def sync(self) -> None:
-        """Write the lane's cells back to ``rows`` / ``matcher`` (before anything else reads them)."""
-        if self.flush is not None:
-            self.flush()
 
 
 def _plain(expr: Any, alias: str) -> Any:
@@ -150,7 +131,7 @@ class MatchRecognizeProcessor:
         # (the lanes' ``deliver``: ``OneRowMeasures.lane_deliver``)
         simple = self.star_only and type(self.builder) is OneRowMeasures
         self.star_outputs = self.builder.lane_deliver if simple else None
-        self.parts: dict[Any, _Partition] = {}
+        self.parts: dict[Any, Partition] = {}
         # WITHIN: attempts older than the span end when the watermark passes it (False: only when a
         # later row of their partition arrives — the reference the tests compare against)
         self.expire_by_time = mr.within is not None
@@ -171,7 +152,7 @@ class MatchRecognizeProcessor:
             self.make_lane = compile_lane(masks, self.automaton, self.spec, _NOTHING, delay=self.bound,
                                           lookback=self.lookback, unmatched=unmatched_rows,
                                           order_key=self.fast_keys[1], past_last=past_last)
-        self.by_str: dict[str, _Partition] = {}  # partitions by their one str PARTITION BY value
+        self.by_str: dict[str, Partition] = {}  # partitions by their one str PARTITION BY value
         # the SELECT's ORDER BY sorts the rows one step emits (a step's relation, docs/sql-breadth.md)
         self.shape = RelationShape.of(select, registry) if select.order_by else None
         self.lane_process = None
@@ -274,7 +255,7 @@ class MatchRecognizeProcessor:
             self._release_everywhere(part, tup, result)
         return result
 
-    def _release_everywhere(self, moved: _Partition, tup: Tuple, result: StepResult) -> None:
+    def _release_everywhere(self, moved: Partition, tup: Tuple, result: StepResult) -> None:
         """The global watermark moved (``moved``'s row raised the clock): every other partition
         releases its held rows up to it and matches them, in the order the partitions were first
         seen."""
@@ -341,10 +322,10 @@ class MatchRecognizeProcessor:
 
     # ------------------------------------------------------------ internals
 
-    def _new_partition(self, values: tuple, state: tuple | None = None) -> _Partition:
+    def _new_partition(self, values: tuple, state: tuple | None = None) -> Partition:
         """A new partition, registered by its value; ``state``: its snapshot ``(rows, matcher,
         pending)``, restored before the lane (which holds the rows' lists) is made."""
-        part = _Partition(values, self.engine, self.time_order, self.clock)
+        part = Partition(values, self.engine, self.time_order, self.clock)
         if state is not None:
             part.rows.from_state(state[0])
             part.matcher.from_state(state[1])
@@ -360,7 +341,7 @@ class MatchRecognizeProcessor:
             self.lanes[()] = part.feed
         return part
 
-    def _run(self, part: _Partition, tup: Tuple | None, result: StepResult) -> None:
+    def _run(self, part: Partition, tup: Tuple | None, result: StepResult) -> None:
         events = part.matcher.advance()
         rows = part.rows
         if self.expire_by_time and not rows.ended:
@@ -375,7 +356,7 @@ class MatchRecognizeProcessor:
                 keep = min(keep, part.pending[0][1])
             rows.trim(keep - self.lookback)
 
-    def _render(self, part: _Partition, events: list, tup: Tuple | None, result: StepResult) -> None:
+    def _render(self, part: Partition, events: list, tup: Tuple | None, result: StepResult) -> None:
         """Render the matcher's ``events`` (after those still waiting) into ``result``."""
         rows = part.rows
         pending = part.pending
