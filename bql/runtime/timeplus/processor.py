@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import heapq
+import math
 from typing import Any
 
 from ...ast import EmitClause, FieldRef, KeyStep, Select, StreamRef, WindowFunction
@@ -51,9 +52,10 @@ from .processor_state import WindowSnapshot
 from .sessions import SessionTracker
 from .streaming_calls import StreamingCalls, uses_streaming_calls
 from .ticking import WallClock
-from .timecol import bound_value, datetime_micros, is_processing_time, to_micros, utc_now
+from .timecol import US, bound_value, datetime_micros, is_processing_time, to_micros, utc_now
 from .watermark import Watermark, late_error
 
+_FINITE = math.inf  # ``-_FINITE < v < _FINITE``: ``math.isfinite`` for a float, NaN excluded
 
 def _is_window_column(expr: Any) -> bool:
     return (isinstance(expr, FieldRef) and len(expr.path) == 1 and isinstance(expr.path[0], KeyStep)
@@ -162,6 +164,11 @@ class WindowProcessor(WallClock, FixedStep, WindowSnapshot):
         data, field = tup.data, self.time_field
         if field is not None and type(data) is dict:
             v = data.get(field, MISSING)
+            kind = type(v)
+            if kind is float and -_FINITE < v < _FINITE:  # ``to_micros``' common cases inline
+                return round(v * US)
+            if kind is int:
+                return v * US
             if v is not MISSING:
                 return to_micros(v)
         return to_micros(self.time_fn(self._env(tup)))
