@@ -45,6 +45,32 @@ class StepResult:
     done: bool = False  # the query finished (e.g. LIMIT reached): its node stops
 
 
+class _NoRows(list):
+    """An empty list that cannot be changed (the lists of ``NOTHING``)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("the shared empty StepResult (NOTHING) cannot be changed")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+
+def _nothing() -> StepResult:
+    cls = type("NoStep", (StepResult,), {"__slots__": (), "__setattr__": _NoRows._refuse})
+    out = object.__new__(cls)
+    object.__setattr__(out, "outputs", _NoRows())
+    object.__setattr__(out, "dropped", _NoRows())
+    object.__setattr__(out, "done", False)
+    return out
+
+
+NOTHING = _nothing()
+"""A shared ``StepResult`` with no outputs and no drops that cannot be changed: what a step returns when
+a tuple produced nothing (most tuples of a window or a pattern), instead of a new empty result."""
+
+
 class Processor(Protocol):
     """A compiled query over its inputs (FROM aliases/stream names)."""
 

@@ -1,7 +1,7 @@
 """The processor side of the compiled lanes (``lane.py``): ``process(tup)`` sends a tuple to its
 partition's lane when the lane takes it; a lane's ``deliver`` turns the events it resolved into the
-step's result; the shared unchangeable empty result is a lane's step when a row produced nothing
-(most rows)."""
+step's result; the shared unchangeable empty result (``processor.NOTHING``) is a lane's step when a row
+produced nothing (most rows)."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,29 +9,6 @@ from typing import Any
 from ..processor import StepResult
 
 REFUSED = object()  # a lane ``feed``'s answer for a row it does not take (nothing was changed)
-
-
-class _NoRows(list):
-    """An empty list that cannot be changed (the lists of ``NOTHING``)."""
-
-    __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("the shared empty StepResult of MATCH_RECOGNIZE cannot be changed")
-
-    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
-
-
-def nothing(step_result: type) -> Any:
-    """A shared ``StepResult`` with no outputs and no drops that cannot be changed: what a lane's
-    step returns when a row produced nothing (most rows), instead of a new empty result."""
-    cls = type("NoStep", (step_result,), {"__slots__": (), "__setattr__": _NoRows._refuse})
-    out = object.__new__(cls)
-    object.__setattr__(out, "outputs", _NoRows())
-    object.__setattr__(out, "dropped", _NoRows())
-    object.__setattr__(out, "done", False)
-    return out
 
 
 def make_process(lanes: dict, partition_key: Any, order_key: str, general: Any) -> Any:

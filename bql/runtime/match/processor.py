@@ -21,14 +21,14 @@ from ...ast import FieldRef, MatchRecognize, PatternFieldRef, Wildcard
 from ...errors import BQLAnalysisError, BQLError
 from ...eval import Env, Scope, compile_expr
 from ...values import multiset_key
-from ..processor import Dropped, ProcessorContext, StepResult, Tuple
+from ..processor import NOTHING, Dropped, ProcessorContext, StepResult, Tuple
 from ..projection import SelectList, default_label
 from ..relation_shape import RelationShape
 from .engine import build_engine, wants_lane
 from .exprs import MRContext
 from .fastpath import OneRowMeasures, field_key
 from .lane import compile_lane
-from .lane_process import lane_deliver, make_process, nothing
+from .lane_process import lane_deliver, make_process
 from .levels import define_level, max_offsets
 from .match_time import MatchTime
 from .matcher import MatchSpec
@@ -39,7 +39,6 @@ from .time_order import DEFAULT_DELAY, StreamClock, TimeOrder
 from .views import Blocked
 
 DEFAULT_REORDER_BOUND = DEFAULT_DELAY
-_NOTHING = nothing(StepResult)  # the step result of a row that produced nothing (shared, unchangeable)
 _CLOCK = "\x00clock"  # the global watermark's clock in a snapshot (partition keys are tuples)
 
 
@@ -149,7 +148,7 @@ class MatchRecognizeProcessor:
         if (self.fast_keys is not None and masks is not None and wants_lane(engine)
                 and max_offsets(measure_exprs)[1] == 0):
             past_last = self.spec.skip_mode == "past_last_row"
-            self.make_lane = compile_lane(masks, self.automaton, self.spec, _NOTHING, delay=self.bound,
+            self.make_lane = compile_lane(masks, self.automaton, self.spec, NOTHING, delay=self.bound,
                                           lookback=self.lookback, unmatched=unmatched_rows,
                                           order_key=self.fast_keys[1], past_last=past_last)
         self.by_str: dict[str, Partition] = {}  # partitions by their one str PARTITION BY value

@@ -29,7 +29,7 @@ from ...ast import Select
 from ...eval import is_volatile
 from ...values import multiset_key
 from ..kernel import _message
-from ..processor import Dropped, StepResult, Tuple
+from ..processor import NOTHING, Dropped, StepResult, Tuple
 from .emission import AFTER_WATERMARK
 from .timecol import bound_value, datetime_micros
 from .watermark import late_error
@@ -68,10 +68,11 @@ class FixedStep:
 
     def _fixed_step(self: Any, tup: Tuple) -> StepResult:
         """``process`` for a tumble, hop or session aggregation with column panes, AFTER WATERMARK over event
-        time and no LIMIT: the same steps without the branches that cannot apply."""
-        result = StepResult()
+        time and no LIMIT: the same steps without the branches that cannot apply. A row that neither
+        drops nor closes a window returns the shared empty ``NOTHING``."""
         if self.finished:
-            return result
+            return StepResult()
+        result = None
         if self.clocked:
             self._now = self.clock()
         ts = tup.ts
@@ -86,8 +87,7 @@ class FixedStep:
             c = mx - watermark.delay  # ``watermark.close_bound``
             if fixed is None:  # a session: late below the close bound itself
                 if t < c:
-                    result.dropped.append(Dropped(tup, late_error(t, c), "input"))
-                    return result
+                    return StepResult([], [Dropped(tup, late_error(t, c), "input")])
                 if self.session_rows:
                     self._join_session(tup, t)
                 else:
@@ -98,8 +98,7 @@ class FixedStep:
                     threshold = watermark.late_threshold()  # ``fixed.closed_end(c)``
                     late = self._late = (threshold, threshold + fixed.slide)
                 if t < late[0]:
-                    result.dropped.append(Dropped(tup, late_error(t, late[0]), "input"))
-                    return result
+                    return StepResult([], [Dropped(tup, late_error(t, late[0]), "input")])
                 lo, hi, windows, panes = self._slot
                 if not (self.shared_windows and lo <= t < hi and panes is self.panes):
                     self._assign_fixed(tup, t)  # per window, as ``process`` does it
@@ -109,10 +108,13 @@ class FixedStep:
                     self.columns.add_to_windows(windows, tup, self._env)
             ends = self.ends
             if ends and ends[0][0] <= c:
+                result = StepResult()
                 self._close((ts, tup.seq), result)
         except Exception as err:  # per-tuple isolation: fallible work happens before state changes
+            if result is None:
+                result = StepResult()
             result.dropped.append(Dropped(tup, _message(err), "other"))
-        return result
+        return NOTHING if result is None else result
 
     def _join_session(self: Any, tup: Tuple, t: int) -> None:
         """``_assign_session`` for an untagged row (module docstring): the row joins its key's newest session
