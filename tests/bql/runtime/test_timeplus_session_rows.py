@@ -125,3 +125,4 @@ def test_random_streams_give_the_reference_rows(monkeypatch, steps, tail, longes
     query = (f"SELECT RSTREAM count(*) AS n, sum(v) AS s, window_start, window_end "
              f"FROM session(src, ts, 1 SECONDS{longest}) {tail}")
     _same_as_rows(query, rows, monkeypatch)
+

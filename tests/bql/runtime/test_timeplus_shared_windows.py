@@ -113,3 +113,19 @@ def test_a_restore_into_the_same_processor_forgets_the_kept_windows():
     f.push(k="a", v=100, ts=T0 + 1)
     assert f.finish() == [{"k": "a", "s": 101, "window_start": T0 - 2},
                           {"k": "a", "s": 101, "window_start": T0}]
+
+
+def test_a_quiet_row_returns_the_shared_empty_result():
+    """A fixed-step row that neither drops nor closes a window returns ``NOTHING``, which cannot be
+    changed; a late row and a closing row get results of their own."""
+    from sbpy.bql.runtime.processor import NOTHING
+
+    f = Feeder("SELECT RSTREAM k, count(*) AS n, window_start FROM tumble(src, ts, 2 SECONDS) "
+               "GROUP BY k, window_start")
+    assert f.step(k="a", ts=T0) is NOTHING
+    closing = f.step(k="a", ts=T0 + 2.5)
+    late = f.step(k="a", ts=T0 + 1)
+    assert closing is not NOTHING and len(closing.outputs) == 1
+    assert late is not NOTHING and "late tuple" in late.dropped[0].error and NOTHING.dropped == []
+    with pytest.raises(TypeError):
+        NOTHING.outputs.append(1)
