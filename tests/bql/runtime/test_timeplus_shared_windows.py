@@ -5,10 +5,9 @@ and group per window and row), tuple for tuple."""
 import random
 
 import pytest
-from timeplus_util import T0, Feeder, build
-
 from sbpy.bql.functions import builtin_numeric
 from sbpy.bql.runtime.timeplus.pane_columns import LAYOUT_ENV
+from timeplus_util import T0, Feeder, build
 
 
 def _times(step, n):
