@@ -6,9 +6,9 @@ Three workloads, each on a fresh Spark session per master (the session's cores a
   through a topology (file source → planned stateless query, native tier where it applies → file sink),
   next to the hand-written PySpark streaming job on the same session — its own gain from the second
   core is the yardstick. Each session warms both sides with one untimed run (over the input itself
-  unless ``--warm-rows``), then times ``--timed`` runs of each, alternating: a new session loads the
-  native tier's jar in a new class loader, so its JVM functions start interpreted while Spark's own
-  classes stay compiled across sessions of the same JVM; a server's session runs for hours;
+  unless ``--warm-rows``), then times ``--timed`` runs of each, alternating: a new session's first
+  topology run costs about twice the later ones (its Python workers, code generation, classes loaded
+  and compiled anew), and a server's session runs for hours;
 - **keyed MATCH_RECOGNIZE** (``bench/b5_match.py``): ``A B+ C`` with ``PARTITION BY`` over the ticker
   rows, the keyed plan (one group per bucket of partition keys, as many buckets as shuffle partitions),
   Spark's busy time;
@@ -53,7 +53,7 @@ def b1_session(master: str, src: Path, warm: Path, tmp: Path, expected: int, war
                r: int, timed: int) -> tuple[list[float], list[float], list]:
     """``(sbpy seconds, reference seconds, sbpy rows)`` of ``timed`` alternating runs of each side on a fresh
     session with ``master``, after one untimed run of each over ``warm`` (the input itself by default: a
-    server runs for hours, its JIT is warm; a new session's native-tier classes are not)."""
+    server runs for hours; a new session's first run is not what it runs at)."""
     ctx = benchlib.server_context(tmp / f"data-{r}-{master[6]}", master, [])
     sbpy: list[float] = []
     ref: list[float] = []
@@ -68,7 +68,8 @@ def b1_session(master: str, src: Path, warm: Path, tmp: Path, expected: int, war
             tag = f"{r}-{master[6]}-{i}"
             for side in (("sbpy", "ref") if i % 2 == 0 else ("ref", "sbpy")):
                 if side == "ref":
-                    ref.append(b1_filter.reference_streaming(spark, src.parent, tmp / f"r-{tag}", tmp / f"ck-{tag}"))
+                    ref.append(b1_filter.reference_streaming(spark, src.parent, tmp / f"r-{tag}",
+                                                             tmp / f"ck-{tag}"))
                     _remove(tmp / f"r-{tag}")
                     continue
                 out = tmp / f"s-{tag}.jsonl"
@@ -85,7 +86,11 @@ def b1_session(master: str, src: Path, warm: Path, tmp: Path, expected: int, war
 
 
 def _remove(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+    """Remove a run's output (a Spark sink's folder, sbpy's sink file): the runs would fill the disk."""
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def mr_round(master: str, rows: list[dict[str, Any]]) -> tuple[float, list]:
@@ -95,14 +100,17 @@ def mr_round(master: str, rows: list[dict[str, Any]]) -> tuple[float, list]:
     return res["busy"], sorted(map(b5_match._key, res["matches"]))
 
 
-WINDOW_SIDES = ("keyed", "driver", "spark")  # sbpy's keyed plan, sbpy's default (driver) plan, Spark's window()
+# sbpy's keyed plan, sbpy's default (driver) plan, Spark's window()
+WINDOW_SIDES = ("keyed", "driver", "spark")
 
 
-def window_round(master: str, data: list[tuple[int, int, float]], tmp: Path, r: int) -> dict[str, tuple[float, list]]:
-    """Per side of ``WINDOW_SIDES``: ``(busy seconds, rows)`` of the tumble GROUP BY (``bench/b4_windows.py``'s
-    query: ``count(*)``, ``sum(v)`` per ``k`` and window) on a fresh session with ``master`` — sbpy's keyed
-    plan (the ordered router, then one bucket per shuffle partition), sbpy as it plans the query by default
-    (the driver) and the hand-written Spark ``window()`` aggregation over the same rows as Parquet."""
+def window_round(master: str, data: list[tuple[int, int, float]], tmp: Path,
+                 r: int) -> dict[str, tuple[float, list]]:
+    """Per side of ``WINDOW_SIDES``: ``(busy seconds, rows)`` of the tumble GROUP BY
+    (``bench/b4_windows.py``'s query: ``count(*)``, ``sum(v)`` per ``k`` and window) on a fresh session
+    with ``master`` — sbpy's keyed plan (the ordered router, then one bucket per shuffle partition), sbpy
+    as it plans the query by default (the driver) and the hand-written Spark ``window()`` aggregation over
+    the same rows as Parquet."""
     from sbpy.server.context import ServerContext
 
     folder = tmp / f"win-{r}-{master[6]}"
@@ -118,8 +126,9 @@ def window_round(master: str, data: list[tuple[int, int, float]], tmp: Path, r: 
                 b4_windows.run_spark(spark, folder, "warm", window, folder / "parquet-warm")
                 res = b4_windows.run_spark(spark, folder, "run", window, folder / "parquet")
             else:
-                b4_windows.run_ours(spark, folder, f"warm-{side}", "tumble(src, 10 SECONDS)", data[:10_000], side)
-                res = b4_windows.run_ours(spark, folder, f"run-{side}", "tumble(src, 10 SECONDS)", data, side)
+                form = "tumble(src, 10 SECONDS)"
+                b4_windows.run_ours(spark, folder, f"warm-{side}", form, data[:10_000], side)
+                res = b4_windows.run_ours(spark, folder, f"run-{side}", form, data, side)
             out[side] = (res["busy"], sorted(res["rows"]))
             print(f"  tumble GROUP BY {master} ({side}): {res['busy']:.2f} s busy; {benchlib.load_note()}")
         return out
@@ -134,14 +143,15 @@ def main() -> None:
     ap.add_argument("--window-rows", type=int, default=100_000, help="rows for the tumble GROUP BY (0: skip)")
     ap.add_argument("--window-keys", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=2, help="sessions per master, the masters alternating")
-    ap.add_argument("--timed", type=int, default=3, help="B1: timed runs of each side per session, alternating")
+    ap.add_argument("--timed", type=int, default=3,
+                    help="B1: timed runs of each side per session, alternating")
     ap.add_argument("--warm-rows", type=int, default=0,
-                    help="B1 warm-up lines per side and session (0: one run over the input itself): each session "
-                         "loads the native jar's classes afresh, so its JIT starts cold (Spark's own classes "
-                         "stay compiled across sessions)")
+                    help="B1 warm-up lines per side and session (0: one run over the input itself): a new "
+                         "session's first run costs about twice the later ones")
     ap.add_argument("--pin", action="store_true",
-                    help="run the local[1] sessions with this process, the JVM and its Python workers on one CPU "
-                         "(unpinned, the JVM's collector, compiler and driver use the second core meanwhile)")
+                    help="run the local[1] sessions with this process, the JVM and its Python workers on "
+                         "one CPU (unpinned, the JVM's collector, compiler and driver use the second core "
+                         "meanwhile)")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-b6-"))
     pinned = a.pin and len(benchlib.ALL_CPUS) > 1
@@ -168,7 +178,8 @@ def main() -> None:
                 if pinned:
                     benchlib.pin_process_tree([min(benchlib.ALL_CPUS)] if master == "local[1]" else None)
                 if a.rows:
-                    times, t_ref, rows = b1_session(master, src, warm, tmp, expected, warm_expected, r, a.timed)
+                    times, t_ref, rows = b1_session(master, src, warm, tmp, expected, warm_expected, r,
+                                                    a.timed)
                     sbpy[master].extend(times)
                     ref[master].extend(t_ref)
                     outputs.setdefault(f"b1 {master}", rows)
@@ -196,7 +207,8 @@ def main() -> None:
         names = {"keyed": "tumble GROUP BY, sbpy keyed plan (busy)",
                  "driver": "tumble GROUP BY, sbpy default plan: driver (busy)",
                  "spark": "tumble GROUP BY, Spark window() reference (busy)"}
-        table += [(names[side], med(win[side]["local[1]"]), med(win[side]["local[2]"])) for side in WINDOW_SIDES]
+        table += [(names[side], med(win[side]["local[1]"]), med(win[side]["local[2]"]))
+                  for side in WINDOW_SIDES]
     print()
     print(f"medians; B1: {a.timed} timed runs of each side per session after a warm-up run")
     print(benchlib.table(("workload", "local[1] s", "local[2] s", "gain"),
@@ -205,11 +217,13 @@ def main() -> None:
     same_mr = not ticker or outputs["mr local[1]"] == outputs["mr local[2]"]
     same_win = not a.window_rows or all(outputs[f"win {side} {m}"] == outputs["win keyed local[1]"]
                                         for side in WINDOW_SIDES if side != "spark" for m in MASTERS)
-    spark_win = not a.window_rows or all(outputs[f"win spark {m}"] == outputs["win keyed local[1]"] for m in MASTERS)
+    spark_win = not a.window_rows or all(outputs[f"win spark {m}"] == outputs["win keyed local[1]"]
+                                         for m in MASTERS)
     print(f"\nrow checks: B1 {'same' if same_b1 else 'DIFFERENT'} on both masters"
           + ("" if not ticker else f", MATCH_RECOGNIZE {'same' if same_mr else 'DIFFERENT'}")
-          + ("" if not a.window_rows else f", tumble keyed/driver {'same' if same_win else 'DIFFERENT'} on both "
-             f"masters, Spark's window() rows {'the same' if spark_win else 'DIFFERENT'}"))
+          + ("" if not a.window_rows else
+             f", tumble keyed/driver {'same' if same_win else 'DIFFERENT'} on both masters, "
+             f"Spark's window() rows {'the same' if spark_win else 'DIFFERENT'}"))
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ from .watermark import Watermark, late_error
 
 _FINITE = math.inf  # ``-_FINITE < v < _FINITE``: ``math.isfinite`` for a float, NaN excluded
 
+
 def _is_window_column(expr: Any) -> bool:
     return (isinstance(expr, FieldRef) and len(expr.path) == 1 and isinstance(expr.path[0], KeyStep)
             and expr.path[0].key in (WINDOW_START, WINDOW_END))
