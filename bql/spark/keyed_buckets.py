@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from sbpy.bql.runtime import gc_pause
 
 from .keyed_ops import KeyedCore
 from .keyed_plan import PASS_KEY
@@ -150,7 +151,7 @@ class PartitionView:
     ``lanes`` dict, so that one is refilled in place). Swapping a view in is three assignments; the
     objects are the ones the key's last run left, so a warm key costs no restore."""
 
-    __slots__ = ("parts", "by_str", "lanes")
+    __slots__ = ("by_str", "lanes", "parts")
 
     def __init__(self, proc: Any):
         self.parts, self.by_str, self.lanes = proc.parts, proc.by_str, dict(proc.lanes)
@@ -176,7 +177,14 @@ class BucketCore:
 
         ``stored_stamp``: the bucket's committed stamp; ``get(key)`` a key's committed snapshot (None:
         new key), ``put(key, snap)`` records a key's new one; the caller stores the new stamp with
-        them. ``key_order`` permutes the keys (tests: the result must not depend on it)."""
+        them. ``key_order`` permutes the keys (tests: the result must not depend on it). The cyclic
+        collector is paused meanwhile (``gc_pause``)."""
+        with gc_pause.paused():
+            return self._run(rows, stored_stamp, get, put, key_order)
+
+    def _run(self, rows: Iterable[tuple], stored_stamp: bytes | None, get: Callable[[str], bytes | None],
+             put: Callable[[str, bytes], None], key_order: Callable[[list[str]], list[str]] | None
+             ) -> tuple[list[tuple], bytes]:
         if stored_stamp is None or stored_stamp != self.stamp:
             self.views.clear()  # the committed state is not what these views were saved as
         self.stamp = None

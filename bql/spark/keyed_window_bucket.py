@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
-
 from sbpy.bql.eval import Env
+from sbpy.bql.runtime import gc_pause
 from sbpy.bql.runtime.kernel import _copy, _message
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.timeplus.pane_columns import ColumnPane, load_pane
@@ -86,7 +86,13 @@ class WindowBucket:
     def run(self, rows: Iterable[tuple], stored_stamp: bytes | None, get: Callable[[str], bytes | None],
             put: Callable[[str, bytes], None], remove: Callable[[str], None]) -> tuple[list[tuple], bytes]:
         """Rows in ``ROW_COLUMNS`` order, sorted by ``(seq, idx)`` → ``(output rows, new stamp)``.
-        ``get``/``put``/``remove``: the bucket's committed window map (start text → pickled pane)."""
+        ``get``/``put``/``remove``: the bucket's committed window map (start text → pickled pane). The
+        cyclic collector is paused meanwhile (``gc_pause``)."""
+        with gc_pause.paused():
+            return self._run(rows, stored_stamp, get, put, remove)
+
+    def _run(self, rows: Iterable[tuple], stored_stamp: bytes | None, get: Callable[[str], bytes | None],
+             put: Callable[[str, bytes], None], remove: Callable[[str], None]) -> tuple[list[tuple], bytes]:
         if stored_stamp is None or stored_stamp != self.stamp:
             self.panes = {}  # the committed state is not what these panes were saved as
         self.stamp = None

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sbpy.bql.runtime import gc_pause
 from sbpy.bql.runtime.processor import StepResult, Tuple, next_tick_of
 
 from . import journal_format as jf
@@ -176,7 +177,11 @@ class Pipeline:
         """Feed journal rows ``(seq, input, ts_us, data_text, end[, error])`` (sorted by seq; ``data_text``
         may be the data already decoded, a map: ``read_entries(values=True)``); return output rows. A row
         without data and with an ``error`` (a file line that is no tuple) is a ``dropped`` row of its input
-        (event ``input``)."""
+        (event ``input``). The cyclic collector is paused meanwhile (``gc_pause``), on every host."""
+        with gc_pause.paused():
+            return self._run(rows)
+
+    def _run(self, rows: Iterable[tuple]) -> list[tuple]:
         self._rows, self._stats = [], {}
         if any(self.buffers):
             rows = list(rows)

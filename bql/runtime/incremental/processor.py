@@ -35,12 +35,13 @@ from ..kernel import SelectProcessor, _copy, _message, truth
 from ..processor import Dropped, ProcessorContext, StepResult, Tuple
 from ..stage_codegen import FALLBACK, generate, generate_for, row_parts
 from ..windows import Entry
+from .delta_step import delta_step
 from .emitter import DeltaEmitter, row_key, row_key_for
 from .group_step import grouped_step
 from .groups import GroupTable, IncrementalGrouping
-from .pair_step import paired_step
 from .join import JoinPlan
 from .ordered_window import OrderedWindow
+from .pair_step import paired_step
 from .plain_select import plain_evaluator
 from .relation import Relation, emitted_copy
 
@@ -85,6 +86,8 @@ class IncrementalSelectProcessor(SelectProcessor):
         self.grouped = grouped_step(self)
         # two hash-joined FROM items without grouping: the step with a generated projection (``pair_step``)
         self.paired = paired_step(self)
+        # one FROM item, ISTREAM/DSTREAM without grouping: the common step in one function (``delta_step``)
+        self.delta_step = delta_step(self)
         if self.generated is not None or self.fused or self.grouped is not None:
             self.source = self.slots[0].sources[0]
         self.targets: dict[str, list[int]] = {}
@@ -110,6 +113,14 @@ class IncrementalSelectProcessor(SelectProcessor):
             result = StepResult()
             super()._step(tup, [0], result)
             return result
+        stepper = self.delta_step
+        if stepper is not None and self.fused and not self.delegate:
+            if tup.input != self.source:
+                return StepResult()
+            outputs = stepper.advance(tup)
+            if outputs is not None:
+                self.emitted += len(outputs)
+                return StepResult(outputs)
         if self.fused and not self.delegate and not self.relation.pending:
             if tup.input != self.source:
                 return StepResult()
@@ -177,6 +188,8 @@ class IncrementalSelectProcessor(SelectProcessor):
             parts.append("one generated step per tuple")
         if self.paired is not None:
             parts.append("generated pair projection")
+        if self.delta_step is not None:
+            parts.append("one fused step per tuple")
         parts.append(f"{self.emitter.kind.upper()} from the relation's changes"
                      if self.delta is not None else "RSTREAM of the cached rows")
         return f"incremental ({', '.join(parts)})"
