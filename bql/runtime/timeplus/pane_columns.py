@@ -41,6 +41,7 @@ from ..grouping import Grouping
 from ..incremental.field_access import plain_field
 from ..processor import Tuple
 from .column_steps import compile_steps
+from .group_output import group_output_of
 from .panes import WINDOW_END, WINDOW_START, Pane, tag
 from .timecol import bound_value
 
@@ -185,6 +186,8 @@ class PaneColumns:
         # session_key(row, env_of): the key of the row's session (its GROUP BY items but the window columns)
         self.key, self._append, self.add, self.add_to_windows, self.session_key = compile_steps(
             self.key_parts, self.columns, self.tag_rows, self.no_errors, ColumnGroup, marks_dirty)
+        # the common form's output row in one generated function (``group_output``), else None
+        self.group_output = group_output_of(self, select)
 
     @classmethod
     def of(cls, select: Select, grouping: Grouping | None, alias: str, registry: Any,
@@ -231,6 +234,8 @@ class PaneColumns:
 
     def evaluate(self, group: ColumnGroup, now: Any) -> dict[str, Any] | None:
         """The group's output row (None: HAVING rejects it); raises the reference's error."""
+        if self.group_output is not None:
+            return self.group_output(group, now)
         first = Env({self.alias: group.first}, None, now)
         columns, errors, counted = group.columns, group.errors, self.counted
         slots: dict[int, int] = {}  # the current aggregate's, read by ``column`` when it is called
