@@ -11,9 +11,8 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from timeplus_util import T0, Feeder, build
-
 from sbpy.bql.runtime.timeplus.pane_columns import LAYOUT_ENV
+from timeplus_util import T0, Feeder, build
 
 SELECTS = [
     "k, count(*) AS n, sum(v) AS s, window_start",
