@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
 from sbpy.server.config import config_from_dict
 from server_harness import RunningServer, start_server
 
@@ -35,3 +34,14 @@ def server_factory(tmp_path) -> Iterator[Callable[..., RunningServer]]:
 def server(server_factory) -> RunningServer:
     """A server with the default config."""
     return server_factory()
+
+
+@pytest.fixture
+def collector_on() -> Iterator[None]:
+    """CPython's cyclic collector enabled for the test, and left as it was found."""
+    import gc
+
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    (gc.enable if was else gc.disable)()

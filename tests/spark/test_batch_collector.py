@@ -11,13 +11,7 @@ from sbpy.bql.spark.keyed_buckets import BucketCore
 from sbpy.bql.spark.keyed_window_bucket import WindowBucket
 from sbpy.bql.spark.operator import Pipeline, StageSpec
 
-
-@pytest.fixture(autouse=True)
-def _collector_on():
-    was = gc.isenabled()
-    gc.enable()
-    yield
-    (gc.enable if was else gc.disable)()
+pytestmark = pytest.mark.usefixtures("collector_on")  # tests/conftest.py
 
 
 class Recorder:

@@ -112,29 +112,14 @@ class DeltaStep:
         if new is None:
             if not removed:
                 return []
-            if len(removed) > 1 or removed[0].nan:
-                items = delta.apply(removed, [])
-                return [Tuple(emitted_copy(item.data), ts, seq, "") for item in items]
-            gone = removed[0]
-            out = []
-            key = gone.ekey
-            cls = classes[key]
-            if type(cls) is not KeyClass:
-                del classes[key]
-                if not istream:
-                    out.append(Tuple(emitted_copy(cls.data), ts, seq, ""))
-                return out
-            if not istream:
-                out.append(Tuple(emitted_copy(cls.items[-1].data), ts, seq, ""))
-            cls.remove(gone)
-            if not cls.pos:
-                del classes[key]
-            return out
-        if new.nan or len(removed) > 1 or (removed and (removed[0].nan or removed[0].ekey == new.ekey)):
-            items = delta.apply(removed, [new])
+            general = len(removed) > 1 or removed[0].nan
+        else:
+            general = new.nan or len(removed) > 1 or (removed and (removed[0].nan or removed[0].ekey == new.ekey))
+        if general:  # ``_one_change`` would refuse it too
+            items = delta.apply(removed, [] if new is None else [new])
             return [Tuple(emitted_copy(item.data), ts, seq, "") for item in items]
         out = []
-        if removed:
+        if removed:  # ``DeltaEmitter._remove``: DSTREAM emits the last row of the key that shrank
             gone = removed[0]
             key = gone.ekey
             cls = classes[key]
@@ -148,6 +133,8 @@ class DeltaStep:
                 cls.remove(gone)
                 if not cls.pos:
                     del classes[key]
+        if new is None:
+            return out
         key = new.ekey
         cls = classes.get(key)
         if cls is None:

@@ -9,7 +9,6 @@ texts must be identical, also across snapshot / restore into fresh processors of
 """
 from __future__ import annotations
 
-import copy
 import datetime as dt
 from typing import Any
 
@@ -21,7 +20,8 @@ from sbpy.bql.runtime.incremental import IncrementalSelectProcessor
 from sbpy.bql.runtime.kernel import SelectProcessor
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
-from test_generated_kernel_paths import SETTINGS, START, VALUES, canonical
+from test_generated_kernel_paths import SETTINGS, START, VALUES
+from test_paired_step import _observed as observed_on
 
 SELECTS = ["x, k", "x AS a, s AS b", "k, m", "1 AS one, x", "x.u AS u, s"]
 WHERES = ["", "WHERE x < 2", "WHERE k = 1 OR s = \"p\"", "WHERE NOT x >= 1", "WHERE x.u = 1"]
@@ -46,9 +46,7 @@ def streams(draw: Any) -> list[tuple[dict[str, Any], int]]:
 
 
 def _observed(proc: Any, data: dict[str, Any], ts: dt.datetime, seq: int) -> tuple[Any, ...]:
-    result = proc.process(Tuple(copy.deepcopy(data), ts, seq, "s1"))
-    return ([(canonical(t.data), t.ts, t.seq, t.input) for t in result.outputs],
-            [(d.error, d.event_type, d.tuple.seq) for d in result.dropped], result.done)
+    return observed_on(proc, "s1", data, ts, seq)
 
 
 def _processors(query: str) -> tuple[Any, Any, Any]:

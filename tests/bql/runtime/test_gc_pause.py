@@ -7,13 +7,7 @@ import threading
 import pytest
 from sbpy.bql.runtime import gc_pause
 
-
-@pytest.fixture(autouse=True)
-def _collector_on():
-    was = gc.isenabled()
-    gc.enable()
-    yield
-    (gc.enable if was else gc.disable)()
+pytestmark = pytest.mark.usefixtures("collector_on")  # tests/conftest.py
 
 
 def test_a_pause_disables_the_collector_and_enables_it_after():
