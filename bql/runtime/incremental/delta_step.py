@@ -30,7 +30,8 @@ from ..processor import Tuple
 from ..stage_codegen import FALLBACK
 from ..windows import Entry
 from .emitter import KeyClass
-from .relation import Row, emitted_copy
+from ..kernel import _copy
+from .relation import Row, _all_scalar, emitted_copy
 
 
 def delta_step(proc: Any) -> DeltaStep | None:
@@ -143,6 +144,6 @@ class DeltaStep:
             if type(cls) is not KeyClass:
                 cls = classes[key] = KeyClass.of(cls)
             cls.insert(new)
-        if istream:
-            out.append(Tuple(emitted_copy(data), ts, seq, ""))
+        if istream:  # ``emitted_copy`` inline
+            out.append(Tuple(data.copy() if _all_scalar(map(type, data.values())) else _copy(data), ts, seq, ""))
         return out
