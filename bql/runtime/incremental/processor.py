@@ -32,7 +32,7 @@ import pickle
 from ...ast import Select
 from ...eval import Env
 from ..kernel import SelectProcessor, _copy, _message, truth
-from ..processor import Dropped, ProcessorContext, StepResult, Tuple
+from ..processor import NOTHING, Dropped, ProcessorContext, StepResult, Tuple
 from ..stage_codegen import FALLBACK, generate, generate_for, row_parts
 from ..windows import Entry
 from .delta_step import delta_step
@@ -100,14 +100,14 @@ class IncrementalSelectProcessor(SelectProcessor):
         runs its generated step first (``None``: WHERE is false; ``FALLBACK``: the reference's step); a
         one-FROM-item RSTREAM GROUP BY runs its generated step (``group_step``) unless a row waits for its
         key, a hash join of two FROM items its step with a generated projection (``pair_step``) unless a
-        row waits for its projection."""
+        row waits for its projection. A step that emits and drops nothing returns the shared ``NOTHING``."""
         generated = self.generated
         if generated is not None:
             if tup.input != self.source:
-                return StepResult()
+                return NOTHING
             out = generated(tup.data)
             if out is None:
-                return StepResult()
+                return NOTHING
             if out is not FALLBACK:
                 return StepResult([Tuple(out, tup.ts, tup.seq, "")])
             result = StepResult()
@@ -116,14 +116,14 @@ class IncrementalSelectProcessor(SelectProcessor):
         stepper = self.delta_step
         if stepper is not None and self.fused and not self.delegate:
             if tup.input != self.source:
-                return StepResult()
+                return NOTHING
             outputs = stepper.advance(tup)
             if outputs is not None:
                 self.emitted += len(outputs)
-                return StepResult(outputs)
+                return StepResult(outputs) if outputs else NOTHING
         if self.fused and not self.delegate and not self.relation.pending:
             if tup.input != self.source:
-                return StepResult()
+                return NOTHING
             data = self.row_step(tup.data)  # side-effect free: a FALLBACK leaves nothing to undo
             if data is not FALLBACK:
                 try:
@@ -131,17 +131,17 @@ class IncrementalSelectProcessor(SelectProcessor):
                 except Exception as err:  # as ``_step``: only this step is lost
                     return StepResult([], [Dropped(tup, _message(err), "other")])
                 self.emitted += len(outputs)
-                return StepResult(outputs)
+                return StepResult(outputs) if outputs else NOTHING
         grouped = self.grouped
         if grouped is not None and not self.delegate and not self.relation.pending:
             if tup.input != self.source:
-                return StepResult()
+                return NOTHING
             try:
                 outputs = grouped.advance(tup)
             except Exception as err:  # as ``_step``: only this step is lost
                 return StepResult([], [Dropped(tup, _message(err), "other")])
             self.emitted += len(outputs)
-            return StepResult(outputs)
+            return StepResult(outputs) if outputs else NOTHING
         paired = self.paired
         if paired is not None and not self.delegate and not self.relation.pending:
             targets = self.targets.get(tup.input)
@@ -151,7 +151,7 @@ class IncrementalSelectProcessor(SelectProcessor):
                 except Exception as err:  # as ``_step``: only this step is lost
                     return StepResult([], [Dropped(tup, _message(err), "other")])
                 self.emitted += len(outputs)
-                return StepResult(outputs)
+                return StepResult(outputs) if outputs else NOTHING
         if self.has_udsf:
             return super().process(tup)
         result = StepResult()

@@ -183,3 +183,21 @@ def test_an_older_snapshot_with_entry_lists():
 def test_other_statements_keep_the_general_path(query):
     proc = build_processor(parse_select(query))
     assert isinstance(proc, IncrementalSelectProcessor) and proc.delta_step is None
+
+
+@pytest.mark.parametrize("query, stream", [
+    ("SELECT RSTREAM x FROM s1 [RANGE 1 TUPLES] WHERE x < 2", [("s1", {"x": 5}), ("s2", {"x": 1})]),
+    ("SELECT ISTREAM x FROM s1 [RANGE 2 TUPLES] WHERE x < 2", [("s1", {"x": 5}), ("s1", {"x": 6}), ("s2", {"x": 1})]),
+    ("SELECT ISTREAM a:x AS x FROM s1 [RANGE 2 TUPLES] AS a, s2 [RANGE 2 TUPLES] AS b WHERE a:k = b:k",
+     [("s1", {"x": 1, "k": 1}), ("s2", {"x": 2, "k": 2})]),
+])
+def test_a_quiet_step_returns_the_shared_empty_result(query, stream):
+    """A step that emits and drops nothing returns ``processor.NOTHING`` (no new result per tuple); the
+    shared result cannot be changed by whoever reads it."""
+    from sbpy.bql.runtime.processor import NOTHING
+
+    proc = build_processor(parse_select(query))
+    for seq, (name, data) in enumerate(stream, 1):
+        assert proc.process(Tuple(data, START, seq, name)) is NOTHING
+    with pytest.raises(TypeError):
+        NOTHING.outputs.append(None)
