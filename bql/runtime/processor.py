@@ -9,7 +9,7 @@ state store, so a restarted query resumes exactly).
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 
@@ -36,13 +36,22 @@ class Dropped:
     event_type: str = "other"  # "input" | "output" | "other" (SensorBee's dropped_tuples field)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class StepResult:
-    """What one ``process`` call produced: emitted tuples (in order) and dropped steps."""
+    """What one ``process`` call produced: emitted tuples (in order) and dropped steps.
 
-    outputs: list[Tuple] = field(default_factory=list)
-    dropped: list[Dropped] = field(default_factory=list)
-    done: bool = False  # the query finished (e.g. LIMIT reached): its node stops
+    Its ``__init__`` is written out: the generated one of ``field(default_factory=list)`` costs 250 ns a
+    result against 110 (one result per tuple of every kernel)."""
+
+    outputs: list[Tuple]
+    dropped: list[Dropped]
+    done: bool  # the query finished (e.g. LIMIT reached): its node stops
+
+    def __init__(self, outputs: list[Tuple] | None = None, dropped: list[Dropped] | None = None,
+                 done: bool = False):
+        self.outputs = [] if outputs is None else outputs
+        self.dropped = [] if dropped is None else dropped
+        self.done = done
 
 
 class _NoRows(list):

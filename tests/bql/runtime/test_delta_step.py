@@ -201,3 +201,21 @@ def test_a_quiet_step_returns_the_shared_empty_result(query, stream):
         assert proc.process(Tuple(data, START, seq, name)) is NOTHING
     with pytest.raises(TypeError):
         NOTHING.outputs.append(None)
+
+
+def test_step_results_own_their_lists():
+    """``StepResult``'s written-out ``__init__``: each result gets lists of its own, as the dataclass's
+    ``default_factory`` gave them; given lists are kept; equality and ``replace`` still work."""
+    import dataclasses
+
+    from sbpy.bql.runtime.processor import StepResult
+
+    a, b = StepResult(), StepResult()
+    a.outputs.append(1)
+    a.dropped.append(2)
+    assert b.outputs == [] and b.dropped == [] and not b.done
+    given = [Tuple({}, START)]
+    c = StepResult(given, done=True)
+    assert c.outputs is given and c.dropped == [] and c.done
+    assert StepResult([], [], False) == StepResult() != c
+    assert dataclasses.replace(c, done=False) == StepResult(given)
