@@ -190,7 +190,7 @@ class Pipeline:
         # that stage's ``_step`` (``_deliver`` without its per-tuple consumer look-ups)
         sole = {} if self._refused or self.output_node is None else {
             name: ks[0] for name, ks in self.consumers.items() if len(ks) == 1 and name != self.output_node}
-        ended = self.ended
+        ended, stats, processors, times = self.ended, self._stats, self.processors, self._times
         for row in rows:
             seq, name, ts_us, text, end = row[:5]
             self._seq = seq
@@ -209,9 +209,19 @@ class Pipeline:
             if k is None or k in ended:
                 self._deliver_data(name, data, ts_us, seq)
                 continue
-            received = self._stat(k).received
+            stat = stats.get(k)
+            if stat is None:
+                stat = self._stat(k)
+            received = stat.received
             received[name] = received.get(name, 0) + 1
-            self._step(k, "process", Tuple(data, self._times.get(ts_us), seq, name), name)
+            tup = Tuple(data, times.get(ts_us), seq, name)
+            try:  # ``_step`` inline: most steps of a stateful stage emit and drop nothing
+                result: StepResult = processors[k].process(tup)
+            except Exception as exc:
+                self._failed(k, stat, tup, exc, name)
+                continue
+            if result.outputs or result.dropped or result.done:
+                self._take(k, stat, result, name)
         self._refused = {}
         return self._batch_rows()
 
@@ -322,12 +332,19 @@ class Pipeline:
         try:
             result: StepResult = getattr(self.processors[k], method)(arg)
         except Exception as exc:
-            stat.dropped += 1
-            tup = arg if isinstance(arg, Tuple) else None
-            self._emit_dropped(self.stages[k].node, tup, _error_text(exc), input_name, "other")
+            self._failed(k, stat, arg, exc, input_name)
             return
-        if not (result.outputs or result.dropped or result.done):
-            return  # most steps of a stateful stage
+        if result.outputs or result.dropped or result.done:  # most steps of a stateful stage: neither
+            self._take(k, stat, result, input_name)
+
+    def _failed(self, k: int, stat: _Stat, arg: Any, exc: Exception, input_name: str) -> None:
+        """Stage ``k`` raised on ``arg`` (a tuple, a time or an input name): only that step is dropped."""
+        stat.dropped += 1
+        tup = arg if isinstance(arg, Tuple) else None
+        self._emit_dropped(self.stages[k].node, tup, _error_text(exc), input_name, "other")
+
+    def _take(self, k: int, stat: _Stat, result: StepResult, input_name: str) -> None:
+        """Stage ``k``'s step ``result``: its drops reported, its outputs delivered, its end."""
         node = self.stages[k].node
         for dropped in result.dropped:
             stat.dropped += 1

@@ -75,3 +75,29 @@ def test_a_bucket_runs_with_the_collector_paused(monkeypatch, host):
     args = ([], None, lambda k: None, lambda k, s: None) + ((lambda k: None,) if host is WindowBucket else ())
     assert bucket.run(*args) == ([], b"stamp")
     assert seen == [False] and gc.isenabled()
+
+
+class Raising(Recorder):
+    """A stage that raises on odd ``x`` and emits the rest."""
+
+    def process(self, tup):
+        if tup.data["x"] % 2:
+            raise ValueError(f"odd {tup.data['x']}")
+        return super().process(tup)
+
+
+def test_a_sole_reader_step_that_raises_drops_only_its_tuple():
+    """The journal loop runs a sole reader's step inline (``Pipeline._run``): a raising step is dropped
+    with its tuple, input and error as ``_step`` reports it, the other tuples flow, the counts add up."""
+    from sbpy.bql.spark import journal_format as jf
+
+    p = Pipeline([StageSpec("s1", "", ("src",), factory=Raising), StageSpec("s2", "", ("s1",), factory=Recorder)])
+    rows = [(i, "src", 1000 * i, jf.encode_data({"x": i}), False) for i in range(1, 6)]
+    out = p.run(rows)
+    dropped = [r for r in out if r[0] == "dropped"]
+    assert [(r[1], jf.decode_data(r[5]), r[6], r[7], r[8]) for r in dropped] == [
+        ("s1", {"x": x}, f"ValueError: odd {x}", "src", "other") for x in (1, 3, 5)]
+    assert [jf.decode_data(r[5]) for r in out if r[0] == "out"] == [{"x": 2}, {"x": 4}]
+    stats = {r[1]: jf.decode_data(r[5]) for r in out if r[0] == "stat"}
+    assert stats["s1"] == {"received": {"src": 5}, "sent": 2, "dropped": 3}
+    assert stats["s2"] == {"received": {"s1": 2}, "sent": 2, "dropped": 0}
