@@ -85,6 +85,18 @@ def committed_seq(checkpoint: str | os.PathLike[str]) -> int | None:
     return pinned_seq(checkpoint)
 
 
+def last_committed(checkpoint: str | os.PathLike[str]) -> int | None:
+    """The id of the newest committed batch (its sink callback returned), None if none is."""
+    ids = _ids(Path(checkpoint) / "commits")
+    return ids[-1] if ids else None
+
+
+def uncommitted(checkpoint: str | os.PathLike[str]) -> bool:
+    """Whether a planned batch is not committed yet: Spark re-runs it first when the query restarts."""
+    planned = _ids(Path(checkpoint) / "offsets")
+    return bool(planned) and planned[-1] != last_committed(checkpoint)
+
+
 def needed_after(checkpoint: str | os.PathLike[str]) -> int | None:
     """The lowest journal seq after which the consumer checkpointed in ``checkpoint`` may still read
     (see the module doc): its own query's ``committed_seq`` and each sub-folder query's pinned start.

@@ -25,6 +25,11 @@ the split one: killed before the commit point, a restart resumes the old fused q
 checkpoint; after it, both new queries from the handed-over position and state (a replayed batch 0
 included). The same holds when the new consumer is dropped later: its stream stays computed on its own.
 
+The owner's position is the last batch its consumer handled in this run; an owner restarted that has
+handled none yet starts the split from the newest batch its checkpoint committed, once Spark has re-run
+a planned batch it had not committed (``_await_replayed``) — from its pinned start, the new queries
+would deliver every earlier output again.
+
 An owner that runs on the driver (UDS-backed calls) hands over the snapshot file of its last batch
 (``driver_query.DriverPipeline``). Owners with a keyed MATCH_RECOGNIZE plan are not split (their
 state is spread over partitions; the new consumer computes its own copy, as before); this is logged.
@@ -39,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from sbpy.bql.durable import fsync_dir
-from sbpy.bql.spark import handoff
+from sbpy.bql.spark import checkpoint_positions, handoff
 from sbpy.bql.spark import journal_format as jf
 from sbpy.bql.spark.driver_query import STATE_DIR
 
@@ -80,11 +85,36 @@ def _quiesce(owner: Any, handle: Any, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def _await_replayed(owner: Any, handle: Any, timeout: float = 60.0) -> None:
+    """After a restart the owner's query has handled no batch yet (``last_batch`` None) but its checkpoint
+    may hold a planned batch it did not commit, whose rows may have reached the sink before the kill:
+    Spark re-runs it first (the sink recognises it), so wait until it has, or the query is no longer
+    running, before the split takes the newest committed batch as the owner's position."""
+    ck = owner.checkpoint_dir
+    if owner.last_batch is not None or ck is None or not checkpoint_positions.uncommitted(ck):
+        return
+    deadline = time.monotonic() + timeout
+    while owner.last_batch is None and time.monotonic() < deadline:
+        if handle is None or not handle.is_active:
+            break
+        time.sleep(0.05)
+    if owner.last_batch is None:
+        log.warning("query '%s': its uncommitted batch did not run again before the split", owner.id)
+
+
+def _last_handled(owner: Any) -> int | None:
+    """The last batch whose rows the consumer fully handled: this run's (``last_batch``), else — a query
+    restarted that handled none yet — the newest batch its checkpoint committed (before the restart)."""
+    if owner.last_batch is not None:
+        return owner.last_batch
+    return checkpoint_positions.last_committed(owner.checkpoint_dir) if owner.checkpoint_dir is not None else None
+
+
 def _position_and_state(topology: Any, handle: Any, owner: Any) -> tuple[int, bytes | None]:
     """Where the stopped owner's query got to and its pipeline snapshot there."""
     if hasattr(handle, "handoff"):  # a runner that knows both itself (the in-process stand-in of tests)
         return handle.handoff()
-    batch = owner.last_batch  # the last batch whose rows the consumer fully handled
+    batch = _last_handled(owner)
     pos = handoff.position(owner.checkpoint_dir, batch)
     if pos is None:
         return topology.journal.head, None
@@ -153,6 +183,7 @@ def split(topology: Any, owner: Any, stream: str) -> bool:
         return False
     handle, old_stages, old_ck = owner.handle, list(owner.stage_names), owner.checkpoint_dir
     temporary, owner.temporary = owner.temporary, False  # keep the checkpoint: its state is read below
+    _await_replayed(owner, handle)
     _quiesce(owner, handle)
     owner.stop()
     owner.temporary, owner.freezing = temporary, False
