@@ -30,8 +30,7 @@ from ..processor import Tuple
 from ..stage_codegen import FALLBACK
 from ..windows import Entry
 from .emitter import KeyClass
-from ..kernel import _copy
-from .relation import Row, _all_scalar, emitted_copy
+from .relation import Row, emitted_copy
 
 
 def delta_step(proc: Any) -> DeltaStep | None:
@@ -115,7 +114,8 @@ class DeltaStep:
                 return []
             general = len(removed) > 1 or removed[0].nan
         else:
-            general = new.nan or len(removed) > 1 or (removed and (removed[0].nan or removed[0].ekey == new.ekey))
+            general = (new.nan or len(removed) > 1
+                       or (removed and (removed[0].nan or removed[0].ekey == new.ekey)))
         if general:  # ``_one_change`` would refuse it too
             items = delta.apply(removed, [] if new is None else [new])
             return [Tuple(emitted_copy(item.data), ts, seq, "") for item in items]
@@ -144,6 +144,6 @@ class DeltaStep:
             if type(cls) is not KeyClass:
                 cls = classes[key] = KeyClass.of(cls)
             cls.insert(new)
-        if istream:  # ``emitted_copy`` inline
-            out.append(Tuple(data.copy() if _all_scalar(map(type, data.values())) else _copy(data), ts, seq, ""))
+        if istream:
+            out.append(Tuple(emitted_copy(data), ts, seq, ""))
         return out
