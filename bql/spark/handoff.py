@@ -20,29 +20,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from . import journal_format as jf
+from . import checkpoint_positions
 from .operator import STATE_VERSION
 from .state_function import read_logged_snapshot
 from .state_log import LOGGED, read_layout
 
 
-def _ids(folder: Path) -> list[int]:
-    if not folder.is_dir():
-        return []
-    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
-
-
 def position(checkpoint: str | Path, batch_id: int | None) -> int | None:
-    """The journal seq batch ``batch_id`` of the query at ``checkpoint`` ended at (its offset log), or
-    with ``batch_id`` None the query's pinned start seq (None when it never started)."""
-    ck = Path(checkpoint)
-    if batch_id is not None:
-        lines = (ck / "offsets" / str(batch_id)).read_text().splitlines()
-        return int(orjson.loads(lines[-1])["seq"])
-    path = ck / jf.START_SEQ_FILE
-    return int(orjson.loads(path.read_bytes())["seq"]) if path.exists() else None
+    """The journal seq batch ``batch_id`` of the query at ``checkpoint`` ended at (its offset log, which
+    must hold it), or with ``batch_id`` None the query's pinned start seq (None when it never started)."""
+    if batch_id is None:
+        return checkpoint_positions.pinned_seq(checkpoint)
+    end = checkpoint_positions.batch_end(checkpoint, batch_id)
+    if end is None:
+        raise FileNotFoundError(f"{Path(checkpoint) / 'offsets' / str(batch_id)}: the batch is not logged")
+    return end
 
 
 def read_snapshot(spark: Any, checkpoint: str | Path, batch_id: int, stages: Sequence[Any] = (),

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from sbpy.bql.spark import checkpoint_positions, handoff
 from sbpy.bql.spark import journal_format as jf
 from sbpy.server.nodes import replan
@@ -31,6 +32,9 @@ def test_a_restarted_owner_splits_at_its_last_committed_batch(tmp_path):
     assert checkpoint_positions.last_committed(ck) == 3 and not checkpoint_positions.uncommitted(ck)
     assert replan._last_handled(owner) == 3
     assert handoff.position(ck, replan._last_handled(owner)) == 40  # not the pinned start, 0
+    assert handoff.position(ck, None) == 0  # the pinned start
+    with pytest.raises(FileNotFoundError):
+        handoff.position(ck, 9)  # a batch the offset log does not hold
     owner.last_batch = 5  # a batch handled in this run wins
     assert replan._last_handled(owner) == 5
     fresh = SimpleNamespace(id="b", last_batch=None, checkpoint_dir=tmp_path / "none")
