@@ -6,8 +6,8 @@ same work in the same process with the same output (a deque window, a ``Counter`
 ISTREAM difference, incremental group counters) — the best one would write by hand, not a literal
 re-evaluation of the relation. Both run as one batch with CPython's cyclic collector paused, as every
 host of the kernel runs a batch (``gc_pause``: the driver, the Spark operators, the keyed buckets); the
-same runs with the collector enabled get their own columns. The reference kernel (``SelectProcessor``, forced with
-``ProcessorContext(kernel="reference")``) gets its own column, over fewer tuples where it costs
+same runs with the collector enabled get their own columns. The reference kernel (``SelectProcessor``,
+forced with ``ProcessorContext(kernel="reference")``) gets its own column, over fewer tuples where it costs
 milliseconds per tuple. Every run checks that both kernels and the hand-written loop emitted the same
 multiset of rows.
 
@@ -272,9 +272,8 @@ def in_process(n: int, only: set[str] | None = None, rounds: int = 1) -> list[di
         o_s, o_out = run_kernel(query, items[:m], "reference")
         same = same and Counter(map(_key, o_out)) == Counter(map(_key, run_reference(ref, items[:m])[1]))
         results.append({"name": name, "query": query, "n": n, "kernel_us": k_s / n * 1e6,
-                        "ref_us": r_s / n * 1e6,
-                        "gc_kernel_us": kg_s / n * 1e6, "gc_ref_us": rg_s / n * 1e6, "old_n": m, "old_us": o_s / m * 1e6, "outputs": len(k_out),
-                        "same": same})
+                        "ref_us": r_s / n * 1e6, "gc_kernel_us": kg_s / n * 1e6, "gc_ref_us": rg_s / n * 1e6,
+                        "old_n": m, "old_us": o_s / m * 1e6, "outputs": len(k_out), "same": same})
     return results
 
 
@@ -445,11 +444,12 @@ def main() -> None:
                      "-" if s is None else s, "-" if s is None else s / r["kernel_us"],
                      r["outputs"], "yes" if r["same"] else "NO"))
     print()
-    print(benchlib.table(("statement", "tuples", "kernel µs", "hand-written µs", "× hand", "collector on: kernel µs",
-                          "hand µs", "× hand", "reference kernel µs", "Spark µs", "Spark/kernel", "outputs",
-                          "same rows"), rows))
-    print("  kernel µs, hand-written µs: one batch with the cyclic collector paused, as every host runs a batch"
-          " (driver, Spark operators, keyed buckets: gc_pause); collector on: the same runs with it enabled")
+    print(benchlib.table(("statement", "tuples", "kernel µs", "hand-written µs", "× hand",
+                          "collector on: kernel µs", "hand µs", "× hand", "reference kernel µs", "Spark µs",
+                          "Spark/kernel", "outputs", "same rows"), rows))
+    print("  kernel µs, hand-written µs: one batch with the cyclic collector paused, as every host runs a"
+          " batch (driver, Spark operators, keyed buckets: gc_pause); collector on: the same runs with it"
+          " enabled")
     print("  kernel: build_processor's choice (the incremental kernel; the filter and the one-stream ISTREAM"
           " statements decide each new row with stage_codegen's generated step, GROUP BY runs"
           " group_step's generated step, the join pair_step's with a generated projection); reference"

@@ -105,9 +105,9 @@ def _await_replayed(owner: Any, handle: Any, timeout: float = 60.0) -> None:
 def _last_handled(owner: Any) -> int | None:
     """The last batch whose rows the consumer fully handled: this run's (``last_batch``), else — a query
     restarted that handled none yet — the newest batch its checkpoint committed (before the restart)."""
-    if owner.last_batch is not None:
+    if owner.last_batch is not None or owner.checkpoint_dir is None:
         return owner.last_batch
-    return checkpoint_positions.last_committed(owner.checkpoint_dir) if owner.checkpoint_dir is not None else None
+    return checkpoint_positions.last_committed(owner.checkpoint_dir)
 
 
 def _position_and_state(topology: Any, handle: Any, owner: Any) -> tuple[int, bytes | None]:

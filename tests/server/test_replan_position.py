@@ -65,10 +65,12 @@ def test_an_uncommitted_batch_runs_again_before_the_split(tmp_path):
 
 
 def test_no_wait_without_an_uncommitted_batch_or_a_running_query(tmp_path):
-    owner = SimpleNamespace(id="a", last_batch=None, checkpoint_dir=_checkpoint(tmp_path, planned=3, committed=3))
+    ck = _checkpoint(tmp_path, planned=3, committed=3)
+    owner = SimpleNamespace(id="a", last_batch=None, checkpoint_dir=ck)
     replan._await_replayed(owner, SimpleNamespace(is_active=True), timeout=60)  # returns at once
     other = tmp_path / "other"
     other.mkdir()
-    pending = SimpleNamespace(id="b", last_batch=None, checkpoint_dir=_checkpoint(other, planned=2, committed=1))
+    ck = _checkpoint(other, planned=2, committed=1)
+    pending = SimpleNamespace(id="b", last_batch=None, checkpoint_dir=ck)
     replan._await_replayed(pending, SimpleNamespace(is_active=False), timeout=60)  # its query stopped
     assert pending.last_batch is None and replan._last_handled(pending) == 1

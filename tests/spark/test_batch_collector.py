@@ -91,7 +91,8 @@ def test_a_sole_reader_step_that_raises_drops_only_its_tuple():
     with its tuple, input and error as ``_step`` reports it, the other tuples flow, the counts add up."""
     from sbpy.bql.spark import journal_format as jf
 
-    p = Pipeline([StageSpec("s1", "", ("src",), factory=Raising), StageSpec("s2", "", ("s1",), factory=Recorder)])
+    p = Pipeline([StageSpec("s1", "", ("src",), factory=Raising),
+                  StageSpec("s2", "", ("s1",), factory=Recorder)])
     rows = [(i, "src", 1000 * i, jf.encode_data({"x": i}), False) for i in range(1, 6)]
     out = p.run(rows)
     dropped = [r for r in out if r[0] == "dropped"]

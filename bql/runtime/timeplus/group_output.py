@@ -58,8 +58,8 @@ def group_output_of(layout: Any, select: Any) -> Callable[[Any, Any], dict[str, 
             args.append(f"columns[{c}]")
         scope[f"IMPL{j}"] = agg.spec.impl
         message = f"aggregate '{agg.spec.name}' failed: "
-        lines += ["    try:", f"        v{j} = IMPL{j}({', '.join(args)})", "    except BQLError:", "        raise",
-                  "    except Exception as err:",
+        lines += ["    try:", f"        v{j} = IMPL{j}({', '.join(args)})",
+                  "    except BQLError:", "        raise", "    except Exception as err:",
                   f"        raise BQLEvaluationError({message!r} + str(err)) from err"]
     values = f"[{', '.join(f'v{j}' for j in range(len(aggregates)))}]"
     lines += ["    d = first.data", "    plain = type(d) is dict"]

@@ -134,7 +134,8 @@ def test_plain_rows_run_the_fused_step(emitter, window):
 def test_out_of_order_time_and_equal_keys_fall_back_exactly():
     """A tuple older than the window's last makes the window prune by scanning; the same row twice in a
     row leaves and enters the same key: both steps end up in ``DeltaEmitter.apply``."""
-    stream = [({"x": 1, "k": 1}, 0), ({"x": 1, "k": 1}, 100), ({"x": 1, "k": 1}, 2000), ({"x": 0, "k": 2}, 1500),
+    stream = [({"x": 1, "k": 1}, 0), ({"x": 1, "k": 1}, 100), ({"x": 1, "k": 1}, 2000),
+              ({"x": 0, "k": 2}, 1500),
               ({"x": 1, "k": 1}, 2600), ({"x": 1, "k": 1}, 2700), ({"x": 0, "k": 1}, 4000)]
     for emitter in ("ISTREAM", "DSTREAM"):
         assert run_three(_query(emitter, "x, k", "[RANGE 1 SECONDS]", ""), stream) > 0
@@ -187,7 +188,8 @@ def test_other_statements_keep_the_general_path(query):
 
 @pytest.mark.parametrize("query, stream", [
     ("SELECT RSTREAM x FROM s1 [RANGE 1 TUPLES] WHERE x < 2", [("s1", {"x": 5}), ("s2", {"x": 1})]),
-    ("SELECT ISTREAM x FROM s1 [RANGE 2 TUPLES] WHERE x < 2", [("s1", {"x": 5}), ("s1", {"x": 6}), ("s2", {"x": 1})]),
+    ("SELECT ISTREAM x FROM s1 [RANGE 2 TUPLES] WHERE x < 2",
+     [("s1", {"x": 5}), ("s1", {"x": 6}), ("s2", {"x": 1})]),
     ("SELECT ISTREAM a:x AS x FROM s1 [RANGE 2 TUPLES] AS a, s2 [RANGE 2 TUPLES] AS b WHERE a:k = b:k",
      [("s1", {"x": 1, "k": 1}), ("s2", {"x": 2, "k": 2})]),
 ])

@@ -27,8 +27,8 @@ FROMS = ["tumble(src, ts, 5 SECONDS)", "hop(src, ts, 2 SECONDS, 6 SECONDS)", "se
 TAILS = ["GROUP BY k, window_start", "GROUP BY k, window_start, window_end", "GROUP BY window_start",
          "GROUP BY m, window_start"]
 
-values = st.one_of(st.integers(-3, 5), st.sampled_from([2.0, -0.0, 0.5, 1e308, math.nan, None, True, "x", 2 ** 62,
-                                                        2 ** 63 - 1]),
+values = st.one_of(st.integers(-3, 5),
+                   st.sampled_from([2.0, -0.0, 0.5, 1e308, math.nan, None, True, "x", 2 ** 62, 2 ** 63 - 1]),
                    st.just([1, 2]), st.just({"a": 1}))
 row = st.fixed_dictionaries(
     {"k": st.sampled_from(["a", "b", 1, 1.0, None]), "dt": st.sampled_from([0, 0.5, 1, 2, 4, 6])},
@@ -58,7 +58,8 @@ def _valid(query):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(select=st.sampled_from(SELECTS), from_=st.sampled_from(FROMS), tail=st.sampled_from(TAILS),
        rows=st.lists(row, max_size=30))
-def test_generated_output_equals_the_general_emission_and_the_reference(monkeypatch, select, from_, tail, rows):
+def test_generated_output_equals_the_general_emission_and_the_reference(monkeypatch, select, from_, tail,
+                                                                         rows):
     query = f"SELECT RSTREAM {select} FROM {from_} {tail}"
     monkeypatch.setenv(LAYOUT_ENV, "")  # the fixture outlives an example: the last one set "rows"
     if not _valid(query):
@@ -73,8 +74,8 @@ def test_generated_output_equals_the_general_emission_and_the_reference(monkeypa
 
 
 def test_the_bench_query_runs_the_generated_output():
-    q = "SELECT RSTREAM k, count(*) AS n, sum(v) AS total, window_start FROM hop(src, 5 SECONDS, 10 SECONDS) " \
-        "GROUP BY k, window_start"
+    q = ("SELECT RSTREAM k, count(*) AS n, sum(v) AS total, window_start "
+         "FROM hop(src, 5 SECONDS, 10 SECONDS) GROUP BY k, window_start")
     proc = build(q)
     calls = [0]
     out_fn = proc.columns.group_output
@@ -98,9 +99,11 @@ def test_the_bench_query_runs_the_generated_output():
 
 
 @pytest.mark.parametrize("query", [
-    "SELECT RSTREAM k, count(*) AS n FROM tumble(src, 5 SECONDS) GROUP BY k, window_start HAVING count(*) > 1",
+    "SELECT RSTREAM k, count(*) AS n FROM tumble(src, 5 SECONDS) GROUP BY k, window_start "
+    "HAVING count(*) > 1",
     'SELECT RSTREAM k, string_agg(w, "-") AS s FROM tumble(src, 5 SECONDS) GROUP BY k, window_start',
-    "SELECT RSTREAM k, count(*) AS n, window_start AS w.x FROM tumble(src, 5 SECONDS) GROUP BY k, window_start",
+    "SELECT RSTREAM k, count(*) AS n, window_start AS w.x FROM tumble(src, 5 SECONDS) "
+    "GROUP BY k, window_start",
 ])
 def test_other_forms_keep_the_general_emission(query):
     """HAVING, an argument evaluated on the first row (the separator) or a label path: general emission."""
@@ -126,7 +129,8 @@ def _with_udaf(query):
 
 
 def test_an_aggregate_that_raises_is_reported_as_the_general_path_reports_it():
-    q = "SELECT RSTREAM k, frail(v) AS f, count(*) AS n FROM tumble(src, ts, 5 SECONDS) GROUP BY k, window_start"
+    q = ("SELECT RSTREAM k, frail(v) AS f, count(*) AS n FROM tumble(src, ts, 5 SECONDS) "
+         "GROUP BY k, window_start")
     fast, general = _with_udaf(q), _with_udaf(q)
     assert fast.columns.group_output is not None
     general.columns.group_output = None
@@ -140,7 +144,8 @@ def test_an_aggregate_that_raises_is_reported_as_the_general_path_reports_it():
 def test_a_first_row_without_the_field_raises_the_items_error():
     """A group's first row always holds its GROUP BY field (a row whose key raises joins no group); the
     generated output still reads a missing one through the item's closure, as the general path does."""
-    q = "SELECT RSTREAM k, count(*) AS n, window_start FROM tumble(src, ts, 5 SECONDS) GROUP BY k, window_start"
+    q = ("SELECT RSTREAM k, count(*) AS n, window_start FROM tumble(src, ts, 5 SECONDS) "
+         "GROUP BY k, window_start")
     proc = build(q)
     Feeder("", proc).step(ts=T0 + 1, k="a")
     (pane,) = proc.panes.values()
