@@ -207,6 +207,8 @@ def main() -> None:
     ap.add_argument("--sequential", action="store_true", help="also run Spark with the single-group operator")
     ap.add_argument("--guard", type=int, default=100_000, help="rows of the guard pattern")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--batch", type=int, default=20_000,
+                    help="journal seqs per Spark micro-batch (the server's default is 1,000,000)")
     a = ap.parse_args()
     print(f"B5: MATCH_RECOGNIZE (A B+ C), PARTITION BY symbol, {len(SYMBOLS)} symbols; {benchlib.load_note()}")
     rows = ticker(a.n)
@@ -231,7 +233,7 @@ def main() -> None:
     if a.spark:
         srows = rows[:a.spark]
         sref = automaton(srows)
-        spark = through_spark(srows, a.master, a.sequential, guard_rows if a.guard else [])
+        spark = through_spark(srows, a.master, a.sequential, guard_rows if a.guard else [], a.batch)
         for r in spark:
             if r["label"] == "guard":
                 continue

@@ -7,8 +7,8 @@ A consumer reads only its chain's inputs (``chain.inputs``), so each node log ha
 lowest position of its readers; a log nobody reads keeps only its newest file. A reader's position:
 
 - a consumer whose query has a checkpoint resumes, after a crash or a restart, from the end of its
-  newest *committed* batch (Spark re-runs an uncommitted batch from there; a keyed plan rescans from its
-  pinned start): ``checkpoint_positions.needed_after``;
+  newest *committed* batch (Spark re-runs an uncommitted batch from there; so does a keyed plan's
+  sub-folder query): ``checkpoint_positions.needed_after``;
 - a consumer being started (no checkpoint pinned yet) reads after its ``start_seq``/``resume_seq``; one
   not started yet (``start_seq`` still 0) holds everything back;
 - a consumer that will never read again (its input ended before it started, no checkpoint) holds

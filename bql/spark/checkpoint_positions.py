@@ -11,9 +11,9 @@ the journal entries with seq <= S.
 - ``committed_seq``: where a restart resumes: Spark re-runs an uncommitted batch ``N`` from the end of
   batch ``N-1``, so a restart never reads an entry at or below the end of the newest committed batch.
 - ``needed_after``: the lowest such position of a consumer's checkpoint folder, its sub-folder queries
-  included. A sub-folder query (the keyed MATCH_RECOGNIZE plan's ``keyed-v3``) re-reads its input from
-  its pinned start when that input ends (``keyed_ops.JournalRouter``), so it needs everything after its
-  pinned start. Journal entries at or below ``needed_after`` of every consumer may be pruned.
+  (a keyed plan's ``keyed-v4``) included: each resumes from its own newest committed batch (a keyed
+  plan keeps its keys in its state, it never re-reads its input from the start). Journal entries at or
+  below ``needed_after`` of every consumer may be pruned.
 
 Spark writes each log entry to a temp file and renames it, so a listed numeric file is complete.
 """
@@ -99,7 +99,7 @@ def uncommitted(checkpoint: str | os.PathLike[str]) -> bool:
 
 def needed_after(checkpoint: str | os.PathLike[str]) -> int | None:
     """The lowest journal seq after which the consumer checkpointed in ``checkpoint`` may still read
-    (see the module doc): its own query's ``committed_seq`` and each sub-folder query's pinned start.
+    (see the module doc): the ``committed_seq`` of its own query and of each sub-folder query.
     None: no query of it has started (nothing is pinned yet)."""
     folder = Path(checkpoint)
     found = [committed_seq(folder)]
@@ -107,6 +107,6 @@ def needed_after(checkpoint: str | os.PathLike[str]) -> int | None:
         subs = [p for p in folder.iterdir() if p.is_dir()]
     except (FileNotFoundError, NotADirectoryError):
         subs = []
-    found += [pinned_seq(p) for p in subs]
+    found += [committed_seq(p) for p in subs]
     known = [s for s in found if s is not None]
     return min(known) if known else None

@@ -23,8 +23,17 @@ of the key instead:
   driver restores the global order from ``(seq, idx, sub)``.
 
 State layout: per bucket, a map from the key's text to that key's processor snapshot (the format of
-``MatchRecognizeProcessor.snapshot`` with one partition) — a batch writes only the keys it touched —
-and a *stamp*, random bytes written by every call. A worker keeps the views of the keys it ran, with
+``MatchRecognizeProcessor.snapshot`` with one partition) — a batch writes only the keys it touched —,
+the bucket's *key log* (``KeyLog``: each key's first seq, and whether K's input ended) and a *stamp*,
+random bytes written by every call.
+
+The end of K's input: in-process, K finishes its partitions in creation order. A stateless router
+(``keyed_ops.JournalRouter``) does not know the keys, so it sends one ``ALL_KEYS`` row, which
+``pack_rows`` copies to every bucket (the copy for bucket 0 marked ``LEAD``); each bucket finishes the
+keys of its log in the order of their first seqs, numbering each key's rows with that seq as ``idx``,
+and the lead copy also writes K's ``end`` (and K's own end of output) after them, so the driver's
+``(seq, idx, sub)`` order is the in-process one across buckets. A second end is ignored, as
+in-process. A worker keeps the views of the keys it ran, with
 the stamp it wrote; when the bucket's stored stamp equals it, the views are exactly the committed state
 (no read); otherwise (another worker ran the bucket, or a failed attempt was rolled back) they are
 dropped and each key is read back from the map.
@@ -43,9 +52,10 @@ import orjson
 from sbpy.bql.runtime import gc_pause
 
 from .keyed_ops import KeyedCore
-from .keyed_plan import PASS_KEY
+from .keyed_plan import ALL_KEYS, ERROR_KEY, PASS_KEY
 
 BUCKETS_FILE = "buckets.json"
+LEAD = "lead"  # the ``event`` of the ``ALL_KEYS`` copy that also ends K (bucket 0's)
 MAX_VIEWS = 4096  # cached key views per bucket and worker (more: the least recently run are read back)
 _M32 = 0xFFFFFFFF
 
@@ -114,8 +124,16 @@ def pack_rows(rows: Iterable[Any], buckets: int) -> list[tuple[int, str]]:
     chunk as one packed row; every field is a str, an int or None, which JSON keeps exactly."""
     values = group_values(buckets)
     packs: dict[int, list] = {}
+    of_key: dict[Any, int] = {}
     for r in rows:
-        b = bucket_of(r[10], buckets)
+        key = r[10]
+        if key == ALL_KEYS:  # every bucket gets it; bucket 0's copy also ends K
+            for b in range(buckets):
+                packs.setdefault(b, []).append(r[:9] + (LEAD,) + r[10:] if b == 0 else r)
+            continue
+        b = of_key.get(key)
+        if b is None:
+            b = of_key[key] = bucket_of(key, buckets)
         pack = packs.get(b)
         if pack is None:
             pack = packs[b] = []
@@ -162,6 +180,27 @@ class PartitionView:
         proc.lanes.update(self.lanes)
 
 
+class KeyLog:
+    """A bucket's key log: each key's first seq (``first``) and whether K's input ended (``ended``).
+    In memory here (``keyed_model``, tests); ``keyed_query`` keeps it in the bucket's state."""
+
+    def __init__(self, first: dict[str, int] | None = None, ended: bool = False):
+        self.first = dict(first or {})
+        self.is_ended = ended
+
+    def add(self, key: str, seq: int) -> None:
+        self.first[key] = seq
+
+    def items(self) -> Iterable[tuple[str, int]]:
+        return list(self.first.items())
+
+    def ended(self) -> bool:
+        return self.is_ended
+
+    def end(self) -> None:
+        self.is_ended = True
+
+
 class BucketCore:
     """The keys of one bucket on one worker: their cached views and the stamp they correspond to."""
 
@@ -171,29 +210,33 @@ class BucketCore:
         self.views: dict[str, PartitionView] = {}
 
     def run(self, rows: Iterable[tuple], stored_stamp: bytes | None, get: Callable[[str], bytes | None],
-            put: Callable[[str, bytes], None], key_order: Callable[[list[str]], list[str]] | None = None
-            ) -> tuple[list[tuple], bytes]:
+            put: Callable[[str, bytes], None], key_order: Callable[[list[str]], list[str]] | None = None,
+            log: Any = None) -> tuple[list[tuple], bytes]:
         """Rows in ``ROW_COLUMNS`` order, sorted by ``(seq, idx)`` → ``(output rows, new stamp)``.
 
         ``stored_stamp``: the bucket's committed stamp; ``get(key)`` a key's committed snapshot (None:
-        new key), ``put(key, snap)`` records a key's new one; the caller stores the new stamp with
+        new key), ``put(key, snap)`` records a key's new one; ``log`` the bucket's key log (a ``KeyLog``
+        or the same methods over state; default a fresh one); the caller stores the new stamp with
         them. ``key_order`` permutes the keys (tests: the result must not depend on it). The cyclic
         collector is paused meanwhile (``gc_pause``)."""
         with gc_pause.paused():
-            return self._run(rows, stored_stamp, get, put, key_order)
+            return self._run(rows, stored_stamp, get, put, key_order, KeyLog() if log is None else log)
 
     def _run(self, rows: Iterable[tuple], stored_stamp: bytes | None, get: Callable[[str], bytes | None],
-             put: Callable[[str, bytes], None], key_order: Callable[[list[str]], list[str]] | None
-             ) -> tuple[list[tuple], bytes]:
+             put: Callable[[str, bytes], None], key_order: Callable[[list[str]], list[str]] | None,
+             log: Any) -> tuple[list[tuple], bytes]:
         if stored_stamp is None or stored_stamp != self.stamp:
             self.views.clear()  # the committed state is not what these views were saved as
         self.stamp = None
         groups: dict[str, list[tuple]] = {}
         out: list[tuple] = []
+        ends: list[tuple] = []
         for r in rows:
             key = r[10]
             if key == PASS_KEY or key is None:
                 out.append(r)
+            elif key == ALL_KEYS:
+                ends.append(r)
             else:
                 groups.setdefault(key, []).append(r)
         core, views = self.core, self.views
@@ -201,23 +244,52 @@ class BucketCore:
         last = 0
         try:
             for key in key_order(list(groups)) if key_order else groups:
-                view = views.pop(key, None)
-                if view is None:
-                    core.load(get(key))
-                else:
-                    view.activate(core.proc)
                 krows = groups[key]
+                self._activate(key, get, log, krows[0][2])
                 core.run_into([(r[2], r[3], r[0], r[5], r[6], r[8]) for r in krows], out, counts)
                 last = max(last, krows[-1][2])
                 put(key, core.snapshot())
                 views[key] = PartitionView(core.proc)
+            for end in ends:
+                if not log.ended():
+                    log.end()
+                    self._finish_all(end, get, put, log, out, counts)
+                    last = max(last, end[2])
         except BaseException:
             views.clear()
             raise
         while len(views) > MAX_VIEWS:
             views.pop(next(iter(views)))
-        if groups:
+        if groups or ends:
             out.append(core.stat_row(last, counts))
         stamp = os.urandom(16)
         self.stamp = stamp
         return out, stamp
+
+    def _activate(self, key: str, get: Callable[[str], bytes | None], log: Any, seq: int | None) -> None:
+        """Swap ``key``'s partition into K's processor (its cached view, else its committed snapshot);
+        a key with neither is new: its first ``seq`` goes into the log (``None``: not a new key)."""
+        view = self.views.pop(key, None)
+        if view is not None:
+            view.activate(self.core.proc)
+            return
+        snap = get(key)
+        if snap is None and seq is not None and key != ERROR_KEY:
+            log.add(key, seq)
+        self.core.load(snap)
+
+    def _finish_all(self, end: tuple, get: Callable[[str], bytes | None], put: Callable[[str, bytes], None],
+                    log: Any, out: list[tuple], counts: dict[str, Any]) -> None:
+        """K's input ended at ``end`` (an ``ALL_KEYS`` row): finish every key of the log in first-seq
+        order, each key's rows numbered with its first seq; the ``LEAD`` copy also ends K."""
+        core, seq, name = self.core, end[2], end[8]
+        for key, first in sorted(log.items(), key=lambda item: item[1]):
+            self._activate(key, get, log, None)
+            core.run_into([(seq, first, "eof", 0, None, name)], out, counts)
+            put(key, core.snapshot())
+            self.views[key] = PartitionView(core.proc)
+        if end[9] == LEAD:
+            node = core.node
+            out.append(("end", node, seq, seq, 0, 0, None, None, None, None, PASS_KEY))
+            if not core.plan.keyed_is_final:
+                out.append(("eof", node, seq, seq + 1, 0, 0, None, None, node, None, PASS_KEY))

@@ -2,8 +2,8 @@
 runs it: the same cores, state kept between micro-batches the way the state store keeps it (tests and
 benchmarks compare it with the sequential operator).
 
-``run_segments`` snapshots the router and the tail between batches, keeps each bucket's key map and
-stamp in dicts (the ``MapState`` and ``ValueState`` of ``keyed_query``) and keeps the per-worker
+``run_segments`` snapshots the router and the tail between batches, keeps each bucket's key map,
+key log and stamp in dicts (the ``MapState``s and ``ValueState``s of ``keyed_query``) and keeps the per-worker
 ``BucketCore`` caches across batches. With ``chaos`` (a ``random.Random``) it also permutes the order
 of buckets and of keys within a bucket (Spark gives no order across groups), sometimes drops a
 worker's caches (another worker takes the bucket), and sometimes runs a bucket's call as a failed
@@ -17,7 +17,7 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
-from .keyed_buckets import BucketCore, group_values, pack_rows, unpack_rows
+from .keyed_buckets import BucketCore, KeyLog, group_values, pack_rows, unpack_rows
 from .keyed_ops import JournalRouter, KeyedCore, RouterCore, TailCore
 from .keyed_plan import WINDOW, KeyedPlan
 from .keyed_window_bucket import WindowBucket
@@ -29,11 +29,11 @@ def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str 
     """Run journal row batches ``(seq, input, ts_us, data_text, end)`` through router → buckets → tail;
     returns each batch's output rows in the driver's order ``(seq, idx, sub)``."""
     batches = [list(b) for b in batches]
-    journal = [r for b in batches for r in b]
     router_snap = tail_snap = None
     keyed = KeyedCore(plan, topology)
     maps: dict[int, dict[str, bytes]] = {}      # bucket -> key -> snapshot (the committed MapState)
     stamps: dict[int, bytes] = {}               # bucket -> stamp (the committed ValueState)
+    logs: dict[int, KeyLog] = {}                # bucket -> key log (the committed MapState and flag)
     workers: dict[int, BucketCore] = {}         # bucket -> the worker cache that ran it last
     bucket_of_value = {v: b for b, v in enumerate(group_values(buckets))}
     result = []
@@ -43,8 +43,7 @@ def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str 
         if plan.upstream:
             rows, router_snap = _resumed_run(RouterCore(plan, topology), router_snap, batch)
         else:
-            rows = JournalRouter(plan, topology, lambda e: [r for r in journal if r[1] == plan.route and r[0] < e]
-                                 ).run(batch)
+            rows = JournalRouter(plan, topology).run(batch)
         produced: list[tuple] = []
         for b, brows in _routed_buckets(rows, buckets, bucket_of_value, chaos):
             if chaos is not None and chaos.random() < 0.2:
@@ -52,12 +51,15 @@ def run_segments(plan: KeyedPlan, batches: Iterable[list[tuple]], topology: str 
             worker = workers.setdefault(b, BucketCore(keyed))
             store = maps.setdefault(b, {})
             key_order = (lambda keys: chaos.sample(keys, len(keys))) if chaos is not None else None
+            log = logs.setdefault(b, KeyLog())
             if chaos is not None and chaos.random() < 0.2:  # a failed attempt: nothing it wrote is kept
-                worker.run(brows, stamps.get(b), store.get, lambda k, s: None, key_order)
+                worker.run(brows, stamps.get(b), store.get, lambda k, s: None, key_order,
+                           KeyLog(log.first, log.is_ended))
             written: dict[str, bytes] = {}
-            out, stamp = worker.run(brows, stamps.get(b), store.get, written.__setitem__, key_order)
+            attempt = KeyLog(log.first, log.is_ended)
+            out, stamp = worker.run(brows, stamps.get(b), store.get, written.__setitem__, key_order, attempt)
             store.update(written)
-            stamps[b] = stamp
+            stamps[b], logs[b] = stamp, attempt
             produced.extend(out)
         if plan.downstream:
             produced, tail_snap = _resumed_run(TailCore(plan, topology), tail_snap, produced)

@@ -8,9 +8,11 @@ arrival order (``sub`` numbers the outputs of one routed row inside the keyed se
 
 - ``RouterCore`` (one group) / ``JournalRouter`` (stateless, when no stage precedes K): runs the
   upstream Pipeline, computes each routed tuple's partition key
-  (``keyed_plan.route_key`` of K's PARTITION BY values), keeps the keys seen so far in creation order,
-  and when K's input ends sends one ``eof`` row to *every* known key (a keyed operator only sees the
-  keys that have rows in a batch), then K's ``end``. Rows for downstream journal inputs pass through.
+  (``keyed_plan.route_key`` of K's PARTITION BY values). ``RouterCore`` keeps the keys seen so far in
+  creation order and when K's input ends sends one ``eof`` row to *every* known key (a keyed operator
+  only sees the keys that have rows in a batch), then K's ``end``; ``JournalRouter`` sends one
+  ``ALL_KEYS`` row instead, and each bucket finishes the keys of its own log (``keyed_buckets``).
+  Rows for downstream journal inputs pass through.
 - ``KeyedCore``: K's ``MatchRecognizeProcessor``, run one partition key at a time; a key's snapshot
   (one partition) is that key's state. ``keyed_buckets.BucketCore`` runs a bucket of keys through it.
 - ``TailCore`` (one group): the downstream Pipeline over K's outputs and its journal inputs.
@@ -18,7 +20,7 @@ arrival order (``sub`` numbers the outputs of one routed row inside the keyed se
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from sbpy.bql.eval import Env
@@ -26,7 +28,7 @@ from sbpy.bql.runtime.processor import StepResult, Tuple
 
 from . import journal_format as jf
 from .journal_values import Timestamps
-from .keyed_plan import ERROR_KEY, PASS_KEY, KeyedPlan, route_key
+from .keyed_plan import ALL_KEYS, ERROR_KEY, PASS_KEY, KeyedPlan, route_key
 from .operator import Pipeline, _error_text, build_stage
 
 ROW_COLUMNS = ["kind", "node", "seq", "idx", "sub", "ts", "data", "error", "input", "event", "key"]
@@ -165,37 +167,20 @@ class RouterCore:
 
 
 class JournalRouter(RouterCore):
-    """The router of a plan without upstream stages, as a stateless ``mapInPandas``: when K's input
-    ends, the keys K has seen are recomputed from that input's journal entries since the query's start
-    (``scan(end_seq)`` returns them), in arrival order — so no operator has to keep the key list."""
+    """The router of a plan without upstream stages, as a stateless ``mapInPandas``: it keeps no key
+    list, so when K's input ends it sends one ``ALL_KEYS`` row, which reaches every bucket
+    (``keyed_buckets.pack_rows``); each bucket finishes the keys it holds, and bucket 0 ends K."""
 
-    def __init__(self, plan: KeyedPlan, topology: str, scan: Callable[[int], list[tuple]]):
+    def __init__(self, plan: KeyedPlan, topology: str = ""):
         if plan.upstream:
             raise ValueError("a plan with upstream stages needs the stateful RouterCore")
         super().__init__(plan, topology)
-        self.scan = scan
 
     def _register(self, key: str) -> None:
         pass
 
     def _end_route(self, seq: int) -> None:
-        keys: dict[str, int] = {}
-        self._key_seq = -1
-        for s, name, ts, text, end, *_ in self.scan(seq):
-            if end:
-                return  # an earlier end marker already finished K
-            try:
-                data, when = jf.decode_data(text), self.times.get(ts)
-            except Exception:  # noqa: BLE001 - dropped when it arrived: no partition
-                continue
-            key = self._key(data, when, s, name)
-            if key != ERROR_KEY and key not in keys:
-                keys[key] = len(keys)
-        self.keys, self.route_ended = keys, False
-        try:
-            super()._end_route(seq)
-        finally:
-            self.keys, self.route_ended = {}, False
+        self._emit("eof", self.route, seq, 0, None, None, self.route, None, ALL_KEYS)
 
 
 class KeyedCore:

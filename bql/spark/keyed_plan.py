@@ -39,6 +39,7 @@ MATCH = "match"     # KeyedPlan.kind: a MATCH_RECOGNIZE with PARTITION BY, by pa
 WINDOW = "window"   # a tumble/hop GROUP BY (keyed_window_plan), by its plain GROUP BY fields
 PASS_KEY = ""       # rows that only pass through the keyed operator
 ERROR_KEY = "!"     # a tuple whose partition values failed: the keyed processor reports the drop
+ALL_KEYS = "\x01"  # K's input ended: every bucket finishes the keys it holds (``keyed_buckets``)
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,11 @@ PACK_SCHEMA = "_b int, rows string"  # router → keyed: a bucket's rows of a ch
 JOURNAL_PACK_SCHEMA = "_g int, rows string"  # journal → window router: a partition's rows, packed
 STAMP_SCHEMA = "stamp binary"
 KEY_SCHEMA = "key string"
-# inside the consumer's checkpoint folder: a different plan, its own layout (v3: bucketed MapState)
-CHECKPOINT_SUBDIR = "keyed-v3"
+FIRST_SCHEMA = "first long"
+ENDED_SCHEMA = "ended boolean"
+# inside the consumer's checkpoint folder: a different plan, its own layout (v3: bucketed MapState;
+# v4: each bucket's key log, so the end of K's input needs no journal rescan)
+CHECKPOINT_SUBDIR = "keyed-v4"
 _INT_COLUMNS = ("seq", "idx", "sub", "ts")
 
 # Per worker process: warm cores, and per (query, bucket) the views of the keys it ran.
@@ -174,10 +177,33 @@ def _feed(role: str, core: Any, pdf: Any) -> list[tuple]:
     return core.run(list(pdf[ROW_COLUMNS].itertuples(index=False, name=None)))
 
 
+class _StateKeyLog:
+    """A bucket's ``keyed_buckets.KeyLog`` in its state: ``first`` a ``MapState`` (key text → first
+    seq), ``ended`` a ``ValueState``."""
+
+    def __init__(self, first: Any, ended: Any):
+        self.first_state, self.ended_state = first, ended
+
+    def add(self, key: str, seq: int) -> None:
+        self.first_state.updateValue((key,), (int(seq),))
+
+    def items(self) -> list[tuple[str, int]]:
+        return [(k[0], int(v[0])) for k, v in self.first_state.iterator()]
+
+    def ended(self) -> bool:
+        if not self.ended_state.exists():
+            return False
+        value = self.ended_state.get()
+        return bool(value is not None and value[0])
+
+    def end(self) -> None:
+        self.ended_state.update((True,))
+
+
 def _run_bucket(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int, frames: Iterator[Any],
-                stamp: Any, snaps: Any) -> Any:
+                stamp: Any, snaps: Any, log: Any) -> Any:
     """One micro-batch of one bucket (``keyed_buckets.BucketCore``): ``stamp`` is the bucket's
-    ``ValueState``, ``snaps`` its ``MapState`` (key text → that key's snapshot)."""
+    ``ValueState``, ``snaps`` its ``MapState`` (key text → that key's snapshot), ``log`` its key log."""
     texts = [t for f in frames for t in f["rows"].tolist()]
     if not texts:
         return _frame([])
@@ -196,7 +222,7 @@ def _run_bucket(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int, f
         return bytes(value[0]) if value is not None and value[0] is not None else None
 
     out, new = worker.run(rows, bytes(saved[0]) if saved is not None else None, get,
-                          lambda key, snap: snaps.updateValue((key,), (snap,)))
+                          lambda key, snap: snaps.updateValue((key,), (snap,)), log=log)
     stamp.update((new,))
     return _frame(out)
 
@@ -212,9 +238,11 @@ def _keyed(query_id: str, plan: KeyedPlan, topology: str) -> Any:
         def init(self, handle: Any) -> None:
             self.stamp = handle.getValueState("stamp", STAMP_SCHEMA)
             self.snaps = handle.getMapState("snaps", KEY_SCHEMA, STATE_SCHEMA)
+            self.log = _StateKeyLog(handle.getMapState("first", KEY_SCHEMA, FIRST_SCHEMA),
+                                    handle.getValueState("ended", ENDED_SCHEMA))
 
         def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-            yield _run_bucket(cache_key, plan, topology, int(key[0]), rows, self.stamp, self.snaps)
+            yield _run_bucket(cache_key, plan, topology, int(key[0]), rows, self.stamp, self.snaps, self.log)
 
         def close(self) -> None:
             pass
@@ -267,16 +295,12 @@ def _window_keyed(query_id: str, plan: KeyedPlan, topology: str) -> Any:
     return _WindowKeyed()
 
 
-def _route_chunks(cache_key: tuple, plan: KeyedPlan, topology: str, journal_dir: str, start_seq: int,
-                  buckets: int, frames: Iterator[Any]) -> Iterator[Any]:
+def _route_chunks(cache_key: tuple, plan: KeyedPlan, topology: str, buckets: int, frames: Iterator[Any]
+                  ) -> Iterator[Any]:
     """The ``mapInPandas`` function of a plan without upstream stages (``JournalRouter``)."""
     core = _CORES.get(cache_key)
     if core is None:
-        from . import journal_format as jf
-
-        log = jf.node_log_path(journal_dir, plan.route)
-        core = _CORES[cache_key] = JournalRouter(
-            plan, topology, lambda end_seq: jf.read_log(log, plan.route, start_seq, end_seq - 1))
+        core = _CORES[cache_key] = JournalRouter(plan, topology)
     for pdf in frames:
         if not len(pdf):
             continue
@@ -291,10 +315,9 @@ def bucket_count(spark: Any, checkpoint: Any, partitions: int | None) -> int:
     return pin_buckets(checkpoint, int(partitions or spark.conf.get("spark.sql.shuffle.partitions")))
 
 
-def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journal_dir: str = "",
-          start_seq: int = 0, buckets: int = 1) -> Any:
-    """The keyed chain over the journal DataFrame ``reader`` (entries with seq > ``start_seq``, the
-    query's first start) with ``buckets`` buckets of keys (``bucket_count``); its rows have ``ROW_SCHEMA``."""
+def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", buckets: int = 1) -> Any:
+    """The keyed chain over the journal DataFrame ``reader`` with ``buckets`` buckets of keys
+    (``bucket_count``); its rows have ``ROW_SCHEMA``."""
     from pyspark.sql import functions as F
 
     if plan.kind == WINDOW:  # the ordered pass keeps the watermark and the open windows: one stateful group
@@ -308,8 +331,7 @@ def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", journ
         df = (reader.withColumn("_g", F.lit(0)).groupBy("_g")
               .transformWithStateInPandas(router, PACK_SCHEMA, "Append", "None"))
     else:  # stateless routing: no operator start-up and no state commit per micro-batch
-        route = functools.partial(_route_chunks, ("jrouter", query_id, _plan_key(plan), str(journal_dir),
-                                                  int(start_seq)), plan, topology, str(journal_dir), int(start_seq),
+        route = functools.partial(_route_chunks, ("jrouter", query_id, _plan_key(plan)), plan, topology,
                                   int(buckets))
         df = reader.mapInPandas(route, PACK_SCHEMA)
     keyed = _window_keyed(query_id, plan, topology) if plan.kind == WINDOW else _keyed(query_id, plan, topology)

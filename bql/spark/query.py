@@ -299,8 +299,7 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
         out = (source.withColumn("k", F.lit(0)).groupBy("k")
                .applyInPandasWithState(fn, OUTPUT_SCHEMA, STATE_SCHEMA, "Append", timeout))
     else:
-        out = keyed_query.build(source, spec.query_id, keyed, spec.topology, str(spec.journal_dir), start_seq,
-                                partitions)
+        out = keyed_query.build(source, spec.query_id, keyed, spec.topology, partitions)
     handle = start_writer(spark, spec, out, checkpoint, partitions, tick_ms, _collect)
     handle.reads_ranges = journal is not None
     return handle

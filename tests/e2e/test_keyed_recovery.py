@@ -79,7 +79,7 @@ def test_kill_9_inside_open_matches_each_match_once(tmp_path, monkeypatch):
         server.kill()
         before = lines(out)
         assert before == done_before == expected[:len(before)]
-        assert list((tmp_path / "data/topologies/mr/checkpoints").glob("*/keyed-v3/commits"))
+        assert list((tmp_path / "data/topologies/mr/checkpoints").glob("*/keyed-v4/commits"))
 
         server.start()
         server.queries("mr", "RESUME SOURCE src;")  # the replayed statements end with the PAUSE

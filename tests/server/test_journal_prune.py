@@ -244,8 +244,12 @@ def test_checkpoint_positions(tmp_path):
     _spark_log(keyed / "keyed-v2" / "offsets", 0, 40)
     (keyed / "keyed-v2" / "commits").mkdir()
     (keyed / "keyed-v2" / "commits" / "0").write_text("v1\n{}")
-    assert cp.needed_after(keyed) == 3  # the keyed router rescans its input from its pinned start
-    assert cp.planned_after(keyed) == 40
+    assert cp.needed_after(keyed) == 40  # a keyed plan resumes from its newest committed batch
+    _spark_log(keyed / "keyed-v2" / "offsets", 1, 55)  # planned, not committed: re-run from 40
+    assert cp.needed_after(keyed) == 40
+    jf.pin_start_seq(keyed / "keyed-v3", 7)  # a sub-folder query that has committed nothing yet
+    assert cp.needed_after(keyed) == 7
+    assert cp.planned_after(keyed) == 55
 
 
 # ---------------------------------------------------------------- the pruning decision

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from sbpy.bql.plan import Execution, Tier
 from sbpy.bql.plan.planner import plan_query
 from sbpy.bql.spark import journal_format as jf
-from sbpy.bql.spark.keyed_buckets import (BUCKETS_FILE, BucketCore, bucket_of, group_values, murmur3_int,
-                                          pack_rows, pin_buckets, unpack_rows)
-from sbpy.bql.spark.keyed_ops import KeyedCore, RouterCore
-from sbpy.bql.spark.keyed_plan import plan_keyed
+from sbpy.bql.spark.keyed_buckets import (BUCKETS_FILE, LEAD, BucketCore, KeyLog, bucket_of, group_values,
+                                          murmur3_int, pack_rows, pin_buckets, unpack_rows)
+from sbpy.bql.spark.keyed_ops import JournalRouter, KeyedCore, RouterCore
+from sbpy.bql.spark.keyed_plan import ALL_KEYS, plan_keyed
 from sbpy.bql.spark.operator import Pipeline, StageSpec
 from sbpy.bql.spark.query import QuerySpec, start_query
 from sbpy.bql.spark.testing import TestJournal
@@ -151,6 +151,41 @@ def test_packed_rows_round_trip_by_bucket():
     assert len(packs) == len({bucket_of(r[10], 3) for r in rows})
 
 
+def test_the_end_of_input_reaches_every_bucket_and_each_finishes_its_keys_once():
+    """A stateless router sends one ALL_KEYS row at the end: every bucket gets a copy, bucket 0's leads;
+    a bucket finishes the keys of its log (first seq as idx), the lead ends K, a second end is ignored."""
+    rows = [{"k": k, "t": t, "v": v} for t, (k, v) in enumerate([("a", 5), ("b", 5), ("a", 3), ("c", 9),
+                                                                   ("b", 4), ("a", 2)])]
+    plan, entries, _ = _routed(rows)
+    routed = JournalRouter(plan).run(entries)
+    assert [r for r in routed if r[10] == ALL_KEYS] == [("eof", "src", 7, 6, 0, 0, None, None, "src", None,
+                                                         ALL_KEYS)]
+    assert not [r for r in routed if r[0] == "end"]  # the buckets end K
+    packs = {value: unpack_rows([text]) for value, text in pack_rows(routed, 3)}
+    assert set(packs) == set(group_values(3))  # every bucket, even one without keys
+    leads = [v for v, brows in packs.items() if any(r[9] == LEAD for r in brows)]
+    assert leads == [group_values(3)[0]]
+    core = KeyedCore(plan)
+    out, logs = [], {}
+    for value, brows in packs.items():
+        store: dict[str, bytes] = {}
+        logs[value] = log = KeyLog()
+        got, stamp = BucketCore(core).run(brows, None, store.get, store.__setitem__, log=log)
+        out += got
+        assert log.ended() and sorted(log.first.values()) == sorted(
+            r[2] for r in brows if r[0] == "tuple" and r[2] == min(x[2] for x in brows if x[10] == r[10]))
+        again, _ = BucketCore(core).run([r for r in brows if r[10] == ALL_KEYS], stamp, store.get,
+                                        store.__setitem__, log=log)
+        assert [r[0] for r in again] == ["stat"]  # ended already: nothing finished twice
+    assert sorted(k for log in logs.values() for k in log.first) == sorted({r[10] for r in routed
+                                                                             if r[0] == "tuple"})
+    assert [r[0] for r in out].count("end") == 1
+    out.sort(key=lambda r: (r[2], r[3], r[4]))
+    reference = Pipeline(STAGES).run(entries)
+    assert [jf.decode_data(r[6]) for r in out if r[0] == "out"] == \
+        [jf.decode_data(r[5]) for r in reference if r[0] == "out"]
+
+
 KEYS = st.one_of(st.sampled_from(["a", "b", 1, 1.0, 2, True, None, [1, "x"], {"m": 1}, ""]),
                  st.integers(0, 400).map(lambda i: f"k{i}"))
 
@@ -224,5 +259,5 @@ def test_random_streams_keyed_on_spark_equal_the_sequential_operator(spark, tmp_
     want = _reference(tmp / "journal", journal.seq)
     assert _summary(got) == _summary(want)
     assert [r["seq"] for r in got if r["kind"] == "out"] == [r["seq"] for r in want if r["kind"] == "out"]
-    assert pin_buckets(tmp / "ck" / "keyed-v3", 99) == 3
+    assert pin_buckets(tmp / "ck" / "keyed-v4", 99) == 3
     assert len(batches) >= 2

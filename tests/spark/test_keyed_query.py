@@ -79,7 +79,7 @@ def test_buttons_keyed_with_restart_inside_an_open_match(spark, tmp_path):
     sent = sum(r["data"]["sent"] for r in got.kind("stat") if r["node"] == "m")
     assert (received, sent) == (9, 2)
     assert len({r["data"]["received"].get("input_stream") for r in got.kind("stat")}) >= 2  # several groups
-    ck = tmp_path / "ck" / "keyed-v3"
+    ck = tmp_path / "ck" / "keyed-v4"
     assert (ck / "commits").is_dir()
     assert sorted(p.name for p in (ck / "state").iterdir()) == ["0"]  # the per-key operator (stateless routing)
 
@@ -111,5 +111,5 @@ def test_chain_before_and_after_and_end_to_idle_partitions(spark, tmp_path):
     assert len(want) == 3
     assert [r["seq"] for r in got.kind("out")].count(9) >= 2  # b and c are only decided by the end (seq 9)
     assert sorted(r["node"] for r in got.kind("end")) == ["f", "g", "m"]
-    state = tmp_path / "ck" / "keyed-v3" / "state"
+    state = tmp_path / "ck" / "keyed-v4" / "state"
     assert sorted(p.name for p in state.iterdir()) == ["0", "1", "2"]  # router, per-key matcher, tail

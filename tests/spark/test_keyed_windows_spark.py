@@ -84,4 +84,4 @@ def test_keyed_windows_on_spark_equal_the_sequential_operator(spark, tmp_path, s
     want = _reference(stages, tmp_path / "journal", journal.seq)
     assert _summary(got, "w") == _summary(want, "w")
     assert sum(1 for r in got if r["kind"] == "out") >= 20
-    assert (tmp_path / "ck" / "keyed-v3").is_dir() and len(batches) >= 4
+    assert (tmp_path / "ck" / "keyed-v4").is_dir() and len(batches) >= 4
