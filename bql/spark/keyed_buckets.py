@@ -141,11 +141,20 @@ def pack_rows(rows: Iterable[Any], buckets: int) -> list[tuple[int, str]]:
     return [(values[b], orjson.dumps(pack).decode("utf-8")) for b, pack in packs.items()]
 
 
-def unpack_rows(texts: Iterable[str]) -> list[tuple]:
-    """The rows of packed texts, sorted by ``(seq, idx)`` (stable: a routed row's place)."""
-    rows = [tuple(r) for text in texts for r in orjson.loads(text)]
-    rows.sort(key=lambda r: (r[2], r[3]))
+def unpack_rows(texts: Iterable[str]) -> list[list]:
+    """The rows of packed texts (lists in ``ROW_COLUMNS`` order), sorted by ``(seq, idx)`` (stable: a
+    routed row's place)."""
+    loads = orjson.loads
+    if isinstance(texts, list) and len(texts) == 1:
+        rows = loads(texts[0])
+    else:
+        rows = [r for text in texts for r in loads(text)]
+    rows.sort(key=_row_order)
     return rows
+
+
+def _row_order(r: list) -> tuple[int, int]:
+    return (r[2], r[3])
 
 
 @functools.lru_cache(maxsize=64)

@@ -84,22 +84,18 @@ class RouterCore:
         consumers = self.pipeline.consumers if self.pipeline is not None else {}
         for r in rows:
             (fed if r[1] in consumers else direct).append(r)
-        piped = self.pipeline.run(fed) if fed else []
+        if not fed:  # nothing went through upstream stages: the journal rows in their order
+            for row in direct:
+                self._journal_row(row)
+            out, self._out = self._out, []
+            return out
+        piped = self.pipeline.run(fed)
         # per seq only one lineage (keyed_plan's separability rule): a merge by seq keeps arrival order
         merged = heapq.merge(((r[0], 0, i) for i, r in enumerate(direct)),
                              ((r[2], 1, i) for i, r in enumerate(piped)))
         for _, src, i in merged:
             if src == 0:
-                seq, name, ts, text, end = direct[i][:5]
-                if text is None and not end and len(direct[i]) > 5 and direct[i][5]:  # a file line, no tuple
-                    self._emit("dropped", name, seq, ts, None, direct[i][5], name, "input")
-                elif name == self.route:
-                    if end:
-                        self._end_route(seq)
-                    else:
-                        self._route(seq, name, ts, text)
-                elif name in self.down:
-                    self._emit("eof" if end else "tuple", name, seq, ts, text, None, name, None)
+                self._journal_row(direct[i])
             else:
                 kind, node, seq, _idx, ts, data, error, input_name, event = piped[i]
                 if kind == "out" and node == self.route:
@@ -110,6 +106,19 @@ class RouterCore:
                     self._end_route(seq)
         out, self._out = self._out, []
         return out
+
+    def _journal_row(self, row: tuple) -> None:
+        """A journal row no upstream stage reads: routed, passed on (a downstream input) or dropped."""
+        seq, name, ts, text, end = row[:5]
+        if text is None and not end and len(row) > 5 and row[5]:  # a file line, no tuple
+            self._emit("dropped", name, seq, ts, None, row[5], name, "input")
+        elif name == self.route:
+            if end:
+                self._end_route(seq)
+            else:
+                self._route(seq, name, ts, text)
+        elif name in self.down:
+            self._emit("eof" if end else "tuple", name, seq, ts, text, None, name, None)
 
     def _emit(self, kind: str, node: str, seq: int, ts: int, data: Any, error: Any, input_name: Any,
               event: Any, key: str = PASS_KEY) -> None:

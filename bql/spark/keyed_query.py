@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
+from sbpy.bql.runtime import gc_pause
 
 from .keyed_buckets import BucketCore, pack_rows, pin_buckets, unpack_rows
 from .keyed_ops import ROW_COLUMNS, ROW_SCHEMA, JournalRouter, KeyedCore, RouterCore, TailCore
@@ -105,6 +106,12 @@ def _run_sequential(role: str, cache_key: tuple, make: Callable[[], Any], emit: 
                     rows: Iterator[Any]) -> Any:
     """One micro-batch of a sequential core (router or tail) in its single group; ``emit`` makes the
     output frame of its rows."""
+    with gc_pause.paused():  # the batch's rows are acyclic (``gc_pause``)
+        return _run_sequential_paused(role, cache_key, make, emit, state, rows)
+
+
+def _run_sequential_paused(role: str, cache_key: tuple, make: Callable[[], Any], emit: Callable[[list], Any],
+                           state: Any, rows: Iterator[Any]) -> Any:
     pdf = _concat(rows)
     value = state.get() if state.exists() else None
     snap = bytes(value[0]) if value is not None and value[0] is not None else None
@@ -204,6 +211,12 @@ def _run_bucket(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int, f
                 stamp: Any, snaps: Any, log: Any) -> Any:
     """One micro-batch of one bucket (``keyed_buckets.BucketCore``): ``stamp`` is the bucket's
     ``ValueState``, ``snaps`` its ``MapState`` (key text → that key's snapshot), ``log`` its key log."""
+    with gc_pause.paused():  # the batch's rows are acyclic (``gc_pause``)
+        return _run_bucket_paused(cache_key, plan, topology, bucket, frames, stamp, snaps, log)
+
+
+def _run_bucket_paused(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int, frames: Iterator[Any],
+                       stamp: Any, snaps: Any, log: Any) -> Any:
     texts = [t for f in frames for t in f["rows"].tolist()]
     if not texts:
         return _frame([])
@@ -254,6 +267,12 @@ def _run_window_bucket(cache_key: tuple, plan: KeyedPlan, topology: str, bucket:
                        stamp: Any, panes: Any) -> Any:
     """One micro-batch of one bucket of a keyed window stage (``keyed_window_bucket.WindowBucket``):
     ``stamp`` is the bucket's ``ValueState``, ``panes`` its ``MapState`` (window start → pickled pane)."""
+    with gc_pause.paused():  # the batch's rows are acyclic (``gc_pause``)
+        return _run_window_bucket_paused(cache_key, plan, topology, bucket, frames, stamp, panes)
+
+
+def _run_window_bucket_paused(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int,
+                              frames: Iterator[Any], stamp: Any, panes: Any) -> Any:
     texts = [t for f in frames for t in f["rows"].tolist()]
     if not texts:
         return _frame([])
@@ -304,8 +323,10 @@ def _route_chunks(cache_key: tuple, plan: KeyedPlan, topology: str, buckets: int
     for pdf in frames:
         if not len(pdf):
             continue
-        pdf = pdf.sort_values("seq", kind="stable")
-        yield _packed(buckets, core.run(_journal_rows(pdf)))
+        with gc_pause.paused():  # the chunk's rows are acyclic (``gc_pause``); not across the yield
+            pdf = pdf.sort_values("seq", kind="stable")
+            packed = _packed(buckets, core.run(_journal_rows(pdf)))
+        yield packed
 
 
 def bucket_count(spark: Any, checkpoint: Any, partitions: int | None) -> int:

@@ -102,3 +102,36 @@ def test_a_sole_reader_step_that_raises_drops_only_its_tuple():
     stats = {r[1]: jf.decode_data(r[5]) for r in out if r[0] == "stat"}
     assert stats["s1"] == {"received": {"src": 5}, "sent": 2, "dropped": 3}
     assert stats["s2"] == {"received": {"s1": 2}, "sent": 2, "dropped": 0}
+
+
+def test_a_keyed_operator_call_runs_with_the_collector_paused(monkeypatch):
+    """Spark's calls into a keyed query — a bucket (its unpacking and output frame included), a router
+    chunk (not across its ``yield``), a sequential core — pause the collector and end the pause."""
+    import pandas as pd
+    from sbpy.bql.spark import keyed_query as kq
+
+    seen = []
+
+    def record(*args):
+        seen.append(gc.isenabled())
+        return "result"
+
+    for name in ("_run_bucket_paused", "_run_window_bucket_paused", "_run_sequential_paused", "_packed"):
+        monkeypatch.setattr(kq, name, record)
+    assert kq._run_bucket(None, None, "", 0, iter([]), None, None, None) == "result"
+    assert kq._run_window_bucket(None, None, "", 0, iter([]), None, None) == "result"
+    assert kq._run_sequential("tail", None, None, None, None, iter([])) == "result"
+
+    class Core:
+        def run(self, rows):
+            seen.append(gc.isenabled())
+            return list(rows)
+
+    monkeypatch.setitem(kq._CORES, ("jrouter-test",), Core())
+    frame = pd.DataFrame({"seq": [2, 1], "input": ["s", "s"], "ts": [0, 0], "data": ["{}", "{}"],
+                          "end": [False, False], "error": [None, None]})
+    chunks = kq._route_chunks(("jrouter-test",), None, "", 2, iter([frame]))
+    assert next(chunks) == "result"
+    assert gc.isenabled() and gc_pause.depth() == 0  # suspended at its yield: not paused
+    assert list(chunks) == []
+    assert seen == [False] * 5 and gc.isenabled() and gc_pause.depth() == 0

@@ -14,12 +14,21 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from sbpy.bql.plan import Execution, Tier
 from sbpy.bql.plan.planner import plan_query
 from sbpy.bql.spark import journal_format as jf
-from sbpy.bql.spark.keyed_buckets import (BUCKETS_FILE, LEAD, BucketCore, KeyLog, bucket_of, group_values,
-                                          murmur3_int, pack_rows, pin_buckets, unpack_rows)
+from sbpy.bql.spark.keyed_buckets import (
+    BUCKETS_FILE,
+    LEAD,
+    BucketCore,
+    KeyLog,
+    bucket_of,
+    group_values,
+    murmur3_int,
+    pack_rows,
+    pin_buckets,
+    unpack_rows,
+)
 from sbpy.bql.spark.keyed_ops import JournalRouter, KeyedCore, RouterCore
 from sbpy.bql.spark.keyed_plan import ALL_KEYS, plan_keyed
 from sbpy.bql.spark.operator import Pipeline, StageSpec
@@ -145,9 +154,9 @@ def test_packed_rows_round_trip_by_bucket():
     packs = pack_rows(rows, 3)
     values = group_values(3)
     for value, text in packs:
-        got = unpack_rows([text])
+        got = [tuple(r) for r in unpack_rows([text])]
         assert got == sorted((r for r in rows if values[bucket_of(r[10], 3)] == value), key=lambda r: (r[2], r[3]))
-    assert sorted(r for _, t in packs for r in unpack_rows([t])) == sorted(rows)
+    assert sorted(tuple(r) for _, t in packs for r in unpack_rows([t])) == sorted(rows)
     assert len(packs) == len({bucket_of(r[10], 3) for r in rows})
 
 
