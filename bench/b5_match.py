@@ -138,10 +138,12 @@ def _sequential_factory(spec: Any) -> Any:
 
 
 def through_spark(rows: list[dict[str, Any]], master: str, sequential: bool,
-                  guard_rows: list[dict[str, Any]], a_max_seqs: int = 20_000) -> list[dict[str, Any]]:
+                  guard_rows: list[dict[str, Any]], a_max_seqs: int = 20_000, planned: bool = True
+                  ) -> list[dict[str, Any]]:
     import shutil
     import tempfile
 
+    from sbpy.bql.plan import plan_query
     from sbpy.bql.spark import journal_format as jf
     from sbpy.bql.spark.keyed_plan import plan_keyed
     from sbpy.bql.spark.operator import StageSpec
@@ -170,6 +172,8 @@ def through_spark(rows: list[dict[str, Any]], master: str, sequential: bool,
             finally:
                 handle.stop()
         runs = [("keyed", "ticker", QUERY, None)]
+        if planned:  # the planner's default execution for the statement, as the server would run it
+            runs.append(("planned", "ticker", QUERY, None))
         if sequential:
             runs.append(("sequential", "ticker", QUERY, _sequential_factory))
         if guard_rows:
@@ -182,8 +186,11 @@ def through_spark(rows: list[dict[str, Any]], master: str, sequential: bool,
 
             stage = StageSpec("m", query, (name,), factory=factory)
             keyed = plan_keyed([stage], (name,)) is not None
+            plan = plan_query([name], [("m", query, [name])]) if label == "planned" else None
             spec = QuerySpec(f"b5.{label}", tmp / f"journal-{name}", (name,), [stage], tmp / f"ck-{label}",
-                             on_batch=on_batch, max_seqs=a_max_seqs)
+                             on_batch=on_batch, max_seqs=a_max_seqs, plan=plan)
+            if plan is not None:  # as the server starts it: the planner's default execution
+                keyed, label = False, f"planned: {plan.execution.value}"
             wall, prog = benchlib.run_to_end(spark, spec)
             busy = benchlib.trigger_seconds(prog)
             later = prog[1:]  # without the first batch (Python workers, operator set-up, planning)
@@ -191,7 +198,7 @@ def through_spark(rows: list[dict[str, Any]], master: str, sequential: bool,
             n = len(rows) if name == "ticker" else len(guard_rows)
             results.append({"label": label, "keyed": keyed, "n": n, "busy": busy, "wall": wall,
                             "batches": len(prog), "matches": got, "steady": steady})
-            print(f"  spark {label} ({'keyed' if keyed else 'one group'}): {n:,} rows in {len(prog)} batches, "
+            print(f"  spark {label} ({'keyed' if keyed else 'one thread'}): {n:,} rows in {len(prog)} batches, "
                   f"{busy:.1f} s busy ({prog[0]['durationMs'].get('triggerExecution', 0) / 1000:.1f} s in the "
                   f"first), {wall:.1f} s wall, {len(got):,} matches")
     finally:
@@ -239,7 +246,7 @@ def main() -> None:
                 continue
             ok = sorted(r["matches"], key=_key) == sorted(sref, key=_key)
             rate = r["n"] / r["busy"] if r["busy"] else float("nan")
-            label = f"Spark {r['label']} ({'keyed' if r['keyed'] else 'one group'})"
+            label = f"Spark {r['label']} ({'keyed' if r['keyed'] else 'one thread'})"
             table.append((label, r["n"], rate, rate / ref_rate, len(r["matches"]), "yes" if ok else "NO"))
             rows_after, busy_after = r["steady"]
             if busy_after:

@@ -96,7 +96,7 @@ def _remove(path: Path) -> None:
 def mr_round(master: str, rows: list[dict[str, Any]], batch: int = 20_000) -> tuple[float, list]:
     """``(busy seconds, matches)`` of the keyed MATCH_RECOGNIZE with ``master``, ``batch`` journal seqs
     per micro-batch."""
-    (res,) = b5_match.through_spark(rows, master, False, [], batch)
+    (res,) = b5_match.through_spark(rows, master, False, [], batch, planned=False)
     print(f"  keyed MATCH_RECOGNIZE {master}: {res['busy']:.2f} s busy; {benchlib.load_note()}")
     return res["busy"], sorted(map(b5_match._key, res["matches"]))
 
