@@ -115,6 +115,17 @@ def test_b6_runs_tiny():
 
 @pytest.mark.spark
 @pytest.mark.slow
+def test_b5_runs_tiny():
+    out = _run("b5_match.py", "--n", "3000", "--spark", "3000", "--guard", "200", "--batch", "1000")
+    assert "Spark keyed (keyed)" in out and "Spark planned: driver (one thread)" in out, out
+    table = out.split("same matches", 1)[1].split("guard PATTERN", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith(("in-process", "Spark"))]
+    assert len(rows) == 5 and all(line.rstrip().endswith("yes") for line in rows), out
+    assert "OVER" not in out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
 def test_b2_runs_tiny():
     out = _run("b2_latency.py", "--n", "3", "--gap-ms", "0")
     assert "ratio sbpy / PySpark" in out
