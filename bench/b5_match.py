@@ -10,7 +10,9 @@ the compiled lane over the deterministic automaton (the default for this pattern
 and the backtracking matcher it falls back to (``SBPY_MATCH_ENGINE=matcher``) — and (2) the Spark topology path (default engine) (journal → router → ``groupBy(symbol key)`` matcher → ``foreachBatch``; rows/s
 = rows / Spark busy time, the sum of ``triggerExecution``, over all batches and over the batches after the
 first, which pays for starting Python workers and operators), each as a ratio against a hand-written Python
-automaton for the same pattern run in this process over the same rows. With ``--sequential`` the Spark
+automaton for the same pattern run in this process over the same rows; (3) the same statement as the
+planner runs it by default (``plan_query``, unforced: the driver, one thread), over the same journal.
+``--batch``: journal seqs per micro-batch (default 20k, several batches; the server's cap is 1M). With ``--sequential`` the Spark
 path is also measured with the stage forced onto the single-group sequential operator. Every run checks
 that the matcher, the automaton and Spark found the same matches.
 
