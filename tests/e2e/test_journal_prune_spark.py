@@ -70,3 +70,44 @@ def test_kill_9_after_pruning_and_restart_exactly_once(tmp_path, monkeypatch):
         server.kill()
     got = [json.loads(x) for x in text.splitlines()]
     assert got == expected  # every output exactly once, in order
+
+
+KEYED = ("SELECT RSTREAM * FROM src MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY t "
+         "MEASURES FIRST(A.id) AS first_id, LAST(B.id) AS last_id, count(B.id) AS nb ONE ROW PER MATCH "
+         "PATTERN (A B+) DEFINE B AS B.price < PREV(B.price))")
+
+
+def test_a_keyed_match_lets_its_journal_be_pruned_and_still_ends_every_key(tmp_path, monkeypatch):
+    """A keyed MATCH_RECOGNIZE (PARTITION BY on executors) keeps its keys in its buckets' state, so its
+    journal is pruned behind its newest committed batch while the source streams; when the input ends,
+    every key's open match (a falling run only the end closes) is finished without re-reading the
+    journal: the sink holds the in-process matcher's rows, in order."""
+    monkeypatch.setenv("SBPY_JOURNAL_ROLL_BYTES", str(ROLL))
+    monkeypatch.setenv("SBPY_KEYED_MATCH", "1")  # the server (a child process) runs it keyed on request
+    symbols = ["s0", "s1", "s2", "s3", "s4"]
+    rows = [{"id": i, "symbol": symbols[i % 5], "t": i, "price": 100 - (i // 5) % 9} for i in range(N // 2)]
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    expected = run_query(KEYED, {"src": rows})
+    assert sum(1 for m in expected if m["last_id"] >= len(rows) - 5) == len(symbols)  # closed by the end
+    journal = tmp_path / "data/topologies/km/journal"
+    server = new_server(tmp_path)
+    try:
+        server.start()
+        warm_up(server, tmp_path)
+        server.file_pipeline("km", "m", KEYED, src, out, INTERVAL)
+        wait(lambda: server.get("/topologies/km/streams/m")["stream"]["state"] == "stopped", 240,
+             "the stream to stop", server)
+        wait(lambda: len(lines(out)) >= len(expected), 60, "every match in the sink", server)
+        pruned = jf.read_pruned(journal / "src")["count"]
+        assert pruned > 0, "the keyed plan held its whole journal back"
+        assert "were pruned" not in server.log.read_text(errors="replace")
+        assert list((tmp_path / "data/topologies/km/checkpoints").glob("*/keyed-v4/commits"))
+        r = httpx.delete(server.api + "/topologies/km", timeout=60)
+        assert r.status_code == 200, r.text
+        text = out.read_text()
+    finally:
+        server.kill()
+    got = [json.loads(x) for x in text.splitlines()]
+    assert got == expected
+    print(f"{len(got)} matches, {pruned} of {len(rows)} tuples pruned")
