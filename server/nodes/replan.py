@@ -50,6 +50,7 @@ from sbpy.bql.spark.driver_query import STATE_DIR
 
 from . import graph
 from .consumer import Consumer
+from .source_node import wait_until
 
 log = logging.getLogger("sbpy.runtime")
 
@@ -93,11 +94,7 @@ def _await_replayed(owner: Any, handle: Any, timeout: float = 60.0) -> None:
     ck = owner.checkpoint_dir
     if owner.last_batch is not None or ck is None or not checkpoint_positions.uncommitted(ck):
         return
-    deadline = time.monotonic() + timeout
-    while owner.last_batch is None and time.monotonic() < deadline:
-        if handle is None or not handle.is_active:
-            break
-        time.sleep(0.05)
+    wait_until(lambda: owner.last_batch is not None or handle is None or not handle.is_active, timeout, 0.05)
     if owner.last_batch is None:
         log.warning("query '%s': its uncommitted batch did not run again before the split", owner.id)
 
