@@ -102,16 +102,11 @@ def _plan_key(plan: KeyedPlan) -> tuple:
     return (tuple(s.key() for s in plan.upstream), plan.keyed.key(), tuple(s.key() for s in plan.downstream))
 
 
+@gc_pause.paused()  # the batch's rows are acyclic (``gc_pause``)
 def _run_sequential(role: str, cache_key: tuple, make: Callable[[], Any], emit: Callable[[list], Any], state: Any,
                     rows: Iterator[Any]) -> Any:
     """One micro-batch of a sequential core (router or tail) in its single group; ``emit`` makes the
     output frame of its rows."""
-    with gc_pause.paused():  # the batch's rows are acyclic (``gc_pause``)
-        return _run_sequential_paused(role, cache_key, make, emit, state, rows)
-
-
-def _run_sequential_paused(role: str, cache_key: tuple, make: Callable[[], Any], emit: Callable[[list], Any],
-                           state: Any, rows: Iterator[Any]) -> Any:
     pdf = _concat(rows)
     value = state.get() if state.exists() else None
     snap = bytes(value[0]) if value is not None and value[0] is not None else None
@@ -207,16 +202,11 @@ class _StateKeyLog:
         self.ended_state.update((True,))
 
 
+@gc_pause.paused()  # the batch's rows are acyclic (``gc_pause``)
 def _run_bucket(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int, frames: Iterator[Any],
                 stamp: Any, snaps: Any, log: Any) -> Any:
     """One micro-batch of one bucket (``keyed_buckets.BucketCore``): ``stamp`` is the bucket's
     ``ValueState``, ``snaps`` its ``MapState`` (key text → that key's snapshot), ``log`` its key log."""
-    with gc_pause.paused():  # the batch's rows are acyclic (``gc_pause``)
-        return _run_bucket_paused(cache_key, plan, topology, bucket, frames, stamp, snaps, log)
-
-
-def _run_bucket_paused(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int, frames: Iterator[Any],
-                       stamp: Any, snaps: Any, log: Any) -> Any:
     texts = [t for f in frames for t in f["rows"].tolist()]
     if not texts:
         return _frame([])
@@ -263,16 +253,11 @@ def _keyed(query_id: str, plan: KeyedPlan, topology: str) -> Any:
     return _Keyed()
 
 
+@gc_pause.paused()  # the batch's rows are acyclic (``gc_pause``)
 def _run_window_bucket(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int, frames: Iterator[Any],
                        stamp: Any, panes: Any) -> Any:
     """One micro-batch of one bucket of a keyed window stage (``keyed_window_bucket.WindowBucket``):
     ``stamp`` is the bucket's ``ValueState``, ``panes`` its ``MapState`` (window start → pickled pane)."""
-    with gc_pause.paused():  # the batch's rows are acyclic (``gc_pause``)
-        return _run_window_bucket_paused(cache_key, plan, topology, bucket, frames, stamp, panes)
-
-
-def _run_window_bucket_paused(cache_key: tuple, plan: KeyedPlan, topology: str, bucket: int,
-                              frames: Iterator[Any], stamp: Any, panes: Any) -> Any:
     texts = [t for f in frames for t in f["rows"].tolist()]
     if not texts:
         return _frame([])

@@ -116,16 +116,31 @@ def test_a_keyed_operator_call_runs_with_the_collector_paused(monkeypatch):
         seen.append(gc.isenabled())
         return "result"
 
-    for name in ("_run_bucket_paused", "_run_window_bucket_paused", "_run_sequential_paused", "_packed"):
+    for name in ("_frame", "_packed"):  # a bucket's output frame, a router chunk's packed frame
         monkeypatch.setattr(kq, name, record)
     assert kq._run_bucket(None, None, "", 0, iter([]), None, None, None) == "result"
     assert kq._run_window_bucket(None, None, "", 0, iter([]), None, None) == "result"
-    assert kq._run_sequential("tail", None, None, None, None, iter([])) == "result"
+
+    class State:  # a sequential core's ValueState, empty
+        def exists(self):
+            return False
+
+        def update(self, value):
+            pass
 
     class Core:
+        dirty, saved = False, None
+
         def run(self, rows):
             seen.append(gc.isenabled())
             return list(rows)
+
+        def snapshot(self):
+            return b""
+
+    # a sequential core's batch: its output frame made by ``emit`` while paused
+    assert kq._run_sequential("tail", ("tail-test",), Core, record, State(), iter([])) == "result"
+    kq._CORES.pop(("tail-test",), None)
 
     monkeypatch.setitem(kq._CORES, ("jrouter-test",), Core())
     frame = pd.DataFrame({"seq": [2, 1], "input": ["s", "s"], "ts": [0, 0], "data": ["{}", "{}"],
