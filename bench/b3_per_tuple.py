@@ -222,14 +222,30 @@ def _collector(paused: bool) -> Any:
 def run_kernel(query: str, items: list[Item], kernel: str = "auto", paused: bool = True
                ) -> tuple[float, list[dict]]:
     """Feed ``items`` to ``build_processor``'s choice (``auto``) or the reference kernel (``reference``),
-    as one batch (``paused``: with the cyclic collector paused, as the hosts run a batch)."""
+    as one batch (``paused``: with the cyclic collector paused, as the hosts run a batch). A processor with
+    a batch entry (``Processor.batch_entry``: the filter, GROUP BY) takes each run of one input's tuples
+    in one call, as the driver's and the Spark operators' pipeline feeds it; the time is that call's, whose
+    answer — one entry per tuple: nothing, a row, rows or a step result — is what the host consumes, as it
+    would consume the hand loop's list. Any other takes ``process`` per tuple, its outputs collected."""
     from sbpy.bql.runtime import ProcessorContext, build_processor
-    from sbpy.bql.runtime.processor import Tuple
+    from sbpy.bql.runtime.processor import Tuple, batch_entry_of
     from sbpy.bql.runtime.testing import parse_select
 
     proc = build_processor(parse_select(query), ProcessorContext(kernel=kernel))
     tuples = [Tuple(d, ts, seq, name) for seq, (name, d, ts) in enumerate(items, 1)]
+    entry = batch_entry_of(proc)
     out: list[dict] = []
+    if entry is not None:
+        runs = _runs(tuples)
+        answers = []
+        with _collector(paused):
+            t0 = CLOCK()
+            for name, run in runs:
+                answers.append(entry(name, run))
+            took = CLOCK() - t0
+        for answer in answers:
+            out += _rows_of(answer)
+        return took, out
     with _collector(paused):
         t0 = CLOCK()
         for t in tuples:
@@ -238,6 +254,34 @@ def run_kernel(query: str, items: list[Item], kernel: str = "auto", paused: bool
                 out.append(o.data)
         took = CLOCK() - t0
     return took, out
+
+
+def _runs(tuples: list[Any]) -> list[tuple[str, list[Any]]]:
+    """The tuples as runs of one input each, in order."""
+    runs: list[tuple[str, list[Any]]] = []
+    for t in tuples:
+        if runs and runs[-1][0] == t.input:
+            runs[-1][1].append(t)
+        else:
+            runs.append((t.input, [t]))
+    return runs
+
+
+def _rows_of(answer: list[Any]) -> list[dict]:
+    """The output rows of a batch entry's answer, in order."""
+    rows: list[dict] = []
+    for entry in answer:
+        if entry is None:
+            continue
+        if type(entry) is dict:
+            rows.append(entry)
+        elif type(entry) is list:
+            rows += entry
+        elif isinstance(entry, Exception):
+            raise entry
+        else:
+            rows += [o.data for o in entry.outputs]
+    return rows
 
 
 def run_reference(fn: Callable[[list[Item]], list[dict]], items: list[Item], paused: bool = True

@@ -108,6 +108,26 @@ class Processor(Protocol):
         runtime can decide when a query starts whether it must wake up on the wall clock.
         """
 
+    def process_batch(self, input_name: str, tuples: list[Tuple]) -> list[Any]:
+        """``process`` for each of ``tuples`` (all of input ``input_name``, in arrival order): one entry per
+        tuple, which is
+
+        - ``None``: nothing emitted, nothing dropped;
+        - a ``dict``: one output row, stamped with the tuple's ``ts`` and ``seq``;
+        - a ``list`` of dicts: output rows, in order, each stamped with the tuple's ``ts`` and ``seq``;
+        - a ``StepResult``: the step's result as ``process`` returns it;
+        - an ``Exception``: ``process`` raised it (the host reports it as it reports a raising ``process``).
+
+        The list is shorter than the batch only when its last entry is a ``StepResult`` with ``done``: the
+        processor finished there and did not take the rest. An output row may share maps and arrays with
+        its tuple's (hosts encode the rows or hand them on unchanged, as they share a tuple among its
+        consumers). It never raises. Optional: hosts call what ``batch_entry`` gives."""
+
+    def batch_entry(self) -> Any:
+        """``process_batch`` when a batch costs this processor less than its tuples one by one, else None
+        (hosts then call ``process`` per tuple; ``each_of`` is the one-by-one form of a batch). Optional
+        (read it with ``batch_entry_of``); known right after building."""
+
     def snapshot(self) -> bytes:
         """All state as bytes (pickle of plain values is fine)."""
 
@@ -119,6 +139,31 @@ def next_tick_of(proc: Any) -> _dt.datetime | None:
     """``proc.next_tick()``, or None for a processor that does not define it (the protocol default)."""
     fn = getattr(proc, "next_tick", None)
     return fn() if fn is not None else None
+
+
+def batch_entry_of(proc: Any) -> Any:
+    """``proc.batch_entry()``, or None for a processor that does not define it (the protocol default)."""
+    fn = getattr(proc, "batch_entry", None)
+    return fn() if fn is not None else None
+
+
+def each_of(proc: Any, tuples: list[Tuple]) -> list[Any]:
+    """``process_batch``'s entries of ``proc.process`` called on each tuple: the batch entry of a processor
+    (or of part of a batch) without a cheaper way."""
+    out: list[Any] = []
+    for tup in tuples:
+        try:
+            result = proc.process(tup)
+        except Exception as exc:  # the host reports it as a raising ``process``
+            out.append(exc)
+            continue
+        if result is NOTHING:
+            out.append(None)
+            continue
+        out.append(result)
+        if result.done:
+            break
+    return out
 
 
 def tick_period_of(proc: Any) -> _dt.timedelta | None:

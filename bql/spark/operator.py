@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sbpy.bql.runtime import gc_pause
-from sbpy.bql.runtime.processor import StepResult, Tuple, next_tick_of
+from sbpy.bql.runtime.processor import StepResult, Tuple, batch_entry_of, next_tick_of
 
 from . import journal_format as jf
 from .buffers import Buffer, overflow, stage_buffers
@@ -191,8 +191,32 @@ class Pipeline:
         sole = {} if self._refused or self.output_node is None else {
             name: ks[0] for name, ks in self.consumers.items() if len(ks) == 1 and name != self.output_node}
         ended, stats, processors, times = self.ended, self._stats, self.processors, self._times
+        # a sole reader with a batch entry (``Processor.batch_entry``) takes each run of its input's tuples
+        # in one call (``_flush``)
+        batched = {k: entry for k in set(sole.values()) if (entry := batch_entry_of(processors[k])) is not None}
+        run: list[Tuple] = []
+        run_us: list[int] = []
+        run_k, run_name = -1, ""
         for row in rows:
             seq, name, ts_us, text, end = row[:5]
+            if batched and not end and text is not None:
+                k = sole.get(name, -1)
+                if k in batched and k not in ended:
+                    try:
+                        data = text if type(text) is dict else jf.decode_data(text)
+                    except Exception:  # the row's drop is reported below, after the run
+                        data = None
+                    if data is not None:
+                        if run and (k != run_k or name != run_name):
+                            self._flush(run_k, run_name, run, run_us)
+                            run, run_us = [], []
+                        run_k, run_name = k, name
+                        run.append(Tuple(data, times.get(ts_us), seq, name))
+                        run_us.append(ts_us)
+                        continue
+            if run:
+                self._flush(run_k, run_name, run, run_us)
+                run, run_us = [], []
             self._seq = seq
             if end:
                 self._end_input(name)
@@ -222,8 +246,39 @@ class Pipeline:
                 continue
             if result.outputs or result.dropped or result.done:
                 self._take(k, stat, result, name)
+        if run:
+            self._flush(run_k, run_name, run, run_us)
         self._refused = {}
         return self._batch_rows()
+
+    def _flush(self, k: int, name: str, tuples: list[Tuple], stamps: list[int]) -> None:
+        """A run of input ``name``'s ``tuples`` (journal times ``stamps``) through stage ``k``'s batch entry:
+        the same rows, drops and counts as ``process`` per tuple (``Processor.process_batch``)."""
+        stat = self._stat(k)
+        answers = batch_entry_of(self.processors[k])(name, tuples)
+        received = stat.received
+        received[name] = received.get(name, 0) + len(answers)
+        node = self.stages[k].node
+        direct = node == self.output_node and not self.consumers.get(node)  # rows go straight out
+        for i, answer in enumerate(answers):
+            if answer is None:
+                continue
+            tup = tuples[i]
+            self._seq = tup.seq
+            kind = type(answer)
+            if kind is dict or kind is list:
+                for data in (answer,) if kind is dict else answer:
+                    stat.sent += 1
+                    if direct:  # ``_deliver``'s output row, with the journal's time of the tuple
+                        self._emit_data(node, data, stamps[i])
+                    else:
+                        self._deliver(node, Tuple(data, tup.ts, tup.seq, ""))
+            elif isinstance(answer, StepResult):
+                if answer.outputs or answer.dropped or answer.done:
+                    self._take(k, stat, answer, name)
+            else:
+                self._failed(k, stat, tup, answer, name)
+        self._seq = tuples[-1].seq  # as after the run's last row one by one
 
     def _deliver_data(self, name: str, data: Any, ts_us: int, seq: int) -> None:
         """A decoded journal tuple of input ``name`` enters the chain."""

@@ -36,7 +36,8 @@ typed_rows = st.fixed_dictionaries({"a": typed, "b": typed, "c": numbers,
                                     "m": st.fixed_dictionaries({"y": typed, "z": numbers})})
 rows = st.one_of(typed_rows, typed_rows, mixed_rows)  # typed rows mostly reach the generated code
 fields = st.sampled_from(["a", "b", "c", "m.y", "m.z", "src:a"])
-literals = st.sampled_from(["1", "-2", "2.0", "2.5", "0", "'a'", "'2'", "''", "9007199254740993"])
+literals = st.sampled_from(["1", "-2", "2.0", "2.5", "0", '"a"', '"2"', '""', "9007199254740993",
+                            "9007199254740992.0"])  # BQL's strings are double-quoted
 operators = st.sampled_from(["=", "!=", "<>", "<", "<=", ">", ">="])
 
 

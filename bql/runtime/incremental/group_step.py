@@ -64,7 +64,7 @@ class GroupedStep:
     """The generated step of one statement: ``advance(tup)`` (the state stays on the processor, whose
     ``restore`` replaces windows, relation and table; the step reads them at every call)."""
 
-    __slots__ = ("advance", "source")
+    __slots__ = ("advance", "advance_rows", "source")
 
     def __init__(self, proc: Any, key_name: str):
         groups = proc.groups
@@ -79,17 +79,22 @@ class GroupedStep:
         }
         where_ast = proc.select.where
         scope["PREDICATE"] = generate(where_ast, [], alias) if where_ast is not None else None
-        lines = _advance_lines(proc, key_name, scope) + _item_lines(groups, alias, scope)
+        lines = (_advance_lines(proc, key_name, scope, "advance", "emit")
+                 + _advance_lines(proc, key_name, scope, "advance_rows", "emit_rows")
+                 + _emit_lines("emit", "Tuple(ROW, ts, seq, '')") + _emit_lines("emit_rows", "ROW")
+                 + _remove_lines(groups) + _item_lines(groups, alias, scope))
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<grouped step>", "exec"), scope)  # noqa: S102 - generated from the AST
         self.advance: Callable[[Tuple], list[Tuple]] = scope["advance"]
+        # the same step answering the output maps (each its own copy), for ``process_batch``
+        self.advance_rows: Callable[[Tuple], list[dict]] = scope["advance_rows"]
 
 
-def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]:
-    """``advance(tup)``: window, relation, the new row's group, then ``_emit``'s part (see module doc)."""
+def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any], name: str, emit: str) -> list[str]:
+    """``name(tup)``: window, relation, the new row's group, then the output by ``emit`` (see module doc)."""
     groups = proc.groups
     lines = [
-        "def advance(tup):",
+        f"def {name}(tup):",
         "    proc = PROC",
         "    window, relation, table = proc.slots[0].window, proc.relation, proc.table",
         "    rows, by_eid = relation.rows, relation.by_eid",
@@ -122,7 +127,7 @@ def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]
             "    else:",
             "        passes = verdict is not None",
             "    if not passes:",
-            "        return emit(tup, table)",
+            f"        return {emit}(tup, table)",
         ]
     lines += [
         "    pos = relation.next_pos",
@@ -165,9 +170,18 @@ def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]
                       f"            group.irregular[{j}].add(pos)"]
     lines += [
         "    table.touched[key] = None",
-        "    return emit(tup, table)",
+        f"    return {emit}(tup, table)",
         "",
-        "def emit(tup, table):",
+    ]
+    return lines
+
+
+def _emit_lines(name: str, output: str) -> list[str]:
+    """``name(tup, table)``: the touched groups evaluated and committed, then every group's item in the order
+    of its first row as ``output`` (an expression of ``ROW``, the item's own copy, ``ts`` and ``seq``)."""
+    row = "(it.data.copy() if it.flat else COPY(it.data))"
+    return [
+        f"def {name}(tup, table):",
         "    touched = table.touched",
         "    if touched:",
         "        gmap = table.groups",
@@ -187,10 +201,9 @@ def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]
         "    current = list(filter(None, map(GET_ITEM, table.groups.values())))",
         "    current.sort(key=ITEM_POS)",
         "    ts, seq = tup.ts, tup.seq",
-        "    return [Tuple(it.data.copy() if it.flat else COPY(it.data), ts, seq, '') for it in current]",
+        f"    return [{output.replace('ROW', row)} for it in current]",
         "",
     ]
-    return lines + _remove_lines(groups)
 
 
 def _remove_lines(groups: Any) -> list[str]:

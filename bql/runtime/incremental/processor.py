@@ -28,12 +28,14 @@ kernel only for statements ``eligibility.ineligible_reason`` accepts.
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 from ...ast import Select
 from ...eval import Env
+from ..batch_codegen import generate_batch
 from ..kernel import SelectProcessor, _copy, _message, truth
-from ..processor import NOTHING, Dropped, ProcessorContext, StepResult, Tuple
-from ..stage_codegen import FALLBACK, generate, generate_for, row_parts
+from ..processor import NOTHING, Dropped, ProcessorContext, StepResult, Tuple, each_of
+from ..stage_codegen import FALLBACK, fast_parts, generate, generate_for, row_parts
 from ..windows import Entry
 from .delta_step import delta_step
 from .emitter import DeltaEmitter, row_key, row_key_for
@@ -46,7 +48,7 @@ from .plain_select import plain_evaluator
 from .relation import Relation, emitted_copy
 
 SNAPSHOT_KIND = "incremental-select/1"
-
+BATCH_CHUNK = 512  # a batch with a row the generated comprehension refuses runs by chunks of this many
 
 
 
@@ -75,6 +77,8 @@ class IncrementalSelectProcessor(SelectProcessor):
         # the fast form's generated, type-guarded step (``stage_codegen``); other rows take the reference
         self.generated = (generate_for(self, _copy) if self.fast and self.limit is None and not self.has_udsf
                           else None)
+        # the same over a batch, one list comprehension (``batch_codegen``; ``process_batch``)
+        self.batch = generate_batch(*fast_parts(self)) if self.generated is not None else None
         # one FROM item, no grouping: WHERE and the select list of a new row as one generated step
         parts = row_parts(self) if self.single and self.grouping is None and not self.fast else None
         self.row_step = generate(*parts) if parts is not None else None
@@ -163,6 +167,61 @@ class IncrementalSelectProcessor(SelectProcessor):
             self._step(tup, targets, result)
         result.done = self.done
         return result
+
+    def batch_entry(self) -> Any:
+        """``process_batch`` for the fast form and a one-FROM-item RSTREAM GROUP BY, else None."""
+        return self.process_batch if self.batch is not None or self.grouped is not None else None
+
+    def process_batch(self, input_name: str, tuples: list[Tuple]) -> list[Any]:
+        """``process`` over a batch of one input (``Processor.process_batch``'s entries): the fast form
+        runs its generated comprehension over the batch — over chunks of ``BATCH_CHUNK`` tuples when it
+        refuses a row (one outside its guards), and a chunk it refuses one tuple at a time —, a one-FROM-item RSTREAM GROUP BY answers each tuple's
+        output maps (``GroupedStep.advance_rows``: no ``StepResult`` and no output ``Tuple``s), anything
+        else one by one."""
+        if self.batch is not None or self.grouped is not None:
+            if input_name != self.source:
+                return [None] * len(tuples)
+            if self.batch is not None:
+                return self._generated_batch(tuples)
+            return self._grouped_batch(tuples)
+        return each_of(self, tuples)
+
+    def _generated_batch(self, tuples: list[Tuple]) -> list[Any]:
+        batch = self.batch
+        try:
+            return batch(tuples)
+        except Exception:  # side-effect free: again by chunks, a chunk it refuses one row at a time
+            pass
+        out: list[Any] = []
+        for start in range(0, len(tuples), BATCH_CHUNK):
+            chunk = tuples[start:start + BATCH_CHUNK]
+            try:
+                out += batch(chunk)
+            except Exception:
+                done = each_of(self, chunk)
+                out += done
+                if len(done) < len(chunk):  # the processor finished (the contract's short list)
+                    break
+        return out
+
+    def _grouped_batch(self, tuples: list[Tuple]) -> list[Any]:
+        advance_rows, out = self.grouped.advance_rows, []
+        append = out.append
+        for tup in tuples:
+            if self.delegate or self.relation.pending:  # as ``process``: the general step
+                (entry,) = each_of(self, [tup])
+                append(entry)
+                if type(entry) is StepResult and entry.done:  # the contract's short list
+                    break
+                continue
+            try:
+                rows = advance_rows(tup)
+            except Exception as err:  # as ``process``: only this step is lost
+                append(StepResult([], [Dropped(tup, _message(err), "other")]))
+                continue
+            self.emitted += len(rows)
+            append(rows)
+        return out
 
     def kernel_description(self) -> str:
         """A short account of how this statement runs (for EXPLAIN)."""

@@ -8,6 +8,7 @@ processors are snapshotted and restored mid-stream (into fresh processors, acros
 """
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from typing import Any
 
@@ -20,7 +21,7 @@ from sbpy.bql.runtime.kernel import SelectProcessor
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
 
-from test_generated_kernel_paths import SETTINGS, START, _observed, streams
+from test_generated_kernel_paths import SETTINGS, START, _observed, canonical, streams
 
 SELECTS = ["a:k, count(*) AS n, sum(a:x) AS total", "a:k AS k, avg(a:x) AS m, count(a:x) AS c",
            "max(a:x) AS hi, min(a:x) AS lo, a:k AS k, median(a:x) AS med",
@@ -167,3 +168,66 @@ def test_emitted_maps_are_copies():
 def test_other_statements_keep_the_general_path(query):
     proc = build_processor(parse_select(query))
     assert isinstance(proc, IncrementalSelectProcessor) and proc.grouped is None
+
+
+def _batch_observed(proc: Any, batch: list[Tuple]) -> list[tuple[Any, ...]]:
+    """``_observed`` of each tuple of ``batch`` from one ``process_batch`` call (its rows stamped as the
+    contract says: the tuple's time and seq)."""
+    out = []
+    for tup, entry in zip(batch, proc.process_batch("s1", batch), strict=True):
+        if type(entry) is list:
+            out.append(([(canonical(d), tup.ts, tup.seq, "") for d in entry], [], False))
+        else:
+            result = entry if entry is not None else Tuple  # None: nothing emitted or dropped
+            out.append(([], [], False) if result is Tuple else
+                       ([(canonical(t.data), t.ts, t.seq, t.input) for t in result.outputs],
+                        [(d.error, d.event_type, d.tuple.seq) for d in result.dropped], result.done))
+    return out
+
+
+@SETTINGS
+@given(st.sampled_from(SELECTS), st.sampled_from(WINDOWS), st.sampled_from(WHERES), streams(),
+       st.lists(st.integers(1, 8), min_size=1, max_size=10))
+def test_a_batch_answers_what_each_tuple_does(items, window, where, stream, sizes):
+    """``process_batch`` (the generated step answering output maps; the general path while a row waits
+    for its key) over batches of random sizes gives the reference kernel's rows and drops per tuple."""
+    query = _query(items, window, where)
+    fused, _, reference = _processors(query)
+    tuples = [Tuple(copy.deepcopy(data), START + dt.timedelta(milliseconds=ms), seq, "s1")
+              for seq, (data, ms) in enumerate(stream, 1)]
+    start, k = 0, 0
+    while start < len(tuples):
+        batch = tuples[start:start + sizes[k % len(sizes)]]
+        want = [_observed(reference, t.data, t.ts, t.seq) for t in batch]
+        assert _batch_observed(fused, batch) == want, query
+        start, k = start + len(batch), k + 1
+
+
+def test_a_batch_of_the_bench_statement_runs_the_generated_rows():
+    query = "SELECT RSTREAM k, count(*) AS n, sum(price) AS total FROM src [RANGE 50 TUPLES] GROUP BY k"
+    proc = build_processor(parse_select(query))
+    calls = [0]
+    rows = proc.grouped.advance_rows
+
+    def counted(tup: Tuple) -> Any:
+        calls[0] += 1
+        return rows(tup)
+
+    proc.grouped.advance_rows = counted
+    tuples = [Tuple({"k": i % 7, "price": 1.5}, START, i + 1, "src") for i in range(100)]
+    answers = proc.process_batch("src", tuples)
+    assert calls[0] == 100 and all(type(a) is list for a in answers)
+    assert answers[-1][0] == {"k": 1, "n": 8, "total": 12.0}  # i = 50, 57, ..., 99: the oldest row first
+    assert proc.process_batch("other", tuples[:2]) == [None, None]
+
+
+def test_batch_rows_are_copies_of_the_cached_groups():
+    """A host may change an answered row: the processor's cached group rows stay as they were."""
+    query = "SELECT RSTREAM a:m AS m, count(*) AS n FROM s1 [RANGE 3 TUPLES] AS a GROUP BY a:m"
+    proc = build_processor(parse_select(query))
+    assert proc.grouped is not None
+    (first,) = proc.process_batch("s1", [Tuple({"k": 1, "m": {"u": [1]}}, START, 1, "s1")])
+    first[0]["m"]["u"].append(2)
+    first[0]["n"] = 99
+    (again,) = proc.process_batch("s1", [Tuple({"k": 2, "m": {"u": [3]}}, START, 2, "s1")])
+    assert again == [{"m": {"u": [1]}, "n": 1}, {"m": {"u": [3]}, "n": 1}]

@@ -1,0 +1,127 @@
+"""``Pipeline`` feeds a sole reader with a batch entry (``Processor.batch_entry``) each run of its input's
+tuples in one ``process_batch`` call (``Pipeline._flush``). Its output rows — ``out`` rows with their
+times, ``dropped`` rows (input, output and step errors), ``end`` and ``stat`` rows, their order and seqs
+— must be exactly those of the same pipeline fed tuple by tuple (``batch_entry_of`` switched off).
+
+Hypothesis draws journal batches: maps with mixed and missing types, undecodable texts, file lines that
+are no tuple, an input's end, tuples of a second input, and the pipeline's state carried from one
+``run`` to the next through a snapshot.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sbpy.bql.spark import journal_format as jf
+from sbpy.bql.spark import operator
+from sbpy.bql.spark.operator import Pipeline, StageSpec
+
+FILTER = "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8"
+GROUPED = "SELECT RSTREAM k, count(*) AS n, sum(price) AS total FROM src [RANGE 4 TUPLES] GROUP BY k"
+CHAINS = {
+    "filter": [StageSpec("f", FILTER, ("src",))],
+    "grouped": [StageSpec("g", GROUPED, ("src",))],
+    "filter then grouped": [StageSpec("f", FILTER, ("src",)),
+                            StageSpec("g", "SELECT RSTREAM id, count(*) AS n FROM f [RANGE 3 TUPLES] GROUP BY id",
+                                      ("f",))],
+    "two readers of src": [StageSpec("f", FILTER, ("src",)), StageSpec("g", GROUPED, ("src",))],
+    "filter of each input": [StageSpec("f", FILTER, ("src",)),
+                             StageSpec("h", "SELECT RSTREAM id FROM other [RANGE 1 TUPLES] WHERE id > 1",
+                                       ("other",))],
+    "istream (no batch entry)": [StageSpec("i", "SELECT ISTREAM id FROM src [RANGE 2 TUPLES]", ("src",))],
+}
+
+values = st.sampled_from([None, True, 0, 1, 2, 2.0, 7.5, 8, 9.25, -3, math.nan, "7", "a", [1], {"u": 1}])
+maps = st.fixed_dictionaries({}, optional={"id": values, "price": values, "k": st.sampled_from([0, 1, 2, 2.0, "x"])})
+
+
+@st.composite
+def journal(draw) -> list[list[tuple]]:
+    """Batches of journal rows ``(seq, input, ts_us, data, end[, error])``, seqs increasing."""
+    batches, seq, ended = [], 0, set()
+    for _ in range(draw(st.integers(1, 3))):
+        rows = []
+        for _ in range(draw(st.integers(0, 25))):
+            seq += 1
+            name = draw(st.sampled_from(["src", "src", "src", "other"]))
+            if name in ended:
+                continue
+            ts = 1_000_000 * seq + draw(st.sampled_from([0, 0, 500]))
+            kind = draw(st.integers(0, 19))
+            if kind == 0:
+                rows.append((seq, name, ts, "{not json", False))
+            elif kind == 1:
+                rows.append((seq, name, ts, None, False, "file source: x.jsonl:3: not a JSON object"))
+            elif kind == 2:
+                rows.append((seq, name, 0, None, True))
+                ended.add(name)
+            else:
+                data = draw(maps)
+                rows.append((seq, name, ts, data if draw(st.booleans()) else jf.encode_data(data), False))
+        batches.append(rows)
+    return batches
+
+
+def _run(stages: list[StageSpec], batches: list[list[tuple]]) -> list[list[tuple]]:
+    """Each batch's output rows; the state goes from one batch to the next through a snapshot."""
+    out, state = [], None
+    for rows in batches:
+        p = Pipeline(stages)
+        if state is not None:
+            p.restore(state)
+        # a decoded map is the pipeline's own (a kernel may keep it): each run gets a fresh copy
+        out.append(p.run([r[:3] + (dict(r[3]) if type(r[3]) is dict else r[3],) + r[4:] for r in rows]))
+        state = p.snapshot()
+    return out
+
+
+def _decoded(text: str | None) -> str | None:
+    """A row's data decoded and spelled out (NaN made comparable); a text that is no tuple as it is."""
+    try:
+        return repr(jf.decode_data(text)) if text is not None else None
+    except ValueError:
+        return text
+
+
+def _canonical(batches: list[list[tuple]]) -> list[list[tuple]]:
+    return [[r[:5] + (_decoded(r[5]),) + r[6:] for r in rows] for rows in batches]
+
+
+@pytest.mark.parametrize("chain", list(CHAINS))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches=journal())
+def test_batched_runs_give_the_rows_of_tuple_by_tuple(chain, batches, monkeypatch_module):
+    stages = CHAINS[chain]
+    batched = _run(stages, batches)
+    with monkeypatch_module.context() as m:
+        m.setattr(operator, "batch_entry_of", lambda proc: None)
+        one_by_one = _run(stages, batches)
+    assert _canonical(batched) == _canonical(one_by_one)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as m:
+        yield m
+
+
+def test_the_sole_reader_takes_its_tuples_as_one_batch(monkeypatch):
+    """The filter's 1,000 tuples reach it in one call, around an undecodable line (its drop in place)."""
+    calls = []
+    entry = operator.batch_entry_of
+
+    def spy(proc):
+        fn = entry(proc)
+        return None if fn is None else (lambda name, tuples: calls.append(len(tuples)) or fn(name, tuples))
+
+    monkeypatch.setattr(operator, "batch_entry_of", spy)
+    rows = [(i, "src", 1000 * i, {"id": i, "price": i % 10}, False) for i in range(1, 1001)]
+    rows.insert(500, (1001, "src", 0, "{bad", False))
+    out = Pipeline(CHAINS["filter"]).run(rows)
+    assert calls == [500, 500]
+    kinds = [r[0] for r in out]
+    assert kinds.count("out") == 800 and kinds.count("dropped") == 1
+    assert [r[2] for r in out if r[0] == "dropped"] == [1001]
+    assert out[400][0] == "dropped"  # after the 400 rows of the first 500 tuples that passed
