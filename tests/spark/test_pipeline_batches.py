@@ -32,9 +32,22 @@ CHAINS = {
                                        ("other",))],
     "istream (no batch entry)": [StageSpec("i", "SELECT ISTREAM id FROM src [RANGE 2 TUPLES]", ("src",))],
 }
+WINDOWED = {  # Timeplus aggregations on their fixed step (``FixedStep.process_batch``)
+    "tumble": "SELECT RSTREAM k, count(*) AS n, sum(price) AS total, window_start FROM tumble(src, t, 3s) "
+              "GROUP BY k, window_start",
+    "hop": "SELECT RSTREAM k, count(*) AS n, max(price) AS hi, window_start FROM hop(src, t, 2s, 4s) "
+           "GROUP BY k, window_start",
+    "session": "SELECT RSTREAM k, count(*) AS n, window_end FROM session(src, t, 2s) GROUP BY k, window_start, "
+               "window_end",
+    "tumble over arrival times": "SELECT RSTREAM count(*) AS n, window_start FROM tumble(src, 3s) "
+                                 "GROUP BY window_start",
+}
+CHAINS.update({name: [StageSpec("w", text, ("src",))] for name, text in WINDOWED.items()})
 
 values = st.sampled_from([None, True, 0, 1, 2, 2.0, 7.5, 8, 9.25, -3, math.nan, "7", "a", [1], {"u": 1}])
-maps = st.fixed_dictionaries({}, optional={"id": values, "price": values, "k": st.sampled_from([0, 1, 2, 2.0, "x"])})
+times = st.sampled_from([0, 1, 2, 2, 3, 5, 5, 8, 9, 2.5, 12, None, "x"])  # late rows, bad times
+maps = st.fixed_dictionaries({}, optional={"id": values, "price": values, "k": st.sampled_from([0, 1, 2, 2.0, "x"]),
+                                           "t": times})
 
 
 @st.composite
@@ -105,6 +118,11 @@ def test_batched_runs_give_the_rows_of_tuple_by_tuple(chain, batches, monkeypatc
 def monkeypatch_module():
     with pytest.MonkeyPatch.context() as m:
         yield m
+
+
+@pytest.mark.parametrize("name", list(WINDOWED))
+def test_windowed_stages_have_a_batch_entry(name):
+    assert operator.batch_entry_of(Pipeline(CHAINS[name]).processors[0]) is not None
 
 
 def test_the_sole_reader_takes_its_tuples_as_one_batch(monkeypatch):

@@ -29,7 +29,7 @@ from ...ast import Select
 from ...eval import is_volatile
 from ...values import multiset_key
 from ..kernel import _message
-from ..processor import NOTHING, Dropped, StepResult, Tuple
+from ..processor import NOTHING, Dropped, StepResult, Tuple, each_of
 from .emission import AFTER_WATERMARK
 from .timecol import bound_value, datetime_micros
 from .watermark import late_error
@@ -65,6 +65,19 @@ class FixedStep:
     # (``add_to_windows``' entries), which hold while ``panes`` is the processor's pane map (a restore or
     # the end of input replaces it)
     _slot: tuple[int, int, tuple, Any] = (0, 0, (), None)
+
+    def batch_entry(self: Any) -> Any:
+        """``process_batch`` where the fixed step runs (``Processor.batch_entry``), else None."""
+        return self.process_batch if self.fixed_step else None
+
+    def process_batch(self: Any, input_name: str, tuples: list[Tuple]) -> list[Any]:
+        """``process`` over a batch (``Processor.process_batch``'s entries): the fixed step per tuple (it
+        reports a failing row as dropped and never raises; it never finishes the query), without the host's
+        call and checks around each."""
+        if not self.fixed_step:
+            return each_of(self, tuples)
+        step = self._fixed_step
+        return [None if (result := step(tup)) is NOTHING else result for tup in tuples]
 
     def _fixed_step(self: Any, tup: Tuple) -> StepResult:
         """``process`` for a tumble, hop or session aggregation with column panes, AFTER WATERMARK over event
