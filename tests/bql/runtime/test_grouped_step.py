@@ -48,16 +48,16 @@ def _processors(query: str) -> tuple[Any, Any, Any]:
     return fused, general, reference
 
 
-def _counting(proc: Any) -> list[int]:
-    """Count the steps the generated function runs (wraps it on ``proc.grouped``)."""
+def _counting(proc: Any, name: str = "advance") -> list[int]:
+    """Count the steps the generated function ``name`` runs (wraps it on ``proc.grouped``)."""
     calls = [0]
-    advance = proc.grouped.advance
+    advance = getattr(proc.grouped, name)
 
     def counted(tup: Tuple) -> Any:
         calls[0] += 1
         return advance(tup)
 
-    proc.grouped.advance = counted
+    setattr(proc.grouped, name, counted)
     return calls
 
 
@@ -206,14 +206,7 @@ def test_a_batch_answers_what_each_tuple_does(items, window, where, stream, size
 def test_a_batch_of_the_bench_statement_runs_the_generated_rows():
     query = "SELECT RSTREAM k, count(*) AS n, sum(price) AS total FROM src [RANGE 50 TUPLES] GROUP BY k"
     proc = build_processor(parse_select(query))
-    calls = [0]
-    rows = proc.grouped.advance_rows
-
-    def counted(tup: Tuple) -> Any:
-        calls[0] += 1
-        return rows(tup)
-
-    proc.grouped.advance_rows = counted
+    calls = _counting(proc, "advance_rows")
     tuples = [Tuple({"k": i % 7, "price": 1.5}, START, i + 1, "src") for i in range(100)]
     answers = proc.process_batch("src", tuples)
     assert calls[0] == 100 and all(type(a) is list for a in answers)
