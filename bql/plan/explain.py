@@ -6,7 +6,7 @@ Example (``EXPLAIN SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE price < 8``
     journal inputs: src
     stage (select) [native-jvm]
       tier: the whole chain compiles to Spark expressions (price: number; output id, price)
-      kernel: generated type-guarded code (RSTREAM over [RANGE 1 TUPLES]; the reference fast path for rows outside its guards)
+      kernel: generated type-guarded code (RSTREAM over [RANGE 1 TUPLES]; a batch as one list comprehension; the reference fast path for rows outside its guards)
       runs on: JVM
       partitioning: any partition of the journal read; rows outside the compiled types take the kernel on the driver (order restored by (seq, idx))
       state: none

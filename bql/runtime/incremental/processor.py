@@ -226,8 +226,8 @@ class IncrementalSelectProcessor(SelectProcessor):
     def kernel_description(self) -> str:
         """A short account of how this statement runs (for EXPLAIN)."""
         if self.generated is not None:
-            return ("generated type-guarded code (RSTREAM over [RANGE 1 TUPLES]; the reference fast path for"
-                    " rows outside its guards)")
+            return ("generated type-guarded code (RSTREAM over [RANGE 1 TUPLES]; a batch as one list"
+                    " comprehension; the reference fast path for rows outside its guards)")
         if self.fast:
             return "reference fast path (RSTREAM over [RANGE 1 TUPLES])"
         if self.delegate:
@@ -244,7 +244,7 @@ class IncrementalSelectProcessor(SelectProcessor):
         if self.groups is not None:
             parts.append(self.groups.describe())
         if self.grouped is not None:
-            parts.append("one generated step per tuple")
+            parts.append("one generated step per tuple, a batch answering output maps")
         if self.paired is not None:
             parts.append("generated pair projection")
         if self.delta_step is not None:
