@@ -139,7 +139,7 @@ def test_another_input_answers_nothing():
 
 def test_outside_the_subset_there_is_no_batch_entry():
     assert batch_entry_of(_build("SELECT RSTREAM a + 1 AS x FROM src [RANGE 1 TUPLES]")) is None
-    assert batch_entry_of(_build("SELECT ISTREAM a FROM src [RANGE 2 TUPLES]")) is None
+    assert batch_entry_of(_build("SELECT ISTREAM a + 1 AS b FROM src [RANGE 2 TUPLES]")) is None
     assert generate_batch(*fast_parts(_build("SELECT RSTREAM a FROM src [RANGE 1 TUPLES] WHERE a IS NULL"))) \
         is None
 

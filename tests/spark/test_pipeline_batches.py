@@ -30,7 +30,9 @@ CHAINS = {
     "filter of each input": [StageSpec("f", FILTER, ("src",)),
                              StageSpec("h", "SELECT RSTREAM id FROM other [RANGE 1 TUPLES] WHERE id > 1",
                                        ("other",))],
-    "istream (no batch entry)": [StageSpec("i", "SELECT ISTREAM id FROM src [RANGE 2 TUPLES]", ("src",))],
+    "istream": [StageSpec("i", "SELECT ISTREAM id, price FROM src [RANGE 2 TUPLES] WHERE price < 8", ("src",))],
+    "dstream": [StageSpec("d", "SELECT DSTREAM id FROM src [RANGE 2 SECONDS]", ("src",))],
+    "limit (no batch entry)": [StageSpec("l", "SELECT ISTREAM id FROM src [RANGE 2 TUPLES] LIMIT 3", ("src",))],
 }
 WINDOWED = {  # Timeplus aggregations on their fixed step (``FixedStep.process_batch``)
     "tumble": "SELECT RSTREAM k, count(*) AS n, sum(price) AS total, window_start FROM tumble(src, t, 3s) "
@@ -120,9 +122,10 @@ def monkeypatch_module():
         yield m
 
 
-@pytest.mark.parametrize("name", list(WINDOWED))
-def test_windowed_stages_have_a_batch_entry(name):
-    assert operator.batch_entry_of(Pipeline(CHAINS[name]).processors[0]) is not None
+@pytest.mark.parametrize("name", [*WINDOWED, "filter", "grouped", "istream", "dstream", "limit (no batch entry)"])
+def test_which_stages_have_a_batch_entry(name):
+    entry = operator.batch_entry_of(Pipeline(CHAINS[name]).processors[0])
+    assert (entry is None) == name.endswith("(no batch entry)")
 
 
 def test_the_sole_reader_takes_its_tuples_as_one_batch(monkeypatch):

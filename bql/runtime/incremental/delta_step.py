@@ -43,7 +43,8 @@ def delta_step(proc: Any) -> DeltaStep | None:
 
 class DeltaStep:
     """``advance(tup)``: the outputs of ``tup``'s step, or None when the step is not the common one and
-    nothing has been changed (the processor's general path then runs it)."""
+    nothing has been changed (the processor's general path then runs it); ``advance_rows(tup)``: the same
+    step answering the output maps (each its own copy) instead of output ``Tuple``s (``process_batch``)."""
 
     __slots__ = ("istream", "proc")
 
@@ -52,6 +53,13 @@ class DeltaStep:
         self.istream = proc.delta.kind == "istream"
 
     def advance(self, tup: Tuple) -> list[Tuple] | None:
+        rows = self.advance_rows(tup)
+        if not rows:
+            return rows
+        ts, seq = tup.ts, tup.seq
+        return [Tuple(data, ts, seq, "") for data in rows]
+
+    def advance_rows(self, tup: Tuple) -> list[dict] | None:
         proc = self.proc
         relation, delta = proc.relation, proc.delta
         if relation.pending or relation.added or relation.removed or delta.nans.pos:
@@ -106,7 +114,6 @@ class DeltaStep:
             by_eid[eid] = new
             new.ekey, new.nan = proc.row_key(data)
             new.emitted = True
-        seq = tup.seq
         istream = self.istream
         classes = delta.classes
         if new is None:
@@ -118,7 +125,7 @@ class DeltaStep:
                        or (removed and (removed[0].nan or removed[0].ekey == new.ekey)))
         if general:  # ``_one_change`` would refuse it too
             items = delta.apply(removed, [] if new is None else [new])
-            return [Tuple(emitted_copy(item.data), ts, seq, "") for item in items]
+            return [emitted_copy(item.data) for item in items]
         out = []
         if removed:  # ``DeltaEmitter._remove``: DSTREAM emits the last row of the key that shrank
             gone = removed[0]
@@ -127,10 +134,10 @@ class DeltaStep:
             if type(cls) is not KeyClass:
                 del classes[key]
                 if not istream:
-                    out.append(Tuple(emitted_copy(cls.data), ts, seq, ""))
+                    out.append(emitted_copy(cls.data))
             else:
                 if not istream:
-                    out.append(Tuple(emitted_copy(cls.items[-1].data), ts, seq, ""))
+                    out.append(emitted_copy(cls.items[-1].data))
                 cls.remove(gone)
                 if not cls.pos:
                     del classes[key]
@@ -145,5 +152,5 @@ class DeltaStep:
                 cls = classes[key] = KeyClass.of(cls)
             cls.insert(new)
         if istream:
-            out.append(Tuple(emitted_copy(data), ts, seq, ""))
+            out.append(emitted_copy(data))
         return out

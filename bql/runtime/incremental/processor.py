@@ -169,21 +169,25 @@ class IncrementalSelectProcessor(SelectProcessor):
         return result
 
     def batch_entry(self) -> Any:
-        """``process_batch`` for the fast form and a one-FROM-item RSTREAM GROUP BY, else None."""
-        return self.process_batch if self.batch is not None or self.grouped is not None else None
+        """``process_batch`` for the fast form, a one-FROM-item RSTREAM GROUP BY and a one-FROM-item
+        ISTREAM/DSTREAM on its fused step, else None."""
+        offered = self.batch is not None or self.grouped is not None or self.delta_step is not None
+        return self.process_batch if offered else None
 
     def process_batch(self, input_name: str, tuples: list[Tuple]) -> list[Any]:
         """``process`` over a batch of one input (``Processor.process_batch``'s entries): the fast form
         runs its generated comprehension over the batch — over chunks of ``BATCH_CHUNK`` tuples when it
         refuses a row (one outside its guards), and a chunk it refuses one tuple at a time —, a one-FROM-item RSTREAM GROUP BY answers each tuple's
-        output maps (``GroupedStep.advance_rows``: no ``StepResult`` and no output ``Tuple``s), anything
-        else one by one."""
-        if self.batch is not None or self.grouped is not None:
+        output maps (``GroupedStep.advance_rows``: no ``StepResult`` and no output ``Tuple``s), so does a
+        one-FROM-item ISTREAM/DSTREAM's fused step (``DeltaStep.advance_rows``); anything else one by one."""
+        if self.batch is not None or self.grouped is not None or self.delta_step is not None:
             if input_name != self.source:
                 return [None] * len(tuples)
             if self.batch is not None:
                 return self._generated_batch(tuples)
-            return self._grouped_batch(tuples)
+            if self.grouped is not None:
+                return self._grouped_batch(tuples)
+            return self._delta_batch(tuples)
         return each_of(self, tuples)
 
     def _generated_batch(self, tuples: list[Tuple]) -> list[Any]:
@@ -223,6 +227,21 @@ class IncrementalSelectProcessor(SelectProcessor):
             append(rows)
         return out
 
+    def _delta_batch(self, tuples: list[Tuple]) -> list[Any]:
+        advance_rows, out = self.delta_step.advance_rows, []
+        append = out.append
+        for tup in tuples:
+            rows = None if self.delegate else advance_rows(tup)
+            if rows is None:  # not the common step, nothing changed: ``process`` takes the general path
+                (entry,) = each_of(self, [tup])
+                append(entry)
+                if type(entry) is StepResult and entry.done:  # the contract's short list
+                    break
+                continue
+            self.emitted += len(rows)
+            append(rows or None)
+        return out
+
     def kernel_description(self) -> str:
         """A short account of how this statement runs (for EXPLAIN)."""
         if self.generated is not None:
@@ -248,7 +267,7 @@ class IncrementalSelectProcessor(SelectProcessor):
         if self.paired is not None:
             parts.append("generated pair projection")
         if self.delta_step is not None:
-            parts.append("one fused step per tuple")
+            parts.append("one fused step per tuple, a batch answering output maps")
         parts.append(f"{self.emitter.kind.upper()} from the relation's changes"
                      if self.delta is not None else "RSTREAM of the cached rows")
         return f"incremental ({', '.join(parts)})"

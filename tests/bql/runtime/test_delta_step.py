@@ -20,7 +20,7 @@ from sbpy.bql.runtime.incremental import IncrementalSelectProcessor
 from sbpy.bql.runtime.kernel import SelectProcessor
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
-from test_generated_kernel_paths import SETTINGS, START, VALUES
+from test_generated_kernel_paths import SETTINGS, START, VALUES, check_batches
 from test_paired_step import _observed as observed_on
 
 SELECTS = ["x, k", "x AS a, s AS b", "k, m", "1 AS one, x", "x.u AS u, s"]
@@ -114,6 +114,28 @@ def test_delta_step_equals_the_reference(emitter, items, window, where, stream):
        streams(), st.integers(1, 40))
 def test_delta_step_across_snapshots(emitter, items, window, stream, restore_at):
     run_three(_query(emitter, items, window, "WHERE x < 2"), stream, restore_at)
+
+
+@SETTINGS
+@given(st.sampled_from(["ISTREAM", "DSTREAM"]), st.sampled_from(SELECTS), st.sampled_from(WINDOWS),
+       st.sampled_from(WHERES), streams(), st.lists(st.integers(1, 8), min_size=1, max_size=10))
+def test_a_batch_answers_what_each_tuple_does(emitter, items, window, where, stream, sizes):
+    """``process_batch`` (the fused step answering output maps; the general path where it hands a step
+    back) over batches of random sizes gives the reference kernel's rows and drops per tuple."""
+    fused, _, reference = _processors(_query(emitter, items, window, where))
+    check_batches(fused, reference, stream, sizes)
+
+
+def test_batch_rows_are_copies_of_the_relation_rows():
+    """A host may change an answered row: the row the relation keeps (which DSTREAM emits when it leaves)
+    does not change with it."""
+    for emitter, data in (("ISTREAM", {"m": {"u": [3]}}), ("DSTREAM", {"m": {"u": [1]}})):
+        fused, _, _ = _processors(_query(emitter, "m", "[RANGE 1 TUPLES]", ""))
+        fused.process_batch("s1", [Tuple({"m": {"u": [1]}}, START, 1, "s1")])
+        (rows,) = fused.process_batch("s1", [Tuple({"m": {"u": [3]}}, START, 2, "s1")])
+        assert rows == [data]
+        rows[0]["m"]["u"].append(2)
+        assert [row.data for row in fused.relation.rows.values()] == [{"m": {"u": [3]}}]
 
 
 @pytest.mark.parametrize("emitter", ["ISTREAM", "DSTREAM"])

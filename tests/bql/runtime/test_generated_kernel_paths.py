@@ -69,6 +69,35 @@ def _observed(proc: Any, data: dict[str, Any], ts: dt.datetime, seq: int) -> tup
             [(d.error, d.event_type, d.tuple.seq) for d in result.dropped], result.done)
 
 
+def batch_observed(proc: Any, name: str, batch: list[Tuple]) -> list[tuple[Any, ...]]:
+    """``_observed`` of each tuple of ``batch`` (input ``name``) from one ``process_batch`` call, its rows
+    stamped as the contract says (the tuple's time and seq)."""
+    out = []
+    for tup, entry in zip(batch, proc.process_batch(name, batch), strict=True):
+        if entry is None:
+            out.append(([], [], False))
+        elif type(entry) is list:
+            out.append(([(canonical(d), tup.ts, tup.seq, "") for d in entry], [], False))
+        else:
+            out.append(([(canonical(t.data), t.ts, t.seq, t.input) for t in entry.outputs],
+                        [(d.error, d.event_type, d.tuple.seq) for d in entry.dropped], entry.done))
+    return out
+
+
+def check_batches(fused: Any, reference: Any, stream: list[tuple[dict[str, Any], int]], sizes: list[int],
+                  name: str = "s1") -> None:
+    """``stream`` through ``fused.process_batch`` in batches of ``sizes`` (cycled) and through
+    ``reference.process`` tuple by tuple: the same rows, stamps and drops for every tuple."""
+    tuples = [Tuple(copy.deepcopy(data), START + dt.timedelta(milliseconds=ms), seq, name)
+              for seq, (data, ms) in enumerate(stream, 1)]
+    start, k = 0, 0
+    while start < len(tuples):
+        batch = tuples[start:start + sizes[k % len(sizes)]]
+        want = [_observed(reference, t.data, t.ts, t.seq) for t in batch]
+        assert batch_observed(fused, name, batch) == want, [t.seq for t in batch]
+        start, k = start + len(batch), k + 1
+
+
 def run_three(query: str, stream: list[tuple[dict[str, Any], int]], attribute: str) -> int:
     """Feed ``stream`` to the reference kernel, the incremental kernel and the incremental kernel with
     its generated ``attribute`` switched off; all three must agree at every step. Returns how many

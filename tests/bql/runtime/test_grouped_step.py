@@ -8,7 +8,6 @@ processors are snapshotted and restored mid-stream (into fresh processors, acros
 """
 from __future__ import annotations
 
-import copy
 import datetime as dt
 from typing import Any
 
@@ -21,7 +20,7 @@ from sbpy.bql.runtime.kernel import SelectProcessor
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
 
-from test_generated_kernel_paths import SETTINGS, START, _observed, canonical, streams
+from test_generated_kernel_paths import SETTINGS, START, _observed, check_batches, streams
 
 SELECTS = ["a:k, count(*) AS n, sum(a:x) AS total", "a:k AS k, avg(a:x) AS m, count(a:x) AS c",
            "max(a:x) AS hi, min(a:x) AS lo, a:k AS k, median(a:x) AS med",
@@ -170,37 +169,14 @@ def test_other_statements_keep_the_general_path(query):
     assert isinstance(proc, IncrementalSelectProcessor) and proc.grouped is None
 
 
-def _batch_observed(proc: Any, batch: list[Tuple]) -> list[tuple[Any, ...]]:
-    """``_observed`` of each tuple of ``batch`` from one ``process_batch`` call (its rows stamped as the
-    contract says: the tuple's time and seq)."""
-    out = []
-    for tup, entry in zip(batch, proc.process_batch("s1", batch), strict=True):
-        if type(entry) is list:
-            out.append(([(canonical(d), tup.ts, tup.seq, "") for d in entry], [], False))
-        else:
-            result = entry if entry is not None else Tuple  # None: nothing emitted or dropped
-            out.append(([], [], False) if result is Tuple else
-                       ([(canonical(t.data), t.ts, t.seq, t.input) for t in result.outputs],
-                        [(d.error, d.event_type, d.tuple.seq) for d in result.dropped], result.done))
-    return out
-
-
 @SETTINGS
 @given(st.sampled_from(SELECTS), st.sampled_from(WINDOWS), st.sampled_from(WHERES), streams(),
        st.lists(st.integers(1, 8), min_size=1, max_size=10))
 def test_a_batch_answers_what_each_tuple_does(items, window, where, stream, sizes):
     """``process_batch`` (the generated step answering output maps; the general path while a row waits
     for its key) over batches of random sizes gives the reference kernel's rows and drops per tuple."""
-    query = _query(items, window, where)
-    fused, _, reference = _processors(query)
-    tuples = [Tuple(copy.deepcopy(data), START + dt.timedelta(milliseconds=ms), seq, "s1")
-              for seq, (data, ms) in enumerate(stream, 1)]
-    start, k = 0, 0
-    while start < len(tuples):
-        batch = tuples[start:start + sizes[k % len(sizes)]]
-        want = [_observed(reference, t.data, t.ts, t.seq) for t in batch]
-        assert _batch_observed(fused, batch) == want, query
-        start, k = start + len(batch), k + 1
+    fused, _, reference = _processors(_query(items, window, where))
+    check_batches(fused, reference, stream, sizes)
 
 
 def test_a_batch_of_the_bench_statement_runs_the_generated_rows():
