@@ -208,14 +208,14 @@ class Pipeline:
                         data = None
                     if data is not None:
                         if run and (k != run_k or name != run_name):
-                            self._flush(run_k, run_name, run, run_us)
+                            self._flush(batched[run_k], run_k, run_name, run, run_us)
                             run, run_us = [], []
                         run_k, run_name = k, name
                         run.append(Tuple(data, times.get(ts_us), seq, name))
                         run_us.append(ts_us)
                         continue
             if run:
-                self._flush(run_k, run_name, run, run_us)
+                self._flush(batched[run_k], run_k, run_name, run, run_us)
                 run, run_us = [], []
             self._seq = seq
             if end:
@@ -247,15 +247,16 @@ class Pipeline:
             if result.outputs or result.dropped or result.done:
                 self._take(k, stat, result, name)
         if run:
-            self._flush(run_k, run_name, run, run_us)
+            self._flush(batched[run_k], run_k, run_name, run, run_us)
         self._refused = {}
         return self._batch_rows()
 
-    def _flush(self, k: int, name: str, tuples: list[Tuple], stamps: list[int]) -> None:
-        """A run of input ``name``'s ``tuples`` (journal times ``stamps``) through stage ``k``'s batch entry:
-        the same rows, drops and counts as ``process`` per tuple (``Processor.process_batch``)."""
+    def _flush(self, entry: Callable[[str, list[Tuple]], list[Any]], k: int, name: str, tuples: list[Tuple],
+               stamps: list[int]) -> None:
+        """A run of input ``name``'s ``tuples`` (journal times ``stamps``) through ``entry``, stage ``k``'s batch
+        entry: the same rows, drops and counts as ``process`` per tuple (``Processor.process_batch``)."""
         stat = self._stat(k)
-        answers = batch_entry_of(self.processors[k])(name, tuples)
+        answers = entry(name, tuples)
         received = stat.received
         received[name] = received.get(name, 0) + len(answers)
         node = self.stages[k].node
