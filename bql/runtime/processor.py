@@ -141,6 +141,13 @@ def next_tick_of(proc: Any) -> _dt.datetime | None:
     return fn() if fn is not None else None
 
 
+def stamped(rows: list[dict[str, Any]], tup: Tuple) -> list[Tuple]:
+    """``rows`` as output ``Tuple``s carrying ``tup``'s time and seq: ``process``' form of the output maps a
+    step answers in ``process_batch``."""
+    ts, seq = tup.ts, tup.seq
+    return [Tuple(data, ts, seq, "") for data in rows]
+
+
 def batch_entry_of(proc: Any) -> Any:
     """``proc.batch_entry()``, or None for a processor that does not define it (the protocol default)."""
     fn = getattr(proc, "batch_entry", None)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..processor import Tuple
+from ..processor import Tuple, stamped
 from ..stage_codegen import FALLBACK
 from ..windows import Entry
 from .emitter import KeyClass
@@ -54,10 +54,7 @@ class DeltaStep:
 
     def advance(self, tup: Tuple) -> list[Tuple] | None:
         rows = self.advance_rows(tup)
-        if not rows:
-            return rows
-        ts, seq = tup.ts, tup.seq
-        return [Tuple(data, ts, seq, "") for data in rows]
+        return stamped(rows, tup) if rows else rows
 
     def advance_rows(self, tup: Tuple) -> list[dict] | None:
         proc = self.proc

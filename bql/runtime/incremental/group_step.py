@@ -35,7 +35,7 @@ from typing import Any
 
 from ...eval import Env
 from ..kernel import _copy, truth
-from ..processor import Tuple
+from ..processor import Tuple, stamped
 from ..stage_codegen import FALLBACK, generate
 from ..windows import Entry
 from .aggregates import CountAllState
@@ -71,7 +71,7 @@ class GroupedStep:
         alias = proc.aliases[0]
         scope: dict[str, Any] = {
             "PROC": proc, "GROUPS": groups, "Entry": Entry, "Row": Row, "Env": Env, "Group": Group,
-            "GroupItem": GroupItem, "NEW_ITEM": GroupItem.__new__, "Tuple": Tuple, "COPY": _copy,
+            "GroupItem": GroupItem, "NEW_ITEM": GroupItem.__new__, "COPY": _copy,
             "MISSING": MISSING, "FALLBACK": FALLBACK, "truth": truth, "SCALARS": _SCALARS,
             "ROW_KEY": groups.row_key, "OUTPUT": groups._output,
             "FIRST_POS": _first_pos, "ITEM_POS": attrgetter("pos"), "GET_ITEM": attrgetter("item"),
@@ -79,22 +79,22 @@ class GroupedStep:
         }
         where_ast = proc.select.where
         scope["PREDICATE"] = generate(where_ast, [], alias) if where_ast is not None else None
-        lines = (_advance_lines(proc, key_name, scope, "advance", "emit")
-                 + _advance_lines(proc, key_name, scope, "advance_rows", "emit_rows")
-                 + _emit_lines("emit", "Tuple(ROW, ts, seq, '')") + _emit_lines("emit_rows", "ROW")
-                 + _remove_lines(groups) + _item_lines(groups, alias, scope))
+        lines = (_advance_lines(proc, key_name, scope) + _emit_lines() + _remove_lines(groups)
+                 + _item_lines(groups, alias, scope))
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<grouped step>", "exec"), scope)  # noqa: S102 - generated from the AST
-        self.advance: Callable[[Tuple], list[Tuple]] = scope["advance"]
-        # the same step answering the output maps (each its own copy), for ``process_batch``
-        self.advance_rows: Callable[[Tuple], list[dict]] = scope["advance_rows"]
+        # the step answering the output maps (each its own copy), for ``process_batch``; ``advance`` gives
+        # them as output ``Tuple``s, for ``process``
+        advance_rows: Callable[[Tuple], list[dict]] = scope["advance_rows"]
+        self.advance_rows = advance_rows
+        self.advance: Callable[[Tuple], list[Tuple]] = lambda tup: stamped(advance_rows(tup), tup)
 
 
-def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any], name: str, emit: str) -> list[str]:
-    """``name(tup)``: window, relation, the new row's group, then the output by ``emit`` (see module doc)."""
+def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]:
+    """``advance_rows(tup)``: window, relation, the new row's group, then ``emit``'s part (see module doc)."""
     groups = proc.groups
     lines = [
-        f"def {name}(tup):",
+        "def advance_rows(tup):",
         "    proc = PROC",
         "    window, relation, table = proc.slots[0].window, proc.relation, proc.table",
         "    rows, by_eid = relation.rows, relation.by_eid",
@@ -127,7 +127,7 @@ def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any], name: str, e
             "    else:",
             "        passes = verdict is not None",
             "    if not passes:",
-            f"        return {emit}(tup, table)",
+            "        return emit(table)",
         ]
     lines += [
         "    pos = relation.next_pos",
@@ -170,18 +170,17 @@ def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any], name: str, e
                       f"            group.irregular[{j}].add(pos)"]
     lines += [
         "    table.touched[key] = None",
-        f"    return {emit}(tup, table)",
+        "    return emit(table)",
         "",
     ]
     return lines
 
 
-def _emit_lines(name: str, output: str) -> list[str]:
-    """``name(tup, table)``: the touched groups evaluated and committed, then every group's item in the order
-    of its first row as ``output`` (an expression of ``ROW``, the item's own copy, ``ts`` and ``seq``)."""
-    row = "(it.data.copy() if it.flat else COPY(it.data))"
+def _emit_lines() -> list[str]:
+    """``emit(table)``: the touched groups evaluated and committed, then every group's output map (its own
+    copy) in the order of its first row."""
     return [
-        f"def {name}(tup, table):",
+        "def emit(table):",
         "    touched = table.touched",
         "    if touched:",
         "        gmap = table.groups",
@@ -200,8 +199,7 @@ def _emit_lines(name: str, output: str) -> list[str]:
         "        table.gone = []",
         "    current = list(filter(None, map(GET_ITEM, table.groups.values())))",
         "    current.sort(key=ITEM_POS)",
-        "    ts, seq = tup.ts, tup.seq",
-        f"    return [{output.replace('ROW', row)} for it in current]",
+        "    return [it.data.copy() if it.flat else COPY(it.data) for it in current]",
         "",
     ]
 
