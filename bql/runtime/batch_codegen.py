@@ -12,10 +12,11 @@ one entry per tuple: its output map, or None when WHERE is false. An output map 
 arrays it projects with its input row (the per-tuple step copies them): a host encodes the batch's rows
 or hands them on unchanged, as it already hands one tuple's map to each of its consumers. The
 expressions are the statement generator's with its guards turned inside out — where ``step`` would
-return ``FALLBACK`` the expression raises (``_Fallback``, or the ``KeyError`` / ``TypeError`` of a missing field, a path through a value that
-is no map, an ordering of a NULL or a string against a number). The code has no side effects, so the
-caller (``IncrementalSelectProcessor.process_batch``) can run the chunk again tuple by tuple through
-``process`` when it raises, and every row then gets the kernel's exact value, NULL logic, error and drop.
+return ``FALLBACK`` the expression raises (``_Fallback``, or the ``KeyError`` / ``TypeError`` of a
+missing field, a path through a value that is no map, an ordering of a NULL or a string against a
+number). The code has no side effects, so the caller (``IncrementalSelectProcessor.process_batch``) can
+run the chunk again tuple by tuple through ``process`` when it raises, and every row then gets the
+kernel's exact value, NULL logic, error and drop.
 
 Which comparisons need which guard (BQL's operators are ``values.bql_less`` / ``bql_equal``: an int meets
 a float as ``float(int)``):

@@ -193,7 +193,8 @@ class Pipeline:
         ended, stats, processors, times = self.ended, self._stats, self.processors, self._times
         # a sole reader with a batch entry (``Processor.batch_entry``) takes each run of its input's tuples
         # in one call (``_flush``)
-        batched = {k: entry for k in set(sole.values()) if (entry := batch_entry_of(processors[k])) is not None}
+        batched = {k: entry for k in set(sole.values())
+                   if (entry := batch_entry_of(processors[k])) is not None}
         run: list[Tuple] = []
         run_us: list[int] = []
         run_k, run_name = -1, ""
@@ -253,8 +254,8 @@ class Pipeline:
 
     def _flush(self, entry: Callable[[str, list[Tuple]], list[Any]], k: int, name: str, tuples: list[Tuple],
                stamps: list[int]) -> None:
-        """A run of input ``name``'s ``tuples`` (journal times ``stamps``) through ``entry``, stage ``k``'s batch
-        entry: the same rows, drops and counts as ``process`` per tuple (``Processor.process_batch``)."""
+        """A run of input ``name``'s ``tuples`` (journal times ``stamps``) through ``entry``, stage ``k``'s
+        batch entry: the same rows, drops and counts as ``process`` per tuple (``Processor.process_batch``)."""
         stat = self._stat(k)
         answers = entry(name, tuples)
         received = stat.received

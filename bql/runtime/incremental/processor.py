@@ -28,6 +28,7 @@ kernel only for statements ``eligibility.ineligible_reason`` accepts.
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 from ...ast import Select
@@ -177,17 +178,17 @@ class IncrementalSelectProcessor(SelectProcessor):
     def process_batch(self, input_name: str, tuples: list[Tuple]) -> list[Any]:
         """``process`` over a batch of one input (``Processor.process_batch``'s entries): the fast form
         runs its generated comprehension over the batch — over chunks of ``BATCH_CHUNK`` tuples when it
-        refuses a row (one outside its guards), and a chunk it refuses one tuple at a time —, a one-FROM-item RSTREAM GROUP BY answers each tuple's
-        output maps (``GroupedStep.advance_rows``: no ``StepResult`` and no output ``Tuple``s), so does a
-        one-FROM-item ISTREAM/DSTREAM's fused step (``DeltaStep.advance_rows``); anything else one by one."""
+        refuses a row (one outside its guards), and a chunk it refuses one tuple at a time —; a one-FROM-item
+        RSTREAM GROUP BY answers each tuple's output maps (``GroupedStep.advance_rows``: no ``StepResult``
+        and no output ``Tuple``s), so does a one-FROM-item ISTREAM/DSTREAM's fused step
+        (``DeltaStep.advance_rows``); anything else one by one."""
         if self.batch is not None or self.grouped is not None or self.delta_step is not None:
             if input_name != self.source:
                 return [None] * len(tuples)
             if self.batch is not None:
                 return self._generated_batch(tuples)
-            if self.grouped is not None:
-                return self._grouped_batch(tuples)
-            return self._delta_batch(tuples)
+            step = self._grouped_rows if self.grouped is not None else self._delta_rows
+            return self._rows_batch(tuples, step)
         return each_of(self, tuples)
 
     def _generated_batch(self, tuples: list[Tuple]) -> list[Any]:
@@ -208,38 +209,36 @@ class IncrementalSelectProcessor(SelectProcessor):
                     break
         return out
 
-    def _grouped_batch(self, tuples: list[Tuple]) -> list[Any]:
-        advance_rows, out = self.grouped.advance_rows, []
-        append = out.append
-        for tup in tuples:
-            if self.delegate or self.relation.pending:  # as ``process``: the general step
-                (entry,) = each_of(self, [tup])
-                append(entry)
-                if type(entry) is StepResult and entry.done:  # the contract's short list
-                    break
-                continue
-            try:
-                rows = advance_rows(tup)
-            except Exception as err:  # as ``process``: only this step is lost
-                append(StepResult([], [Dropped(tup, _message(err), "other")]))
-                continue
-            self.emitted += len(rows)
-            append(rows)
-        return out
+    def _grouped_rows(self, tup: Tuple) -> list[dict] | StepResult | None:
+        """``tup``'s output maps from the generated grouping step, a drop, or None (the general step, as in
+        ``process``: while a row waits for its key)."""
+        if self.delegate or self.relation.pending:
+            return None
+        try:
+            return self.grouped.advance_rows(tup)
+        except Exception as err:  # as ``process``: only this step is lost
+            return StepResult([], [Dropped(tup, _message(err), "other")])
 
-    def _delta_batch(self, tuples: list[Tuple]) -> list[Any]:
-        advance_rows, out = self.delta_step.advance_rows, []
+    def _delta_rows(self, tup: Tuple) -> list[dict] | None:
+        """``tup``'s output maps from the fused ISTREAM/DSTREAM step, or None (the general step)."""
+        return None if self.delegate else self.delta_step.advance_rows(tup)
+
+    def _rows_batch(self, tuples: list[Tuple], step: Callable[[Tuple], Any]) -> list[Any]:
+        """Per tuple what ``step`` answers: its output maps, a drop, or None — then ``process`` takes it."""
+        out: list[Any] = []
         append = out.append
         for tup in tuples:
-            rows = None if self.delegate else advance_rows(tup)
-            if rows is None:  # not the common step, nothing changed: ``process`` takes the general path
+            answer = step(tup)
+            if answer is None:
                 (entry,) = each_of(self, [tup])
                 append(entry)
                 if type(entry) is StepResult and entry.done:  # the contract's short list
                     break
-                continue
-            self.emitted += len(rows)
-            append(rows or None)
+            elif type(answer) is list:
+                self.emitted += len(answer)
+                append(answer or None)
+            else:
+                append(answer)
         return out
 
     def kernel_description(self) -> str:
