@@ -91,6 +91,16 @@ class Server:
             INSERT INTO snk FROM {stream};
             RESUME SOURCE src;""")
 
+    def wait_stopped(self, topology: str, stream: str, timeout: float, what: str) -> None:
+        """Wait until stream ``stream`` of ``topology`` has stopped (its input ended and it drained)."""
+        wait(lambda: self.get(f"/topologies/{topology}/streams/{stream}")["stream"]["state"] == "stopped",
+             timeout, what, self)
+
+    def drop(self, topology: str) -> None:
+        """Delete ``topology`` (its queries stopped, its sinks closed)."""
+        r = httpx.delete(f"{self.api}/topologies/{topology}", timeout=60)
+        assert r.status_code == 200, r.text
+
     def source_sent(self, topology: str) -> int:
         """How many tuples the source ``src`` of ``topology`` has sent."""
         status = self.get(f"/topologies/{topology}/sources/src")["source"]["status"]
@@ -130,7 +140,6 @@ def warm_up(server: Server, tmp_path: Path) -> None:
         CREATE SINK k TYPE file WITH path = "{out}";
         INSERT INTO k FROM w;
         RESUME SOURCE s;""")
-    wait(lambda: server.get("/topologies/warm/streams/w")["stream"]["state"] == "stopped", 180,
-         "the warm-up pipeline", server)
+    server.wait_stopped("warm", "w", 180, "the warm-up pipeline")
     assert lines(out) == [{"n": 1}]
-    assert httpx.delete(server.api + "/topologies/warm", timeout=60).status_code == 200
+    server.drop("warm")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 
-import httpx
 import pytest
 
 from sbpy.bql.runtime.testing import run_query
@@ -56,15 +55,13 @@ def test_kill_9_after_pruning_and_restart_exactly_once(tmp_path, monkeypatch):
         assert before == expected[:len(before)]
 
         server.start()
-        wait(lambda: server.get("/topologies/pr/streams/agg")["stream"]["state"] == "stopped", 240,
-             "the stream to stop after the restart", server)
+        server.wait_stopped("pr", "agg", 240, "the stream to stop after the restart")
         wait(lambda: len(lines(out)) >= N, 60, "every output in the sink", server)
         final = _journal_bytes(journal)
         print(f"journal at the end: {final} B ({len(jf.log_files(journal / 'src'))} files), "
               f"pruned {jf.read_pruned(journal / 'src')['count']} of {N} tuples")
         assert "were pruned" not in server.log.read_text(errors="replace")
-        r = httpx.delete(server.api + "/topologies/pr", timeout=60)
-        assert r.status_code == 200, r.text
+        server.drop("pr")
         text = out.read_text()
     finally:
         server.kill()
@@ -96,15 +93,13 @@ def test_a_keyed_match_lets_its_journal_be_pruned_and_still_ends_every_key(tmp_p
         server.start()
         warm_up(server, tmp_path)
         server.file_pipeline("km", "m", KEYED, src, out, INTERVAL)
-        wait(lambda: server.get("/topologies/km/streams/m")["stream"]["state"] == "stopped", 240,
-             "the stream to stop", server)
+        server.wait_stopped("km", "m", 240, "the stream to stop")
         wait(lambda: len(lines(out)) >= len(expected), 60, "every match in the sink", server)
         pruned = jf.read_pruned(journal / "src")["count"]
         assert pruned > 0, "the keyed plan held its whole journal back"
         assert "were pruned" not in server.log.read_text(errors="replace")
         assert list((tmp_path / "data/topologies/km/checkpoints").glob("*/keyed-v4/commits"))
-        r = httpx.delete(server.api + "/topologies/km", timeout=60)
-        assert r.status_code == 200, r.text
+        server.drop("km")
         text = out.read_text()
     finally:
         server.kill()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import time
 
-import httpx
 import pytest
 
 from sbpy.bql.runtime.testing import run_query
@@ -83,13 +82,11 @@ def test_kill_9_inside_open_matches_each_match_once(tmp_path, monkeypatch):
 
         server.start()
         server.queries("mr", "RESUME SOURCE src;")  # the replayed statements end with the PAUSE
-        wait(lambda: server.get("/topologies/mr/streams/m")["stream"]["state"] == "stopped", 240,
-             "the stream to stop after the restart", server)
+        server.wait_stopped("mr", "m", 240, "the stream to stop after the restart")
         wait(lambda: len(lines(out)) >= len(expected), 30, "every match in the sink", server)
         time.sleep(0.5)  # a duplicate would be written right after the last expected line
         status = server.get("/topologies/mr/streams/m")["stream"]["status"]
-        r = httpx.delete(server.api + "/topologies/mr", timeout=60)
-        assert r.status_code == 200, r.text
+        server.drop("mr")
         text = out.read_text()
     finally:
         server.kill()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 
-import httpx
 import pytest
 
 from sbpy.bql.runtime.testing import run_query
@@ -49,12 +48,10 @@ def test_kill_9_and_restart_exactly_once(tmp_path):
         server.start()
         print(f"restarted: {time.monotonic() - t0:.1f} s")
         assert server.get("/topologies") == {"topologies": [{"name": "rec"}]}
-        wait(lambda: server.get("/topologies/rec/streams/agg")["stream"]["state"] == "stopped", 240,
-             "the stream to stop after the restart", server)
+        server.wait_stopped("rec", "agg", 240, "the stream to stop after the restart")
         wait(lambda: len(lines(out)) >= N, 30, "every output in the sink", server)
         print(f"recovered: {time.monotonic() - t0:.1f} s")
-        r = httpx.delete(server.api + "/topologies/rec", timeout=60)
-        assert r.status_code == 200, r.text
+        server.drop("rec")
         text = out.read_text()
     finally:
         server.kill()

@@ -51,11 +51,9 @@ def test_a_late_sink_gets_full_windows_and_a_restart_resumes_the_stream_once(tmp
         before = lines(out)  # what the sink held at the kill
 
         server.start()
-        wait(lambda: server.get("/topologies/fc/streams/agg")["stream"]["state"] == "stopped", 240,
-             "the stream to stop after the restart", server)
+        server.wait_stopped("fc", "agg", 240, "the stream to stop after the restart")
         wait(lambda: lines(out)[-1:] == expected[-1:], 60, "the last output in the sink", server)
-        r = httpx.delete(server.api + "/topologies/fc", timeout=60)
-        assert r.status_code == 200, r.text
+        server.drop("fc")
         got = lines(out)
     finally:
         server.kill()
