@@ -33,6 +33,11 @@ CHAINS = {
     "istream": [StageSpec("i", "SELECT ISTREAM id, price FROM src [RANGE 2 TUPLES] WHERE price < 8", ("src",))],
     "dstream": [StageSpec("d", "SELECT DSTREAM id FROM src [RANGE 2 SECONDS]", ("src",))],
     "limit (no batch entry)": [StageSpec("l", "SELECT ISTREAM id FROM src [RANGE 2 TUPLES] LIMIT 3", ("src",))],
+    "join": [StageSpec("j", "SELECT ISTREAM a:id AS aid, b:price AS bp FROM src [RANGE 3 TUPLES] AS a, "
+                            "other [RANGE 2 SECONDS] AS b WHERE a:k = b:k", ("src", "other"))],
+    "join, RSTREAM": [StageSpec("j", "SELECT RSTREAM a:id AS aid, b:id AS bid FROM src [RANGE 2 TUPLES] AS a, "
+                                     "other [RANGE 2 TUPLES] AS b WHERE a:k = b:k AND b:price < 8",
+                                ("src", "other"))],
 }
 WINDOWED = {  # Timeplus aggregations on their fixed step (``FixedStep.process_batch``)
     "tumble": "SELECT RSTREAM k, count(*) AS n, sum(price) AS total, window_start FROM tumble(src, t, 3s) "
@@ -48,7 +53,8 @@ CHAINS.update({name: [StageSpec("w", text, ("src",))] for name, text in WINDOWED
 
 values = st.sampled_from([None, True, 0, 1, 2, 2.0, 7.5, 8, 9.25, -3, math.nan, "7", "a", [1], {"u": 1}])
 times = st.sampled_from([0, 1, 2, 2, 3, 5, 5, 8, 9, 2.5, 12, None, "x"])  # late rows, bad times
-maps = st.fixed_dictionaries({}, optional={"id": values, "price": values, "k": st.sampled_from([0, 1, 2, 2.0, "x"]),
+maps = st.fixed_dictionaries({}, optional={"id": values, "price": values,
+                                           "k": st.sampled_from([0, 1, 1, 2, 2.0, "x", None]),
                                            "t": times})
 
 
@@ -122,7 +128,8 @@ def monkeypatch_module():
         yield m
 
 
-@pytest.mark.parametrize("name", [*WINDOWED, "filter", "grouped", "istream", "dstream", "limit (no batch entry)"])
+@pytest.mark.parametrize("name", [*WINDOWED, "filter", "grouped", "istream", "dstream", "join", "join, RSTREAM",
+                                  "limit (no batch entry)"])
 def test_which_stages_have_a_batch_entry(name):
     entry = operator.batch_entry_of(Pipeline(CHAINS[name]).processors[0])
     assert (entry is None) == name.endswith("(no batch entry)")

@@ -170,9 +170,10 @@ class IncrementalSelectProcessor(SelectProcessor):
         return result
 
     def batch_entry(self) -> Any:
-        """``process_batch`` for the fast form, a one-FROM-item RSTREAM GROUP BY and a one-FROM-item
-        ISTREAM/DSTREAM on its fused step, else None."""
-        offered = self.batch is not None or self.grouped is not None or self.delta_step is not None
+        """``process_batch`` for the fast form, a one-FROM-item RSTREAM GROUP BY, a one-FROM-item
+        ISTREAM/DSTREAM on its fused step and a hash join of two FROM items on its paired step, else None."""
+        offered = (self.batch is not None or self.grouped is not None or self.delta_step is not None
+                   or self.paired is not None)
         return self.process_batch if offered else None
 
     def process_batch(self, input_name: str, tuples: list[Tuple]) -> list[Any]:
@@ -180,8 +181,9 @@ class IncrementalSelectProcessor(SelectProcessor):
         runs its generated comprehension over the batch — over chunks of ``BATCH_CHUNK`` tuples when it
         refuses a row (one outside its guards), and a chunk it refuses one tuple at a time —; a one-FROM-item
         RSTREAM GROUP BY answers each tuple's output maps (``GroupedStep.advance_rows``: no ``StepResult``
-        and no output ``Tuple``s), so does a one-FROM-item ISTREAM/DSTREAM's fused step
-        (``DeltaStep.advance_rows``); anything else one by one."""
+        and no output ``Tuple``s), so do a one-FROM-item ISTREAM/DSTREAM's fused step
+        (``DeltaStep.advance_rows``) and a join's paired step (``PairedStep.advance_rows``, for an input
+        read by one of its FROM items); anything else one by one."""
         if self.batch is not None or self.grouped is not None or self.delta_step is not None:
             if input_name != self.source:
                 return [None] * len(tuples)
@@ -189,6 +191,12 @@ class IncrementalSelectProcessor(SelectProcessor):
                 return self._generated_batch(tuples)
             step = self._grouped_rows if self.grouped is not None else self._delta_rows
             return self._rows_batch(tuples, step)
+        if self.paired is not None:
+            targets = self.targets.get(input_name)
+            if targets is None:
+                return [None] * len(tuples)
+            if len(targets) == 1:
+                return self._paired_batch(tuples, targets[0])
         return each_of(self, tuples)
 
     def _generated_batch(self, tuples: list[Tuple]) -> list[Any]:
@@ -218,6 +226,25 @@ class IncrementalSelectProcessor(SelectProcessor):
             return self.grouped.advance_rows(tup)
         except Exception as err:  # as ``process``: only this step is lost
             return StepResult([], [Dropped(tup, _message(err), "other")])
+
+    def _paired_batch(self, tuples: list[Tuple], k: int) -> list[Any]:
+        """``_rows_batch`` for a join's paired step (FROM item ``k``), its adapter inline: the general step
+        (``process``) while a row waits for its projection, as in ``process``."""
+        out: list[Any] = []
+        append = out.append
+        advance = self.paired.advance_rows
+        for tup in tuples:
+            if self.delegate or self.relation.pending:
+                append(each_of(self, [tup])[0])  # no LIMIT: never the contract's short list
+                continue
+            try:
+                rows = advance(tup, k)
+            except Exception as err:  # as ``process``: only this step is lost
+                append(StepResult([], [Dropped(tup, _message(err), "other")]))
+                continue
+            self.emitted += len(rows)
+            append(rows or None)
+        return out
 
     def _delta_rows(self, tup: Tuple) -> list[dict] | None:
         """``tup``'s output maps from the fused ISTREAM/DSTREAM step, or None (the general step)."""
@@ -264,7 +291,7 @@ class IncrementalSelectProcessor(SelectProcessor):
         if self.grouped is not None:
             parts.append("one generated step per tuple, a batch answering output maps")
         if self.paired is not None:
-            parts.append("generated pair projection")
+            parts.append("generated pair projection, a batch answering output maps")
         if self.delta_step is not None:
             parts.append("one fused step per tuple, a batch answering output maps")
         parts.append(f"{self.emitter.kind.upper()} from the relation's changes"
