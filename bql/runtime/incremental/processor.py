@@ -189,14 +189,15 @@ class IncrementalSelectProcessor(SelectProcessor):
                 return [None] * len(tuples)
             if self.batch is not None:
                 return self._generated_batch(tuples)
-            step = self._grouped_rows if self.grouped is not None else self._delta_rows
-            return self._rows_batch(tuples, step)
+            if self.grouped is not None:
+                return self._steps_batch(tuples, self.grouped.advance_rows, None)
+            return self._rows_batch(tuples, self._delta_rows)
         if self.paired is not None:
             targets = self.targets.get(input_name)
             if targets is None:
                 return [None] * len(tuples)
             if len(targets) == 1:
-                return self._paired_batch(tuples, targets[0])
+                return self._steps_batch(tuples, self.paired.advance_rows, targets[0])
         return each_of(self, tuples)
 
     def _generated_batch(self, tuples: list[Tuple]) -> list[Any]:
@@ -217,28 +218,19 @@ class IncrementalSelectProcessor(SelectProcessor):
                     break
         return out
 
-    def _grouped_rows(self, tup: Tuple) -> list[dict] | StepResult | None:
-        """``tup``'s output maps from the generated grouping step, a drop, or None (the general step, as in
-        ``process``: while a row waits for its key)."""
-        if self.delegate or self.relation.pending:
-            return None
-        try:
-            return self.grouped.advance_rows(tup)
-        except Exception as err:  # as ``process``: only this step is lost
-            return StepResult([], [Dropped(tup, _message(err), "other")])
-
-    def _paired_batch(self, tuples: list[Tuple], k: int) -> list[Any]:
-        """``_rows_batch`` for a join's paired step (FROM item ``k``), its adapter inline: the general step
-        (``process``) while a row waits for its projection, as in ``process``."""
+    def _steps_batch(self, tuples: list[Tuple], advance: Callable[..., list[dict]], k: int | None) -> list[Any]:
+        """Per tuple the output maps of a generated step that raises where the general step fails —
+        ``GroupedStep.advance_rows(tup)``, or ``PairedStep.advance_rows(tup, k)`` for FROM item ``k`` —,
+        its drop when it raises, or, while a row waits for its key or projection (or the processor runs as
+        the reference), what ``process`` answers (no LIMIT: never the contract's short list)."""
         out: list[Any] = []
         append = out.append
-        advance = self.paired.advance_rows
         for tup in tuples:
             if self.delegate or self.relation.pending:
-                append(each_of(self, [tup])[0])  # no LIMIT: never the contract's short list
+                append(each_of(self, [tup])[0])
                 continue
             try:
-                rows = advance(tup, k)
+                rows = advance(tup) if k is None else advance(tup, k)
             except Exception as err:  # as ``process``: only this step is lost
                 append(StepResult([], [Dropped(tup, _message(err), "other")]))
                 continue
