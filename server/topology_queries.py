@@ -102,9 +102,10 @@ class TopologyQueries:
 
         plan = consumer.plan = bind_plan(self, consumer.plan)  # table(t): its snapshot now (server/history.py)
         consumer.on_driver = plan.execution is Execution.DRIVER
-        # a sink fed by a stateless query gets its JSON lines encoded on the executors (no driver decode)
-        json_lines = (self._starter is None and plan.execution is Execution.STATELESS and consumer.kind == "sink"
-                      and consumer.sink is not None and consumer.sink.takes_json_lines)
+        # a sink fed by a stateless query gets its JSON lines encoded on the executors (no driver decode); one
+        # fed by a driver query gets them from the driver's pipeline (not tagged JSON decoded back to maps)
+        json_lines = (self._starter is None and plan.execution in (Execution.STATELESS, Execution.DRIVER)
+                      and consumer.kind == "sink" and consumer.sink is not None and consumer.sink.takes_json_lines)
         consumer.out_format = "json" if json_lines else "tagged"
         spec = dict(query_id=f"{self.name}.{consumer.id}", journal_dir=str(self.journal.dir),
                     inputs=tuple(plan.inputs), stages=query_spec_stages(plan, loaded_plugins()),

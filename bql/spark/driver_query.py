@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from sbpy.bql.jsonio import to_json
 from sbpy.bql.runtime import gc_pause
 
 from . import journal_format as jf
@@ -60,8 +61,9 @@ class DriverPipeline:
     """A ``Pipeline`` with per-batch snapshot files under ``state_dir`` (Spark-free)."""
 
     def __init__(self, stages: Iterable[StageSpec], topology: str, context: Any, state_dir: str | Path,
-                 initial: bytes | None = None):
+                 initial: bytes | None = None, encode_out: Any = None):
         self.stages = list(stages)
+        self.encode_out = encode_out  # the pipeline's ``out`` rows' encoding (None: tagged JSON)
         self.initial = initial  # the state before the first batch (handed over by re-planning)
         self.topology = topology
         self.context = context
@@ -100,6 +102,8 @@ class DriverPipeline:
 
     def _restore(self, batch_id: int) -> None:
         pipeline = Pipeline(self.stages, self.topology, self.context)
+        if self.encode_out is not None:
+            pipeline.encode_out = self.encode_out
         before = [b for b in self.snapshots() if b < batch_id]
         if before:
             pipeline.restore(self._path(before[-1]).read_bytes())
@@ -218,6 +222,16 @@ def output_dicts(rows: list[tuple]) -> list[dict[str, Any]]:
     return out
 
 
+def encoded_outputs(rows: list[tuple]) -> Any:
+    """The operator's row tuples as an ``EncodedBatch``: the ``out`` rows' data (a pipeline encoding with
+    ``jsonio.to_json``: the sink's JSON lines) as they are, every other row as ``output_dicts`` gives it."""
+    from .stateless_query import EncodedBatch
+
+    kind, data = OUTPUT_COLUMNS.index("kind"), OUTPUT_COLUMNS.index("data")
+    return EncodedBatch([r[data] for r in rows if r[kind] == "out"],
+                        output_dicts([r for r in rows if r[kind] != "out"]))
+
+
 def start_driver_query(spark: Any, spec: QuerySpec, context: Any, read: str | None = None) -> QueryHandle:
     """Start ``spec`` with its stages on the driver (``context``: the topology's ``ProcessorContext``;
     ``read``: how batches reach the driver, see the module docstring; default ``SBPY_DRIVER_READ`` or
@@ -232,8 +246,9 @@ def start_driver_query(spark: Any, spec: QuerySpec, context: Any, read: str | No
               .option("start_seq", str(jf.pin_start_seq(spec.checkpoint_dir, spec.start_seq))))
     if spec.max_seqs:
         reader = reader.option("max_seqs", str(int(spec.max_seqs)))
+    json_lines = spec.out_format == "json"  # a sink's JSON lines: encoded by the pipeline, never decoded
     runner = DriverPipeline(spec.stages, spec.topology, context, Path(spec.checkpoint_dir) / STATE_DIR,
-                            initial=spec.initial_state)
+                            initial=spec.initial_state, encode_out=to_json if json_lines else None)
     holder: dict[str, QueryHandle] = {}
     counts = ReadCounts()
 
@@ -249,7 +264,10 @@ def start_driver_query(spark: Any, spec: QuerySpec, context: Any, read: str | No
                 rows = _journal_rows(batch_df)
             out = runner.run_batch(int(batch_id), rows)
             del rows
-            outputs = output_dicts(out) if spec.on_batch is not None else None
+            if spec.on_batch is None:
+                outputs = None
+            else:
+                outputs = encoded_outputs(out) if json_lines else output_dicts(out)
         handle = holder.get("h")
         if handle is not None:
             handle.batches += 1

@@ -71,7 +71,7 @@ class QuerySpec:
     tick_ms: int | None = None  # wall-clock ticks: trigger interval; None = from the stages, 0 = none
     initial_state: bytes | None = None  # a pipeline snapshot handed over by re-planning (``handoff.py``)
     plan: Any = None  # the ``sbpy.bql.plan.QueryPlan`` it was compiled from (None: stages as given)
-    out_format: str = "tagged"  # "json": a stateless query encodes ``out`` rows as the sink's JSON lines
+    out_format: str = "tagged"  # "json": a stateless or driver query encodes ``out`` rows as the sink's JSON lines
 
 
 class QueryHandle:

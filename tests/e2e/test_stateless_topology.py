@@ -1,6 +1,7 @@
 """A memoryless stream through a topology on Spark: planned stateless (every partition, the sink's JSON
 lines encoded on the executors), its file sink holds byte for byte what the sequential execution
-writes for the same input, and its errors drop only their tuples."""
+writes for the same input, and its errors drop only their tuples. A query on the driver hands its
+sink JSON lines too (its pipeline encodes them; no tagged JSON decoded back): the same bytes."""
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ def _input(path):
     path.write_text("\n".join(rows) + "\n")
 
 
-def _run(server_context, tmp_path, name, src, monkeypatch, force=None):
+def _run(server_context, tmp_path, name, src, monkeypatch, force=None, query=QUERY):
     if force:
         monkeypatch.setenv("SBPY_FORCE_EXECUTION", force)
     else:
@@ -43,7 +44,7 @@ def _run(server_context, tmp_path, name, src, monkeypatch, force=None):
     try:
         run(t, f"""
             CREATE PAUSED SOURCE src TYPE file WITH path = "{src}";
-            CREATE STREAM x AS {QUERY};
+            CREATE STREAM x AS {query};
             CREATE SINK k TYPE file WITH path = "{out}";
             INSERT INTO k FROM x;""")
         consumer = t.consumers["k"]
@@ -68,3 +69,22 @@ def test_stateless_equals_sequential_byte_for_byte(server_context, tmp_path, mon
     assert fast[3] == slow[3] and len(fast[3]) > 20
     assert fast[4]["input_stats"] == slow[4]["input_stats"]
     assert fast[4]["output_stats"]["num_sent_total"] == slow[4]["output_stats"]["num_sent_total"]
+
+
+# ISTREAM over a count window: planned on the driver (small bounded state); its errors drop their steps
+WINDOWED = ("SELECT ISTREAM id % 50 AS g, price::string AS s, \"2020-01-02T03:04:05.5Z\"::timestamp AS t, "
+            "tags[0] AS first FROM src [RANGE 3 TUPLES] WHERE price < 8")
+
+
+@pytest.mark.parametrize("query", [WINDOWED, QUERY], ids=["windowed", "memoryless"])
+def test_driver_query_writes_the_sequential_lines(server_context, tmp_path, monkeypatch, query):
+    src = tmp_path / "in.jsonl"
+    _input(src)
+    force = None if query is WINDOWED else "driver"
+    driver = _run(server_context, tmp_path, "drv", src, monkeypatch, force=force, query=query)
+    slow = _run(server_context, tmp_path, "seq", src, monkeypatch, force="sequential", query=query)
+    assert driver[:2] == ("driver", "json") and slow[:2] == ("sequential", "tagged")
+    assert driver[2] == slow[2] and driver[2].count(b"\n") > N // 10
+    assert driver[3] == slow[3] and len(driver[3]) > 20
+    assert driver[4]["input_stats"] == slow[4]["input_stats"]
+    assert driver[4]["output_stats"]["num_sent_total"] == slow[4]["output_stats"]["num_sent_total"]
