@@ -53,6 +53,9 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.python.worker.reuse": "true",
+    # the Python workers fork from a daemon that has imported pyspark's worker from the installed package
+    # (``bql/spark/worker_daemon.py``): each new worker skips ~0.5 s of compiling pyspark from its zip
+    "spark.python.daemon.module": "sbpy.bql.spark.worker_daemon",
     # stateless micro-batches: skip the no-data batch that follows each data batch
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
 }
