@@ -51,7 +51,7 @@ def installed_dir(package: str, path: list[str]) -> str | None:
     spec = PathFinder.find_spec(package, [p for p in path if not p.endswith(".zip")])
     if spec is None or not spec.submodule_search_locations:
         return None
-    return os.path.realpath(list(spec.submodule_search_locations)[0])
+    return os.path.realpath(next(iter(spec.submodule_search_locations)))
 
 
 def without_own_zips(path: list[str]) -> list[str]:

@@ -7,9 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import pyspark
-
+import pytest
 from sbpy.bql.spark import worker_daemon as wd
 
 HOME = Path(pyspark.__file__).resolve().parent
@@ -44,7 +43,7 @@ def _daemon_probe(level: str | None, extra: str = "") -> subprocess.CompletedPro
     env["OMP_NUM_THREADS"] = "1"
     if level is not None:
         env[wd.LEVEL_ENV] = level
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_the_daemon_preloads_from_the_package_and_forks_with_one_thread():
@@ -67,15 +66,15 @@ def test_the_levels_preload_less(level):
 def test_a_thread_started_by_a_preload_makes_it_preload_less():
     """A module that starts a thread when imported (stood in by a thread started before ``main``): the
     daemon re-executes itself one level lower until no preload is left, and says so on stderr."""
+    code = ("import threading, time, sys, os\n"
+            "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+            "os.execv = os.execve = lambda exe, argv, env=None: (print('exec', env and env.get("
+            f"{wd.LEVEL_ENV!r}), argv[1:3], flush=True), sys.exit(0))\n"
+            "from sbpy.bql.spark import worker_daemon as wd\n"
+            "wd.main()\n")
     out = subprocess.run(
-        [sys.executable, "-c",
-         "import threading, time, sys, os\n"
-         "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
-         "os.execv = os.execve = lambda exe, argv, env=None: (print('exec', env and env.get("
-         f"{wd.LEVEL_ENV!r}), argv[1:3], flush=True), sys.exit(0))\n"
-         "from sbpy.bql.spark import worker_daemon as wd\n"
-         "wd.main()\n"],
-        env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=120)
+        [sys.executable, "-c", code],
+        env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "exec pyspark ['-m', 'sbpy.bql.spark.worker_daemon']"
     assert "preloading less (pyspark)" in out.stderr
