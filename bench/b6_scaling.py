@@ -163,7 +163,15 @@ def main() -> None:
                     help="skip the untimed keyed MATCH_RECOGNIZE session before the timed rounds (the "
                          "process's first Spark session also pays for the driver's cold imports and files, "
                          "and it would be round 0's local[1])")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra Spark setting for every session of the run (repeatable), as sensorbee.yaml's "
+                         "spark.conf (e.g. spark.python.daemon.module=pyspark.daemon: pyspark's own daemon)")
     a = ap.parse_args()
+    if a.conf:
+        from sbpy.server import context
+
+        context.DEFAULT_CONF.update(dict(c.split("=", 1) for c in a.conf))
+        print(f"extra conf: {a.conf}")
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-b6-"))
     pinned = a.pin and len(benchlib.ALL_CPUS) > 1
     print(f"B6: local[1] vs local[2], {a.rounds} alternating rounds; local[1] "
