@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from sbpy.bql.runtime import Tuple
 from sbpy.bql.runtime.batch_codegen import generate_batch
-from sbpy.bql.runtime.incremental import processor as incremental
+from sbpy.bql.runtime.incremental import batches
 from sbpy.bql.runtime.processor import StepResult, batch_entry_of
 from sbpy.bql.runtime.stage_codegen import fast_parts
 from test_stage_codegen import B1, _build, _strict, rows, stages
@@ -128,7 +128,7 @@ def test_a_refused_row_sends_only_its_chunk_one_by_one():
     proc.process = counted
     got = [_answer(e) for e in proc.process_batch("src", _tuples(data))]
     assert _same(got, _one_by_one(reference, _tuples(data)))
-    assert calls[0] == incremental.BATCH_CHUNK
+    assert calls[0] == batches.BATCH_CHUNK
     assert got[1500] == ([], [])
 
 

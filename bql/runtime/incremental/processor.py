@@ -23,21 +23,21 @@ same errors.
 Failures follow the reference exactly: windows and the relation change, the step is reported as
 ``Dropped`` with the reference's error text, and the emitter keeps the last successful relation (the
 change log and the touched groups carry over to the next step). ``build_processor`` chooses this
-kernel only for statements ``eligibility.ineligible_reason`` accepts.
+kernel only for statements ``eligibility.ineligible_reason`` accepts. A run of one input's tuples in one
+call (``process_batch``) is ``batches.BatchSteps``'s.
 """
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
-from typing import Any
 
 from ...ast import Select
 from ...eval import Env
 from ..batch_codegen import generate_batch
 from ..kernel import SelectProcessor, _copy, _message, truth
-from ..processor import NOTHING, Dropped, ProcessorContext, StepResult, Tuple, each_of
+from ..processor import NOTHING, Dropped, ProcessorContext, StepResult, Tuple
 from ..stage_codegen import FALLBACK, fast_parts, generate, generate_for, row_parts
 from ..windows import Entry
+from .batches import BatchSteps
 from .delta_step import delta_step
 from .emitter import DeltaEmitter, row_key, row_key_for
 from .group_step import grouped_step
@@ -49,11 +49,10 @@ from .plain_select import plain_evaluator
 from .relation import Relation, emitted_copy
 
 SNAPSHOT_KIND = "incremental-select/1"
-BATCH_CHUNK = 512  # a batch with a row the generated comprehension refuses runs by chunks of this many
 
 
 
-class IncrementalSelectProcessor(SelectProcessor):
+class IncrementalSelectProcessor(BatchSteps, SelectProcessor):
     """The incremental per-tuple kernel of one ``SELECT ISTREAM|RSTREAM|DSTREAM ... FROM ... [RANGE ...]``."""
 
     def __init__(self, select: Select, context: ProcessorContext | None = None):
@@ -168,97 +167,6 @@ class IncrementalSelectProcessor(SelectProcessor):
             self._step(tup, targets, result)
         result.done = self.done
         return result
-
-    def batch_entry(self) -> Any:
-        """``process_batch`` for the fast form, a one-FROM-item RSTREAM GROUP BY, a one-FROM-item
-        ISTREAM/DSTREAM on its fused step and a hash join of two FROM items on its paired step, else None."""
-        offered = (self.batch is not None or self.grouped is not None or self.delta_step is not None
-                   or self.paired is not None)
-        return self.process_batch if offered else None
-
-    def process_batch(self, input_name: str, tuples: list[Tuple]) -> list[Any]:
-        """``process`` over a batch of one input (``Processor.process_batch``'s entries): the fast form
-        runs its generated comprehension over the batch — over chunks of ``BATCH_CHUNK`` tuples when it
-        refuses a row (one outside its guards), and a chunk it refuses one tuple at a time —; a one-FROM-item
-        RSTREAM GROUP BY answers each tuple's output maps (``GroupedStep.advance_rows``: no ``StepResult``
-        and no output ``Tuple``s), so do a one-FROM-item ISTREAM/DSTREAM's fused step
-        (``DeltaStep.advance_rows``) and a join's paired step (``PairedStep.advance_rows``, for an input
-        read by one of its FROM items); anything else one by one."""
-        if self.batch is not None or self.grouped is not None or self.delta_step is not None:
-            if input_name != self.source:
-                return [None] * len(tuples)
-            if self.batch is not None:
-                return self._generated_batch(tuples)
-            if self.grouped is not None:
-                return self._steps_batch(tuples, self.grouped.advance_rows, None)
-            return self._rows_batch(tuples, self._delta_rows)
-        if self.paired is not None:
-            targets = self.targets.get(input_name)
-            if targets is None:
-                return [None] * len(tuples)
-            if len(targets) == 1:
-                return self._steps_batch(tuples, self.paired.advance_rows, targets[0])
-        return each_of(self, tuples)
-
-    def _generated_batch(self, tuples: list[Tuple]) -> list[Any]:
-        batch = self.batch
-        try:
-            return batch(tuples)
-        except Exception:  # side-effect free: again by chunks, a chunk it refuses one row at a time
-            pass
-        out: list[Any] = []
-        for start in range(0, len(tuples), BATCH_CHUNK):
-            chunk = tuples[start:start + BATCH_CHUNK]
-            try:
-                out += batch(chunk)
-            except Exception:
-                done = each_of(self, chunk)
-                out += done
-                if len(done) < len(chunk):  # the processor finished (the contract's short list)
-                    break
-        return out
-
-    def _steps_batch(self, tuples: list[Tuple], advance: Callable[..., list[dict]], k: int | None) -> list[Any]:
-        """Per tuple the output maps of a generated step that raises where the general step fails —
-        ``GroupedStep.advance_rows(tup)``, or ``PairedStep.advance_rows(tup, k)`` for FROM item ``k`` —,
-        its drop when it raises, or, while a row waits for its key or projection (or the processor runs as
-        the reference), what ``process`` answers (no LIMIT: never the contract's short list)."""
-        out: list[Any] = []
-        append = out.append
-        for tup in tuples:
-            if self.delegate or self.relation.pending:
-                append(each_of(self, [tup])[0])
-                continue
-            try:
-                rows = advance(tup) if k is None else advance(tup, k)
-            except Exception as err:  # as ``process``: only this step is lost
-                append(StepResult([], [Dropped(tup, _message(err), "other")]))
-                continue
-            self.emitted += len(rows)
-            append(rows or None)
-        return out
-
-    def _delta_rows(self, tup: Tuple) -> list[dict] | None:
-        """``tup``'s output maps from the fused ISTREAM/DSTREAM step, or None (the general step)."""
-        return None if self.delegate else self.delta_step.advance_rows(tup)
-
-    def _rows_batch(self, tuples: list[Tuple], step: Callable[[Tuple], Any]) -> list[Any]:
-        """Per tuple what ``step`` answers: its output maps, a drop, or None — then ``process`` takes it."""
-        out: list[Any] = []
-        append = out.append
-        for tup in tuples:
-            answer = step(tup)
-            if answer is None:
-                (entry,) = each_of(self, [tup])
-                append(entry)
-                if type(entry) is StepResult and entry.done:  # the contract's short list
-                    break
-            elif type(answer) is list:
-                self.emitted += len(answer)
-                append(answer or None)
-            else:
-                append(answer)
-        return out
 
     def kernel_description(self) -> str:
         """A short account of how this statement runs (for EXPLAIN)."""
