@@ -23,7 +23,7 @@ from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.stage_codegen import FALLBACK, generate_pair
 from sbpy.bql.runtime.testing import parse_select
 
-from test_generated_kernel_paths import SETTINGS, START, VALUES, canonical
+from test_generated_kernel_paths import SETTINGS, START, VALUES, batch_observed, canonical
 
 SELECTS = ["a:id AS aid, b:id AS bid", "a:x AS x, b:x AS y, a:k AS k", "a:m AS m, b:id AS v, a:id AS v",
            "1 AS one, a:id AS aid, \"c\" AS c", "a:x + b:x AS sum"]
@@ -200,20 +200,6 @@ def test_other_statements_keep_the_general_path(query):
     assert generate_pair([], ("a", "b")) is not None  # the empty select list is in the subset
 
 
-def _batch_observed(proc: Any, name: str, batch: list[Tuple]) -> list[tuple[Any, ...]]:
-    """``_observed`` of each tuple of ``batch`` (all of input ``name``) from one ``process_batch`` call."""
-    out = []
-    for tup, entry in zip(batch, proc.process_batch(name, batch), strict=True):
-        if entry is None:
-            out.append(([], [], False))
-        elif type(entry) is list:
-            out.append(([(canonical(d), tup.ts, tup.seq, "") for d in entry], [], False))
-        else:
-            out.append(([(canonical(t.data), t.ts, t.seq, t.input) for t in entry.outputs],
-                        [(d.error, d.event_type, d.tuple.seq) for d in entry.dropped], entry.done))
-    return out
-
-
 def run_batches(query: str, stream: list[tuple[str, dict[str, Any], int]], sizes: list[int]) -> None:
     """``stream`` through ``process_batch`` in runs of one input each cut to ``sizes`` (cycled), and
     through the reference kernel tuple by tuple: the same rows, stamps and drops for every tuple."""
@@ -228,7 +214,7 @@ def run_batches(query: str, stream: list[tuple[str, dict[str, Any], int]], sizes
             end += 1
         batch = tuples[start:end]
         want = [_observed(reference, t.input, t.data, t.ts, t.seq) for t in batch]
-        assert _batch_observed(fused, name, batch) == want, (query, [t.seq for t in batch])
+        assert batch_observed(fused, name, batch) == want, (query, [t.seq for t in batch])
         start, k = end, k + 1
 
 
