@@ -31,3 +31,11 @@ def test_defaults(tmp_path):
 def test_the_heap_default_gives_way_to_the_config(tmp_path):
     config = config_from_dict({"spark": {"conf": {"spark.driver.memory": "3g"}}}, tmp_path / "sensorbee.yaml")
     assert ServerContext.from_config(config).session_conf()["spark.driver.memory"] == "3g"
+
+
+def test_workers_fork_from_sbpys_daemon_unless_the_config_says_otherwise(tmp_path):
+    assert ServerContext(data_dir=tmp_path).session_conf()["spark.python.daemon.module"] == \
+        "sbpy.bql.spark.worker_daemon"
+    config = config_from_dict({"spark": {"conf": {"spark.python.daemon.module": "pyspark.daemon"}}},
+                              tmp_path / "sensorbee.yaml")
+    assert ServerContext.from_config(config).session_conf()["spark.python.daemon.module"] == "pyspark.daemon"
