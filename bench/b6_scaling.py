@@ -22,21 +22,29 @@ launched, its Python workers) on one CPU: unpinned, ``local[1]`` runs one task a
 collector and JIT compiler and the driver's own work still use the second core, so "twice the cores" is
 only what ``--pin`` compares. Prints each figure per master (medians), the gain ``local[1] time /
 local[2] time`` and checks that both masters (and the forms of the window query) produced the same rows.
+
+``--cluster`` compares a Spark standalone cluster on 127.0.0.1 with one one-core worker against one with
+two (``tests/e2e/cluster.py``'s cluster, started afresh for each session; executors run this interpreter):
+the same workloads, the driver a client of the cluster as ``sbpy run`` is with ``spark.master:
+spark://...``. With ``--pin`` the one-worker sessions' master, worker, executor and driver share one CPU.
 The machine has 2 cores: with anything else running, the second core is not free — read the load
 noted per round.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))  # --cluster: cluster.py
 # Spark's Python workers unpickle b5_match's stage factory by module name: let them import bench/
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).resolve().parent),
                                                         os.environ.get("PYTHONPATH", "")) if p)
@@ -47,6 +55,39 @@ import b5_match  # noqa: E402
 import benchlib  # noqa: E402
 
 MASTERS = ("local[1]", "local[2]")
+CLUSTER = ("1 worker", "2 workers")  # ``--cluster``: a standalone cluster of one-core workers on 127.0.0.1
+_URLS: dict[str, str] = {}  # a cluster label -> its master's URL while the cluster runs
+
+
+def _url(master: str) -> str:
+    """The Spark master URL of a label (``local[n]`` is its own)."""
+    return _URLS.get(master, master)
+
+
+def _tag(master: str) -> str:
+    """A file-name-safe short form of a label: the number of cores or workers."""
+    return next(c for c in master if c.isdigit())
+
+
+@contextlib.contextmanager
+def running_master(master: str, tmp: Path, memory: str) -> Iterator[None]:
+    """Nothing for ``local[n]``; for a cluster label, a standalone cluster (master + that many one-core
+    workers, started by ``tests/e2e/cluster.py``) for the duration — inside any ``--pin`` of the round, so
+    its JVMs and executors inherit the CPU set."""
+    if master in MASTERS:
+        yield
+        return
+    from cluster import StandaloneCluster  # tests/e2e: the CI's cluster helper
+
+    n = int(_tag(master))
+    folder = tmp / f"cluster-{n}-{len(list(tmp.glob('cluster-*')))}"
+    with StandaloneCluster(folder, cores=1, memory=memory, workers=n) as cluster:
+        _URLS[master] = cluster.url
+        try:
+            yield
+        finally:
+            _URLS.pop(master, None)
+            shutil.rmtree(folder / "work", ignore_errors=True)
 
 
 def b1_session(master: str, src: Path, warm: Path, tmp: Path, expected: int, warm_expected: int,
@@ -54,7 +95,7 @@ def b1_session(master: str, src: Path, warm: Path, tmp: Path, expected: int, war
     """``(sbpy seconds, reference seconds, sbpy rows)`` of ``timed`` alternating runs of each side on a fresh
     session with ``master``, after one untimed run of each over ``warm`` (the input itself by default: a
     server runs for hours; a new session's first run is not what it runs at)."""
-    ctx = benchlib.server_context(tmp / f"data-{r}-{master[6]}", master, [])
+    ctx = benchlib.server_context(tmp / f"data-{r}-{_tag(master)}", _url(master), [])
     sbpy: list[float] = []
     ref: list[float] = []
     rows: list = []
@@ -65,7 +106,7 @@ def b1_session(master: str, src: Path, warm: Path, tmp: Path, expected: int, war
         for name in (f"wr-{r}", f"ws-{r}.jsonl"):
             _remove(tmp / name)
         for i in range(timed):
-            tag = f"{r}-{master[6]}-{i}"
+            tag = f"{r}-{_tag(master)}-{i}"
             for side in (("sbpy", "ref") if i % 2 == 0 else ("ref", "sbpy")):
                 if side == "ref":
                     ref.append(b1_filter.reference_streaming(spark, src.parent, tmp / f"r-{tag}",
@@ -97,7 +138,7 @@ def mr_round(master: str, rows: list[dict[str, Any]], batch: int = 20_000) -> tu
     """``(busy seconds, steady seconds, matches)`` of the keyed MATCH_RECOGNIZE with ``master``, ``batch``
     journal seqs per micro-batch; *steady*: the busy time of the batches after the first (which plans the
     query and starts its operators' Python workers once per query)."""
-    (res,) = b5_match.through_spark(rows, master, False, [], batch, planned=False)
+    (res,) = b5_match.through_spark(rows, _url(master), False, [], batch, planned=False)
     steady = res["steady"][1]
     print(f"  keyed MATCH_RECOGNIZE {master}: {res['busy']:.2f} s busy, {steady:.2f} s after the first batch "
           f"({res['steady'][0]:,} rows); {benchlib.load_note()}")
@@ -117,8 +158,8 @@ def window_round(master: str, data: list[tuple[int, int, float]], tmp: Path,
     the same rows as Parquet."""
     from sbpy.server.context import ServerContext
 
-    folder = tmp / f"win-{r}-{master[6]}"
-    ctx = ServerContext(data_dir=folder / "data", master=master)
+    folder = tmp / f"win-{r}-{_tag(master)}"
+    ctx = ServerContext(data_dir=folder / "data", master=_url(master))
     try:
         spark = ctx.spark()
         window = b4_windows._forms()["tumble 10 s"][1]
@@ -166,7 +207,20 @@ def main() -> None:
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="extra Spark setting for every session of the run (repeatable), as sensorbee.yaml's "
                          "spark.conf (e.g. spark.python.daemon.module=pyspark.daemon: pyspark's own daemon)")
+    ap.add_argument("--cluster", action="store_true",
+                    help="instead of local[1] vs local[2]: a standalone cluster on 127.0.0.1 with one one-core "
+                         "worker vs two (a fresh cluster per session; with --pin, the one-worker cluster's "
+                         "JVMs, executor and this driver share one CPU)")
+    ap.add_argument("--worker-memory", default="2g", help="--cluster: each worker's and executor's memory")
     a = ap.parse_args()
+    masters = CLUSTER if a.cluster else MASTERS
+    if a.cluster:
+        from sbpy.server import context
+
+        # the executors run this interpreter (sbpy installed); the driver binds loopback as the cluster
+        context.DEFAULT_CONF.update({"spark.pyspark.python": sys.executable,
+                                     "spark.executor.memory": a.worker_memory})
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     if a.conf:
         from sbpy.server import context
 
@@ -174,7 +228,7 @@ def main() -> None:
         print(f"extra conf: {a.conf}")
     tmp = Path(tempfile.mkdtemp(prefix="sbpy-b6-"))
     pinned = a.pin and len(benchlib.ALL_CPUS) > 1
-    print(f"B6: local[1] vs local[2], {a.rounds} alternating rounds; local[1] "
+    print(f"B6: {masters[0]} vs {masters[1]}, {a.rounds} alternating rounds; {masters[0]} "
           f"{'pinned to one CPU' if pinned else 'unpinned'}; {benchlib.load_note()}")
     try:
         src = tmp / "in" / "rows.jsonl"
@@ -186,35 +240,39 @@ def main() -> None:
             warm_expected = benchlib.expected_filter_count(a.warm_rows)
         expected = benchlib.expected_filter_count(a.rows)
         ticker = b5_match.ticker(a.mr_rows) if a.mr_rows else []
-        sbpy: dict[str, list[float]] = {m: [] for m in MASTERS}
-        ref: dict[str, list[float]] = {m: [] for m in MASTERS}
-        mr: dict[str, list[float]] = {m: [] for m in MASTERS}
-        mr_steady: dict[str, list[float]] = {m: [] for m in MASTERS}
-        win: dict[str, dict[str, list[float]]] = {side: {m: [] for m in MASTERS} for side in WINDOW_SIDES}
+        sbpy: dict[str, list[float]] = {m: [] for m in masters}
+        ref: dict[str, list[float]] = {m: [] for m in masters}
+        mr: dict[str, list[float]] = {m: [] for m in masters}
+        mr_steady: dict[str, list[float]] = {m: [] for m in masters}
+        win: dict[str, dict[str, list[float]]] = {side: {m: [] for m in masters} for side in WINDOW_SIDES}
         window_data = b4_windows.rows_of(a.window_rows, a.window_keys) if a.window_rows else []
         outputs: dict[str, list] = {}
         if ticker and a.warm_session:  # the process's first Spark session also pays for cold imports and files
             print("  warm-up session (not timed):")
-            mr_round("local[2]", ticker, a.mr_batch)
+            with running_master(masters[1], tmp, a.worker_memory):
+                mr_round(masters[1], ticker, a.mr_batch)
+        def run_round(master: str, r: int) -> None:
+            if a.rows:
+                times, t_ref, rows = b1_session(master, src, warm, tmp, expected, warm_expected, r, a.timed)
+                sbpy[master].extend(times)
+                ref[master].extend(t_ref)
+                outputs.setdefault(f"b1 {master}", rows)
+            if ticker:
+                busy, steady, matches = mr_round(master, ticker, a.mr_batch)
+                mr[master].append(busy)
+                mr_steady[master].append(steady)
+                outputs.setdefault(f"mr {master}", matches)
+            if window_data:
+                for side, (busy, rows) in window_round(master, window_data, tmp, r).items():
+                    win[side][master].append(busy)
+                    outputs.setdefault(f"win {side} {master}", rows)
+
         for r in range(a.rounds):
-            for master in (MASTERS if r % 2 == 0 else MASTERS[::-1]):
+            for master in (masters if r % 2 == 0 else masters[::-1]):
                 if pinned:
-                    benchlib.pin_process_tree([min(benchlib.ALL_CPUS)] if master == "local[1]" else None)
-                if a.rows:
-                    times, t_ref, rows = b1_session(master, src, warm, tmp, expected, warm_expected, r,
-                                                    a.timed)
-                    sbpy[master].extend(times)
-                    ref[master].extend(t_ref)
-                    outputs.setdefault(f"b1 {master}", rows)
-                if ticker:
-                    busy, steady, matches = mr_round(master, ticker, a.mr_batch)
-                    mr[master].append(busy)
-                    mr_steady[master].append(steady)
-                    outputs.setdefault(f"mr {master}", matches)
-                if window_data:
-                    for side, (busy, rows) in window_round(master, window_data, tmp, r).items():
-                        win[side][master].append(busy)
-                        outputs.setdefault(f"win {side} {master}", rows)
+                    benchlib.pin_process_tree([min(benchlib.ALL_CPUS)] if master == masters[0] else None)
+                with running_master(master, tmp, a.worker_memory):
+                    run_round(master, r)
         if pinned:
             benchlib.pin_process_tree(None)
     finally:
@@ -223,28 +281,29 @@ def main() -> None:
     def med(xs: list[float]) -> float:
         return statistics.median(xs) if xs else float("nan")
 
-    table = [("B1 sbpy topology", med(sbpy["local[1]"]), med(sbpy["local[2]"])),
-             ("B1 PySpark streaming reference", med(ref["local[1]"]), med(ref["local[2]"]))] if a.rows else []
+    one, two = masters
+    table = [("B1 sbpy topology", med(sbpy[one]), med(sbpy[two])),
+             ("B1 PySpark streaming reference", med(ref[one]), med(ref[two]))] if a.rows else []
     if ticker:
-        table.append(("keyed MATCH_RECOGNIZE (busy)", med(mr["local[1]"]), med(mr["local[2]"])))
-        table.append(("keyed MATCH_RECOGNIZE (busy after the first batch)", med(mr_steady["local[1]"]),
-                      med(mr_steady["local[2]"])))
+        table.append(("keyed MATCH_RECOGNIZE (busy)", med(mr[one]), med(mr[two])))
+        table.append(("keyed MATCH_RECOGNIZE (busy after the first batch)", med(mr_steady[one]),
+                      med(mr_steady[two])))
     if a.window_rows:
         names = {"keyed": "tumble GROUP BY, sbpy keyed plan (busy)",
                  "driver": "tumble GROUP BY, sbpy default plan: driver (busy)",
                  "spark": "tumble GROUP BY, Spark window() reference (busy)"}
-        table += [(names[side], med(win[side]["local[1]"]), med(win[side]["local[2]"]))
+        table += [(names[side], med(win[side][one]), med(win[side][two]))
                   for side in WINDOW_SIDES]
     print()
     print(f"medians; B1: {a.timed} timed runs of each side per session after a warm-up run")
-    print(benchlib.table(("workload", "local[1] s", "local[2] s", "gain"),
-                         [(n, one, two, one / two) for n, one, two in table]))
-    same_b1 = not a.rows or outputs["b1 local[1]"] == outputs["b1 local[2]"]
-    same_mr = not ticker or outputs["mr local[1]"] == outputs["mr local[2]"]
-    same_win = not a.window_rows or all(outputs[f"win {side} {m}"] == outputs["win keyed local[1]"]
-                                        for side in WINDOW_SIDES if side != "spark" for m in MASTERS)
-    spark_win = not a.window_rows or all(outputs[f"win spark {m}"] == outputs["win keyed local[1]"]
-                                         for m in MASTERS)
+    print(benchlib.table(("workload", f"{one} s", f"{two} s", "gain"),
+                         [(n, t1, t2, t1 / t2) for n, t1, t2 in table]))
+    same_b1 = not a.rows or outputs[f"b1 {one}"] == outputs[f"b1 {two}"]
+    same_mr = not ticker or outputs[f"mr {one}"] == outputs[f"mr {two}"]
+    same_win = not a.window_rows or all(outputs[f"win {side} {m}"] == outputs[f"win keyed {one}"]
+                                        for side in WINDOW_SIDES if side != "spark" for m in masters)
+    spark_win = not a.window_rows or all(outputs[f"win spark {m}"] == outputs[f"win keyed {one}"]
+                                         for m in masters)
     print(f"\nrow checks: B1 {'same' if same_b1 else 'DIFFERENT'} on both masters"
           + ("" if not ticker else f", MATCH_RECOGNIZE {'same' if same_mr else 'DIFFERENT'}")
           + ("" if not a.window_rows else

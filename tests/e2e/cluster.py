@@ -1,4 +1,4 @@
-"""A throwaway Spark standalone cluster on 127.0.0.1 (one master, one worker) for tests.
+"""A throwaway Spark standalone cluster on 127.0.0.1 (one master, one or more workers) for tests and B6.
 
 Started with the installed pyspark's ``bin/spark-class`` (the pip wheel has no ``sbin/start-*.sh``).
 Each JVM runs in its own process group, so ``stop()`` also kills the executor JVM and its Python
@@ -69,21 +69,20 @@ def kill_group(proc: subprocess.Popen | None, grace: float = 10.0) -> None:
 
 
 class StandaloneCluster:
-    """A master and one worker (``cores`` cores, ``memory`` of executor memory) on 127.0.0.1."""
+    """A master and ``workers`` workers (each ``cores`` cores, ``memory`` of executor memory) on 127.0.0.1."""
 
     def __init__(self, base_dir: str | os.PathLike[str], cores: int = 1, memory: str = "1g",
-                 start_timeout: float = 180.0):
+                 start_timeout: float = 180.0, workers: int = 1):
         self.base_dir = Path(base_dir)
         self.cores, self.memory, self.start_timeout = cores, memory, start_timeout
         self.port = free_port()
         self.webui_port = free_port()
-        self.worker_webui_port = free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self.webui = f"http://127.0.0.1:{self.webui_port}"
         self.master: subprocess.Popen | None = None
-        self.worker: subprocess.Popen | None = None
+        self.workers: list[subprocess.Popen] = []
         self.master_log = self.base_dir / "master.log"
-        self.worker_log = self.base_dir / "worker.log"
+        self.worker_logs = [self.base_dir / f"worker-{i}.log" for i in range(workers)]
         self.work_dir = self.base_dir / "work"
 
     # ------------------------------------------------------------ lifecycle
@@ -104,19 +103,23 @@ class StandaloneCluster:
                                       self.master_log)
             deadline = time.monotonic() + self.start_timeout
             self._wait(lambda: self.state() is not None, deadline, "the master's web UI", self.master)
-            self.worker = self._spawn(["org.apache.spark.deploy.worker.Worker", self.url,
-                                       "--host", "127.0.0.1", "--webui-port", str(self.worker_webui_port),
-                                       "--cores", str(self.cores), "--memory", self.memory,
-                                       "--work-dir", str(self.work_dir)], self.worker_log)
-            self._wait(lambda: self.alive_workers() > 0, deadline, "an ALIVE worker", self.worker)
+            for log in self.worker_logs:
+                self.workers.append(self._spawn(
+                    ["org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1",
+                     "--webui-port", str(free_port()), "--cores", str(self.cores), "--memory", self.memory,
+                     "--work-dir", str(self.work_dir)], log))
+            for worker in self.workers:
+                self._wait(lambda: self.alive_workers() >= len(self.workers), deadline,
+                           f"{len(self.workers)} ALIVE worker(s)", worker)
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        """Kill the worker (with its executors) and the master; safe to call twice."""
-        kill_group(self.worker)
+        """Kill the workers (with their executors) and the master; safe to call twice."""
+        for worker in self.workers:
+            kill_group(worker)
         kill_group(self.master)
 
     def __enter__(self) -> StandaloneCluster:
@@ -155,7 +158,7 @@ class StandaloneCluster:
 
     def logs(self, tail: int = 4000) -> str:
         parts = []
-        for path in (self.master_log, self.worker_log):
+        for path in (self.master_log, *self.worker_logs):
             if path.exists():
                 parts.append(f"--- {path.name}\n{path.read_text(errors='replace')[-tail:]}")
         return "\n".join(parts)

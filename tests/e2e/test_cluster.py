@@ -124,3 +124,15 @@ def test_topology_on_standalone_cluster(cluster, tmp_path):
         assert time.monotonic() < deadline, cluster.state()
         time.sleep(0.5)
     print(f"cluster topology finished in {elapsed:.1f} s")
+
+
+def test_cluster_with_two_workers_registers_both_and_stops_them(tmp_path):
+    """B6's scale-out form: one master, two one-core workers; ``stop()`` leaves no JVM of them behind."""
+    cluster = StandaloneCluster(tmp_path / "cluster2", cores=1, memory="512m", workers=2)
+    with cluster:
+        workers = [w for w in (cluster.state() or {}).get("workers", []) if w.get("state") == "ALIVE"]
+        assert len(workers) == 2, cluster.state()
+        assert [w["cores"] for w in workers] == [1, 1]
+        assert len({w["id"] for w in workers}) == 2
+        procs = [cluster.master, *cluster.workers]
+    assert all(p is not None and p.poll() is not None for p in procs)
