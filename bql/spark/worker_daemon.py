@@ -14,13 +14,18 @@ This daemon, before it forks anything:
 
 1. reads pyspark from the installed package when Spark's zip is that package's own copy (the zip sits
    inside the package: the same files, so the same protocol), not when ``SPARK_HOME`` is another Spark;
-2. imports ``PRELOAD`` — the worker module and the pyspark modules it imports — and ``PRELOAD_SBPY``,
-   the modules of sbpy's Spark work that workers unpickle (they import numpy, which starts no thread
-   under the ``OMP_NUM_THREADS=1`` Spark gives its Python workers; pandas and pyarrow are never
-   preloaded: they are imported lazily, after the fork);
+2. imports ``PRELOAD`` — the worker module and the pyspark modules it imports —, ``PRELOAD_SBPY``, the
+   modules of sbpy's Spark work that workers unpickle or build (they import numpy, which starts no thread
+   under the ``OMP_NUM_THREADS=1`` Spark gives its Python workers), and ``PRELOAD_ARROW``: pandas,
+   pyarrow and the pyspark modules that convert batches with them (~300 ms a worker otherwise: a B5
+   profile showed pandas' import as the largest part of its workers' time). pyarrow's bundled jemalloc
+   starts a background thread when the library loads, so the daemon first sets
+   ``JE_ARROW_MALLOC_CONF=background_thread:false`` unless the environment sets it (Arrow's default pool
+   is mimalloc; jemalloc then purges inline, no thread);
 3. checks that the process still runs one thread (``threads``). Should a preloaded module ever start one,
-   it says so on stderr and re-executes itself preloading less (``LEVEL_ENV``: ``all`` → ``pyspark`` →
-   ``none``, the last being pyspark's daemon exactly), so no worker forks from a process with threads.
+   it says so on stderr and re-executes itself preloading less (``LEVEL_ENV``: ``all`` → ``sbpy`` →
+   ``pyspark`` → ``none``, the last being pyspark's daemon exactly), so no worker forks from a process
+   with threads. The level it serves with stays in the environment its workers inherit.
 
 Then it runs pyspark's ``daemon.manager``, which forks the workers: each starts with those modules.
 """
@@ -32,9 +37,14 @@ from importlib.machinery import PathFinder
 
 PRELOAD = ("pyspark.daemon", "pyspark.worker")
 PRELOAD_SBPY = ("sbpy.bql.spark.keyed_query", "sbpy.bql.spark.state_function", "sbpy.bql.spark.stateless_source",
-                "sbpy.bql.spark.native_source", "sbpy.bql.spark.journal_source")
-LEVEL_ENV = "SBPY_WORKER_PRELOAD"  # what the daemon preloads: all (default), pyspark, none
-LESS = {"all": "pyspark", "pyspark": "none"}
+                "sbpy.bql.spark.native_source", "sbpy.bql.spark.journal_source", "sbpy.bql.parser",
+                "sbpy.bql.analyzer", "sbpy.bql.runtime.match")
+PRELOAD_ARROW = ("pandas", "pyarrow", "pyspark.sql.pandas.serializers",
+                 "pyspark.sql.streaming.stateful_processor_util", "pyspark.sql.worker.plan_data_source_read")
+LEVEL_ENV = "SBPY_WORKER_PRELOAD"  # what the daemon preloads: all (default), sbpy, pyspark, none
+LESS = {"all": "sbpy", "sbpy": "pyspark", "pyspark": "none"}
+LEVELS = {"all": PRELOAD + PRELOAD_SBPY + PRELOAD_ARROW, "sbpy": PRELOAD + PRELOAD_SBPY, "pyspark": PRELOAD}
+JEMALLOC_ENV = "JE_ARROW_MALLOC_CONF"  # pyarrow's bundled jemalloc reads its options from here
 MODULE = "sbpy.bql.spark.worker_daemon"
 
 
@@ -77,13 +87,16 @@ def main() -> None:
     level = os.environ.get(LEVEL_ENV, "all")
     if level in LESS:
         sys.path[:] = without_own_zips(sys.path)
-        for name in PRELOAD + (PRELOAD_SBPY if level == "all" else ()):
+        if level == "all":
+            os.environ.setdefault(JEMALLOC_ENV, "background_thread:false")
+        for name in LEVELS[level]:
             __import__(name)
     if threads() != 1 and level in LESS:  # a preloaded module started a thread: fork nothing from here
         print(f"sbpy worker daemon: {threads()} threads after preloading ({LEVEL_ENV}={level}); "
               f"preloading less ({LESS[level]})", file=sys.stderr, flush=True)
         os.execve(sys.executable, [sys.executable, "-m", MODULE, *sys.argv[1:]],
                   {**os.environ, LEVEL_ENV: LESS[level]})
+    os.environ[LEVEL_ENV] = level  # what the workers it forks started with
     serve()
 
 

@@ -35,7 +35,7 @@ def _daemon_probe(level: str | None, extra: str = "") -> subprocess.CompletedPro
         f"{extra}\n"
         "from sbpy.bql.spark import worker_daemon as wd\n"
         "wd.serve = lambda: print('probe', wd.threads(), __import__('pyspark').__file__,"
-        " 'sbpy.bql.spark.keyed_query' in sys.modules, flush=True)\n"
+        " 'sbpy.bql.spark.keyed_query' in sys.modules, 'pandas' in sys.modules, flush=True)\n"
         "wd.main()\n"
     )
     env = {k: v for k, v in os.environ.items() if k != wd.LEVEL_ENV}
@@ -50,17 +50,29 @@ def test_the_daemon_preloads_from_the_package_and_forks_with_one_thread():
     out = _daemon_probe(None)
     assert out.returncode == 0, out.stderr
     (line,) = [x for x in out.stdout.splitlines() if x.startswith("probe")]
-    _, threads, origin, sbpy_loaded = line.split()
-    assert threads == "1" and sbpy_loaded == "True"
+    _, threads, origin, sbpy_loaded, pandas_loaded = line.split()
+    assert threads == "1" and sbpy_loaded == "True" and pandas_loaded == "True"
     assert not origin.endswith(".zip/pyspark/__init__.py") and Path(origin).is_relative_to(HOME)
 
 
-@pytest.mark.parametrize("level", ["pyspark", "none"])
-def test_the_levels_preload_less(level):
+@pytest.mark.parametrize(("level", "sbpy_loaded"), [("sbpy", "True"), ("pyspark", "False"), ("none", "False")])
+def test_the_levels_preload_less(level, sbpy_loaded):
     out = _daemon_probe(level)
     assert out.returncode == 0, out.stderr
     (line,) = [x for x in out.stdout.splitlines() if x.startswith("probe")]
-    assert line.split()[1:4:2] == ["1", "False"]  # one thread; sbpy's modules not preloaded
+    _, threads, _, sbpy, pandas_loaded = line.split()
+    assert (threads, sbpy, pandas_loaded) == ("1", sbpy_loaded, "False")  # one thread; no pandas
+
+
+def test_pyarrows_jemalloc_thread_is_what_the_daemon_turns_off():
+    """The reason for ``JE_ARROW_MALLOC_CONF``: with jemalloc's own options, importing pandas and pyarrow
+    leaves a background thread, and the daemon falls back to preloading less than pandas."""
+    out = _daemon_probe(None, extra=f"os.environ[{wd.JEMALLOC_ENV!r}] = 'background_thread:true'\n"
+                                    "os.execve = lambda exe, argv, env: (print('exec', env['SBPY_WORKER_PRELOAD'],"
+                                    " flush=True), sys.exit(0))")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "exec sbpy"
+    assert "preloading less (sbpy)" in out.stderr
 
 
 def test_a_thread_started_by_a_preload_makes_it_preload_less():
@@ -76,8 +88,8 @@ def test_a_thread_started_by_a_preload_makes_it_preload_less():
         [sys.executable, "-c", code],
         env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "exec pyspark ['-m', 'sbpy.bql.spark.worker_daemon']"
-    assert "preloading less (pyspark)" in out.stderr
+    assert out.stdout.strip() == "exec sbpy ['-m', 'sbpy.bql.spark.worker_daemon']"
+    assert "preloading less (sbpy)" in out.stderr
 
 
 @pytest.mark.spark
@@ -95,7 +107,8 @@ def test_sparks_workers_fork_from_the_daemon(spark):
         for _ in frames:
             pass
         yield pd.DataFrame({"parent": [parent], "pyspark": [_sys.modules["pyspark"].__file__],
-                            "preloaded": ["sbpy.bql.spark.keyed_query" in _sys.modules]})
+                            "preloaded": ["sbpy.bql.spark.keyed_query" in _sys.modules
+                                          and _os.environ.get("SBPY_WORKER_PRELOAD") == "all"]})
 
     df = spark.range(4, numPartitions=2).mapInPandas(where_the_worker_runs, "parent string, pyspark string, "
                                                                              "preloaded boolean")
