@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sbpy.bql.spark.native_udf import with_jar as with_native_jar
+from sbpy.bql.spark.spark_home import shadow_home
 
 from . import gateway
 from .spark_noise import driver_java_options
@@ -228,6 +229,10 @@ class ServerContext:
         # conf: on a cluster ``spark.conf: {spark.pyspark.python: ...}`` names the executors' interpreter
         os.environ["PYSPARK_PYTHON"] = self.session_conf()["spark.pyspark.python"]
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        # the JVM's own Python processes read pyspark from a copy of its zip with bytecode (bql/spark/spark_home)
+        home = shadow_home()
+        if home is not None:
+            os.environ["SPARK_HOME"] = str(home)
         from pyspark.sql import SparkSession
         from sbpy.bql.spark.journal_source import register as register_journal
         from sbpy.bql.spark.native_udf import register as register_native

@@ -46,6 +46,7 @@ LESS = {"all": "sbpy", "sbpy": "pyspark", "pyspark": "none"}
 LEVELS = {"all": PRELOAD + PRELOAD_SBPY + PRELOAD_ARROW, "sbpy": PRELOAD + PRELOAD_SBPY, "pyspark": PRELOAD}
 JEMALLOC_ENV = "JE_ARROW_MALLOC_CONF"  # pyarrow's bundled jemalloc reads its options from here
 MODULE = "sbpy.bql.spark.worker_daemon"
+SHADOW_MARKER = "sbpy-shadow-of"  # in a shadow home's python/lib (spark_home): the real home it stands for
 
 
 def threads() -> int:
@@ -65,9 +66,10 @@ def installed_dir(package: str, path: list[str]) -> str | None:
 
 
 def without_own_zips(path: list[str]) -> list[str]:
-    """``path`` without the zips that lie inside the installed pyspark package — its ``python/lib`` copy of
-    pyspark, and of py4j when py4j is installed too —: they then import from the packages, with their
-    bytecode. Zips of another Spark (a ``SPARK_HOME`` of its own) stay."""
+    """``path`` without the zips that are the installed pyspark package's own — its ``python/lib`` copy of
+    pyspark (and of py4j when py4j is installed too), whether read from the package or from sbpy's shadow
+    of its home (``spark_home``: a folder whose marker names the package) —: they then import from the
+    packages, with their bytecode. Zips of another Spark (a ``SPARK_HOME`` of its own) stay."""
     home = installed_dir("pyspark", path)
     if home is None:
         return list(path)
@@ -75,12 +77,23 @@ def without_own_zips(path: list[str]) -> list[str]:
     py4j = installed_dir("py4j", path) is not None
 
     def own(p: str) -> bool:
-        if not p.endswith(".zip") or not os.path.realpath(p).startswith(inside):
+        if not p.endswith(".zip"):
             return False
         name = os.path.basename(p)
-        return name == "pyspark.zip" or (py4j and name.startswith("py4j"))
+        if not (name == "pyspark.zip" or (py4j and name.startswith("py4j"))):
+            return False
+        return os.path.realpath(p).startswith(inside) or _shadow_of(os.path.dirname(p)) == home
 
     return [p for p in path if not own(p)]
+
+
+def _shadow_of(folder: str) -> str | None:
+    """The real home named by the marker in ``folder`` (a shadow home's ``python/lib``), or None."""
+    try:
+        with open(os.path.join(folder, SHADOW_MARKER), encoding="utf-8") as f:
+            return os.path.realpath(f.read())
+    except OSError:
+        return None
 
 
 def main() -> None:
