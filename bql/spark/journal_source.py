@@ -21,7 +21,9 @@ tagged JSON text of the tuple's map (``journal_format.decode_data``), null for a
 line of a file segment that is no tuple, whose ``error`` says why (the consumers report it on
 ``dropped_tuples``). Seqs may have gaps. With several partitions a micro-batch's rows reach a consumer
 in no particular order: every consumer sorts by ``seq``. Reading runs in Spark's Python workers, so it
-only reads files.
+only reads files. A range's rows leave the reader as Arrow record batches of ``READ_BATCH`` rows
+(``arrow_batches``: a column at a time), not as tuples that pyspark would check and append to Arrow
+builders one field at a time.
 
 Usage::
 
@@ -47,6 +49,7 @@ MIN_PIECE = 10_000  # seqs: a micro-batch is never split into smaller read range
 DEFAULT_PARTITIONS = 2
 DEFAULT_MAX_SEQS = 1_000_000
 RANGE_INPUT = "\x00range"  # the input of a range row (no node name starts with a control character)
+READ_BATCH = 10_000  # rows per Arrow record batch a read yields (Spark's arrow.maxRecordsPerBatch default)
 
 
 def split_range(after: int, upto: int, pieces: int, min_piece: int = MIN_PIECE) -> list[tuple[int, int]]:
@@ -114,10 +117,32 @@ class JournalStreamReader(DataSourceStreamReader):
         if partition.whole:  # type: ignore[attr-defined]
             return iter([(partition.upto, RANGE_INPUT, partition.after, None, False, None)])  # type: ignore[attr-defined]
         rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto)  # type: ignore[attr-defined]
-        return iter(rows)
+        return arrow_batches(rows)
 
     def commit(self, end: dict) -> None:
         pass
+
+
+def arrow_batches(rows: list[tuple], size: int = READ_BATCH) -> Iterator[Any]:
+    """``rows`` (``SCHEMA``'s tuples) as ``pyarrow.RecordBatch`` es of at most ``size`` rows, with the
+    Arrow schema pyspark expects of a reader of ``SCHEMA`` (it compares them)."""
+    import pyarrow as pa
+
+    schema = arrow_schema()
+    for start in range(0, len(rows), size):
+        chunk = rows[start:start + size]
+        yield pa.RecordBatch.from_arrays([pa.array([r[i] for r in chunk], type=f.type) for i, f in enumerate(schema)],
+                                         schema=schema)
+
+
+def arrow_schema() -> Any:
+    """``SCHEMA`` as pyspark converts a data source's schema for its reads (no JVM needed)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+    types = {"long": LongType(), "string": StringType(), "boolean": BooleanType()}
+    fields = [f.split() for f in SCHEMA.split(", ")]
+    return to_arrow_schema(StructType([StructField(name, types[kind]) for name, kind in fields]), timezone="UTC")
 
 
 class JournalDataSource(DataSource):

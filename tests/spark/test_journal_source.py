@@ -136,3 +136,19 @@ def test_range_progress_counts_journal_seqs():
     assert (out["numInputRows"], out["processedRowsPerSecond"], out["sources"][0]["numInputRows"]) == (250, 500.0, 250)
     assert progress["numInputRows"] == 1  # not changed in place
     assert count_range_rows(None) is None and count_range_rows({"sources": []}) == {"sources": []}
+
+
+def test_a_read_yields_arrow_batches_of_the_same_rows():
+    """``arrow_batches``: the rows column by column, in order, ``READ_BATCH`` at a time; NULLs (an end
+    marker's data, a missing error) and non-ASCII text kept; the schema the one pyspark checks a reader's
+    batches against (``to_arrow_schema`` of ``SCHEMA``, which the Spark tests above read through)."""
+    from sbpy.bql.spark import journal_source as js
+
+    rows = [(i, "a" if i % 3 else "b", 1000 * i, None if i % 7 == 0 else f'{{"x":{i},"s":"é\\u00e9"}}',
+             i % 7 == 0, "bad line" if i % 11 == 0 else None) for i in range(1, 26)]
+    batches = list(js.arrow_batches(rows, size=10))
+    assert [b.num_rows for b in batches] == [10, 10, 5]
+    assert all(b.schema.equals(js.arrow_schema()) for b in batches)
+    got = [tuple(r.values()) for b in batches for r in b.to_pylist()]
+    assert got == rows
+    assert list(js.arrow_batches([])) == []
