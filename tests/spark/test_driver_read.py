@@ -81,11 +81,19 @@ def _decoded(row: tuple) -> tuple:
     return (*row[:3], jf.decode_data(row[3]) if type(row[3]) is str else row[3], *row[4:])
 
 
+def _read_rows(reader: JournalStreamReader, partition) -> list[tuple]:
+    """A partition's rows as Spark gets them from ``read``: its Arrow record batches' rows (or its tuples)."""
+    out: list[tuple] = []
+    for item in reader.read(partition):
+        out.extend([item] if isinstance(item, tuple) else [tuple(r.values()) for r in item.to_pylist()])
+    return out
+
+
 def _spark_rows(journal: Path, inputs: tuple[str, ...], after: int, upto: int, pieces: int) -> list[tuple]:
     """What the Spark path hands ``DriverPipeline``: every partition's rows, as ``_journal_rows`` sorts them."""
     reader = JournalStreamReader({"dir": str(journal), "inputs": ",".join(inputs), "partitions": str(pieces),
                                   "min_piece": "3"})
-    rows = [r for p in reader.partitions({"seq": after}, {"seq": upto}) for r in reader.read(p)]
+    rows = [r for p in reader.partitions({"seq": after}, {"seq": upto}) for r in _read_rows(reader, p)]
     rows.sort(key=lambda r: r[0])
     return [(r[0], r[1], r[2], r[3], bool(r[4]), r[5]) for r in rows]
 
