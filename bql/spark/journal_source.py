@@ -131,8 +131,8 @@ def arrow_batches(rows: list[tuple], size: int = READ_BATCH) -> Iterator[Any]:
     schema = arrow_schema()
     for start in range(0, len(rows), size):
         chunk = rows[start:start + size]
-        yield pa.RecordBatch.from_arrays([pa.array([r[i] for r in chunk], type=f.type) for i, f in enumerate(schema)],
-                                         schema=schema)
+        columns = [pa.array([r[i] for r in chunk], type=f.type) for i, f in enumerate(schema)]
+        yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def arrow_schema() -> Any:
@@ -142,7 +142,8 @@ def arrow_schema() -> Any:
 
     types = {"long": LongType(), "string": StringType(), "boolean": BooleanType()}
     fields = [f.split() for f in SCHEMA.split(", ")]
-    return to_arrow_schema(StructType([StructField(name, types[kind]) for name, kind in fields]), timezone="UTC")
+    struct = StructType([StructField(name, types[kind]) for name, kind in fields])
+    return to_arrow_schema(struct, timezone="UTC")
 
 
 class JournalDataSource(DataSource):

@@ -13,9 +13,10 @@ hash-checked bytecode (``py_compile``'s ``CHECKED_HASH``), which zipimport uses 
 the source beside it in the same zip and was compiled for the interpreter that reads it; any other
 interpreter compiles the source as before (modules under ``tests/`` get none: nothing runs them). The
 server (``ServerContext``) launches the JVM with ``SPARK_HOME`` set to it; the worker daemon reads
-pyspark from the installed package instead of its zip, as it does for the real home's. It is built once per pyspark installation and interpreter under the cache folder
-(``$SBPY_CACHE_DIR`` or ``~/.cache/sbpy``), into a temporary folder renamed into place, so concurrent
-servers share it. Not used when ``SPARK_HOME`` names another Spark, or with ``SBPY_SPARK_HOME=0``.
+pyspark from the installed package instead of its zip, as it does for the real home's. It is built
+once per pyspark installation and interpreter under the cache folder (``$SBPY_CACHE_DIR`` or
+``~/.cache/sbpy``), into a temporary folder renamed into place, so concurrent servers share it. Not used
+when ``SPARK_HOME`` names another Spark, or with ``SBPY_SPARK_HOME=0``.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ import zipfile
 from pathlib import Path
 
 from .worker_daemon import SHADOW_MARKER as MARKER  # in the shadow's python/lib: the real home it stands for
+from .worker_daemon import shadow_of
 
 log = logging.getLogger("sbpy.spark")
 
@@ -76,11 +78,8 @@ def shadow_home() -> Path | None:
 
 
 def is_shadow_of(folder: Path, home: Path) -> bool:
-    """Whether ``folder`` is a complete shadow of ``home`` (its marker, written last, names it)."""
-    try:
-        return (folder / "python" / "lib" / MARKER).read_text() == str(home)
-    except OSError:
-        return False
+    """Whether ``folder`` is a complete shadow of ``home`` (resolved; its marker, written last, names it)."""
+    return shadow_of(str(folder / "python" / "lib")) == str(home)
 
 
 def _build(home: Path, zips: list[Path], target: Path) -> None:

@@ -82,13 +82,14 @@ def without_own_zips(path: list[str]) -> list[str]:
         name = os.path.basename(p)
         if not (name == "pyspark.zip" or (py4j and name.startswith("py4j"))):
             return False
-        return os.path.realpath(p).startswith(inside) or _shadow_of(os.path.dirname(p)) == home
+        return os.path.realpath(p).startswith(inside) or shadow_of(os.path.dirname(p)) == home
 
     return [p for p in path if not own(p)]
 
 
-def _shadow_of(folder: str) -> str | None:
-    """The real home named by the marker in ``folder`` (a shadow home's ``python/lib``), or None."""
+def shadow_of(folder: str) -> str | None:
+    """The real home (resolved) named by the marker in ``folder`` (a shadow home's ``python/lib``), or
+    None."""
     try:
         with open(os.path.join(folder, SHADOW_MARKER), encoding="utf-8") as f:
             return os.path.realpath(f.read())

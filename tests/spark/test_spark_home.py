@@ -81,8 +81,9 @@ def test_the_shadow_is_the_real_home_but_its_zips(cache, monkeypatch):
     # pyspark imports from it with the bytecode; the worker daemon reads the installed package instead
     py4j = next(str(lib / n) for n in zips if n.startswith("py4j"))
     code = "import pyspark.sql, pyspark; print(pyspark.__file__)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(lib / "pyspark.zip"), py4j])})
+    path = os.pathsep.join([str(lib / "pyspark.zip"), py4j])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=True, env={**os.environ, "PYTHONPATH": path})
     assert out.stdout.strip() == f"{lib / 'pyspark.zip'}/pyspark/__init__.pyc"
     site = str(home.parent)
     assert wd.without_own_zips([str(lib / "pyspark.zip"), py4j, "/opt/app", site]) == ["/opt/app", site]
