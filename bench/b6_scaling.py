@@ -23,12 +23,13 @@ collector and JIT compiler and the driver's own work still use the second core, 
 only what ``--pin`` compares. Prints each figure per master (medians), the gain ``local[1] time /
 local[2] time`` and checks that both masters (and the forms of the window query) produced the same rows.
 
+The machine has 2 cores: with anything else running, the second core is not free — read the load
+noted per round.
+
 ``--cluster`` compares a Spark standalone cluster on 127.0.0.1 with one one-core worker against one with
 two (``tests/e2e/cluster.py``'s cluster, started afresh for each session; executors run this interpreter):
 the same workloads, the driver a client of the cluster as ``sbpy run`` is with ``spark.master:
 spark://...``. With ``--pin`` the one-worker sessions' master, worker, executor and driver share one CPU.
-The machine has 2 cores: with anything else running, the second core is not free — read the load
-noted per round.
 """
 from __future__ import annotations
 
@@ -56,12 +57,6 @@ import benchlib  # noqa: E402
 
 MASTERS = ("local[1]", "local[2]")
 CLUSTER = ("1 worker", "2 workers")  # ``--cluster``: a standalone cluster of one-core workers on 127.0.0.1
-_URLS: dict[str, str] = {}  # a cluster label -> its master's URL while the cluster runs
-
-
-def _url(master: str) -> str:
-    """The Spark master URL of a label (``local[n]`` is its own)."""
-    return _URLS.get(master, master)
 
 
 def _tag(master: str) -> str:
@@ -70,32 +65,29 @@ def _tag(master: str) -> str:
 
 
 @contextlib.contextmanager
-def running_master(master: str, tmp: Path, memory: str) -> Iterator[None]:
-    """Nothing for ``local[n]``; for a cluster label, a standalone cluster (master + that many one-core
-    workers, started by ``tests/e2e/cluster.py``) for the duration — inside any ``--pin`` of the round, so
-    its JVMs and executors inherit the CPU set."""
+def running_master(master: str, tmp: Path, memory: str) -> Iterator[str]:
+    """The Spark master URL of a label: ``local[n]`` itself; for a cluster label, a standalone cluster's
+    (master + that many one-core workers, started by ``tests/e2e/cluster.py``) for the duration — inside
+    any ``--pin`` of the round, so its JVMs and executors inherit the CPU set."""
     if master in MASTERS:
-        yield
+        yield master
         return
     from cluster import StandaloneCluster  # tests/e2e: the CI's cluster helper
 
-    n = int(_tag(master))
-    folder = tmp / f"cluster-{n}-{len(list(tmp.glob('cluster-*')))}"
-    with StandaloneCluster(folder, cores=1, memory=memory, workers=n) as cluster:
-        _URLS[master] = cluster.url
-        try:
-            yield
-        finally:
-            _URLS.pop(master, None)
-            shutil.rmtree(folder / "work", ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix="cluster-", dir=tmp))
+    try:
+        with StandaloneCluster(folder, cores=1, memory=memory, workers=int(_tag(master))) as cluster:
+            yield cluster.url
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-def b1_session(master: str, src: Path, warm: Path, tmp: Path, expected: int, warm_expected: int,
+def b1_session(master: str, url: str, src: Path, warm: Path, tmp: Path, expected: int, warm_expected: int,
                r: int, timed: int) -> tuple[list[float], list[float], list]:
     """``(sbpy seconds, reference seconds, sbpy rows)`` of ``timed`` alternating runs of each side on a fresh
     session with ``master``, after one untimed run of each over ``warm`` (the input itself by default: a
     server runs for hours; a new session's first run is not what it runs at)."""
-    ctx = benchlib.server_context(tmp / f"data-{r}-{_tag(master)}", _url(master), [])
+    ctx = benchlib.server_context(tmp / f"data-{r}-{_tag(master)}", url, [])
     sbpy: list[float] = []
     ref: list[float] = []
     rows: list = []
@@ -134,11 +126,12 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def mr_round(master: str, rows: list[dict[str, Any]], batch: int = 20_000) -> tuple[float, float, list]:
+def mr_round(master: str, url: str, rows: list[dict[str, Any]],
+             batch: int = 20_000) -> tuple[float, float, list]:
     """``(busy seconds, steady seconds, matches)`` of the keyed MATCH_RECOGNIZE with ``master``, ``batch``
     journal seqs per micro-batch; *steady*: the busy time of the batches after the first (which plans the
     query and starts its operators' Python workers once per query)."""
-    (res,) = b5_match.through_spark(rows, _url(master), False, [], batch, planned=False)
+    (res,) = b5_match.through_spark(rows, url, False, [], batch, planned=False)
     steady = res["steady"][1]
     print(f"  keyed MATCH_RECOGNIZE {master}: {res['busy']:.2f} s busy, {steady:.2f} s after the first batch "
           f"({res['steady'][0]:,} rows); {benchlib.load_note()}")
@@ -149,7 +142,7 @@ def mr_round(master: str, rows: list[dict[str, Any]], batch: int = 20_000) -> tu
 WINDOW_SIDES = ("keyed", "driver", "spark")
 
 
-def window_round(master: str, data: list[tuple[int, int, float]], tmp: Path,
+def window_round(master: str, url: str, data: list[tuple[int, int, float]], tmp: Path,
                  r: int) -> dict[str, tuple[float, list]]:
     """Per side of ``WINDOW_SIDES``: ``(busy seconds, rows)`` of the tumble GROUP BY
     (``bench/b4_windows.py``'s query: ``count(*)``, ``sum(v)`` per ``k`` and window) on a fresh session
@@ -159,7 +152,7 @@ def window_round(master: str, data: list[tuple[int, int, float]], tmp: Path,
     from sbpy.server.context import ServerContext
 
     folder = tmp / f"win-{r}-{_tag(master)}"
-    ctx = ServerContext(data_dir=folder / "data", master=_url(master))
+    ctx = ServerContext(data_dir=folder / "data", master=url)
     try:
         spark = ctx.spark()
         window = b4_windows._forms()["tumble 10 s"][1]
@@ -208,9 +201,9 @@ def main() -> None:
                     help="extra Spark setting for every session of the run (repeatable), as sensorbee.yaml's "
                          "spark.conf (e.g. spark.python.daemon.module=pyspark.daemon: pyspark's own daemon)")
     ap.add_argument("--cluster", action="store_true",
-                    help="instead of local[1] vs local[2]: a standalone cluster on 127.0.0.1 with one one-core "
-                         "worker vs two (a fresh cluster per session; with --pin, the one-worker cluster's "
-                         "JVMs, executor and this driver share one CPU)")
+                    help="instead of local[1] vs local[2]: a standalone cluster on 127.0.0.1 with one "
+                         "one-core worker vs two (a fresh cluster per session; with --pin, the one-worker "
+                         "cluster's JVMs, executor and this driver share one CPU)")
     ap.add_argument("--worker-memory", default="2g", help="--cluster: each worker's and executor's memory")
     a = ap.parse_args()
     masters = CLUSTER if a.cluster else MASTERS
@@ -249,21 +242,23 @@ def main() -> None:
         outputs: dict[str, list] = {}
         if ticker and a.warm_session:  # the process's first Spark session also pays for cold imports and files
             print("  warm-up session (not timed):")
-            with running_master(masters[1], tmp, a.worker_memory):
-                mr_round(masters[1], ticker, a.mr_batch)
-        def run_round(master: str, r: int) -> None:
+            with running_master(masters[1], tmp, a.worker_memory) as url:
+                mr_round(masters[1], url, ticker, a.mr_batch)
+
+        def run_round(master: str, url: str, r: int) -> None:
             if a.rows:
-                times, t_ref, rows = b1_session(master, src, warm, tmp, expected, warm_expected, r, a.timed)
+                times, t_ref, rows = b1_session(master, url, src, warm, tmp, expected, warm_expected, r,
+                                                a.timed)
                 sbpy[master].extend(times)
                 ref[master].extend(t_ref)
                 outputs.setdefault(f"b1 {master}", rows)
             if ticker:
-                busy, steady, matches = mr_round(master, ticker, a.mr_batch)
+                busy, steady, matches = mr_round(master, url, ticker, a.mr_batch)
                 mr[master].append(busy)
                 mr_steady[master].append(steady)
                 outputs.setdefault(f"mr {master}", matches)
             if window_data:
-                for side, (busy, rows) in window_round(master, window_data, tmp, r).items():
+                for side, (busy, rows) in window_round(master, url, window_data, tmp, r).items():
                     win[side][master].append(busy)
                     outputs.setdefault(f"win {side} {master}", rows)
 
@@ -271,8 +266,8 @@ def main() -> None:
             for master in (masters if r % 2 == 0 else masters[::-1]):
                 if pinned:
                     benchlib.pin_process_tree([min(benchlib.ALL_CPUS)] if master == masters[0] else None)
-                with running_master(master, tmp, a.worker_memory):
-                    run_round(master, r)
+                with running_master(master, tmp, a.worker_memory) as url:
+                    run_round(master, url, r)
         if pinned:
             benchlib.pin_process_tree(None)
     finally:
