@@ -102,7 +102,8 @@ def start_session(ctx: Any) -> Any:
 
 def run_to_end(spark: Any, spec: Any) -> tuple[float, list[dict[str, Any]]]:
     """Start the query ``spec`` (planned or fused), process all available input and stop it. Returns the wall time
-    from the start and Spark's progress entries of the batches that had input rows."""
+    from the start and Spark's progress entries of the batches that had input rows (counted in journal
+    seqs)."""
     from sbpy.bql.spark.query import start_query
 
     t0 = time.perf_counter()
@@ -115,7 +116,12 @@ def run_to_end(spark: Any, spec: Any) -> tuple[float, list[dict[str, Any]]]:
     try:
         handle.process_all_available()
         wall = time.perf_counter() - t0
-        progress = [p for p in handle._query.recentProgress if p.get("numInputRows")]
+        progress = list(handle._query.recentProgress)
+        if handle.reads_ranges:  # its source sends ranges or packed rows: count journal seqs
+            from sbpy.bql.spark.journal_source import count_range_rows
+
+            progress = [count_range_rows(p) for p in progress]
+        progress = [p for p in progress if p.get("numInputRows")]
     finally:
         handle.stop()
     return wall, progress

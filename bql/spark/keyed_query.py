@@ -3,10 +3,10 @@ chained stateful operators.
 
 ::
 
-    sbpy_journal ─► mapInPandas(JournalRouter)                           no stage before K: stateless
-                 │  or groupBy(0).transformWithStateInPandas(router)     one group: upstream stages, keys
-                 ─► groupBy(_b).transformWithStateInPandas(keyed)        one group per bucket of keys
-                 ─► groupBy(0).transformWithStateInPandas(tail)          only if stages follow K
+    sbpy_routed (route: JournalRouter in the reads)                       no stage before K: stateless
+    │  or sbpy_journal ─► groupBy(0).transformWithStateInPandas(router)  one group: upstream stages, keys
+    ─► groupBy(_b).transformWithStateInPandas(keyed)                     one group per bucket of keys
+    ─► groupBy(0).transformWithStateInPandas(tail)                       only if stages follow K
 
 Spark 4 chains ``transformWithStateInPandas`` operators in Append mode without watermarks (it accepts
 only one ``applyInPandasWithState`` per query; docs/spark-facts). The per-key operator groups by a
@@ -14,16 +14,18 @@ bucket of the partition key (``keyed_buckets``: ``crc32(key) mod n``, ``n`` pinn
 each bucket's grouping value placed in its own shuffle partition), so Spark calls Python once per
 bucket and micro-batch, not once per key; the router sends each bucket's rows of a chunk as one packed
 row (``PACK_SCHEMA``), because the pandas ``transformWithState`` regroups its input in Python row by
-row. State: the router and the tail keep one pickled
+row. Without upstream stages the routing is stateless and runs in the journal source's reads
+(``routed_source``, ``route_rows``): the journal rows never cross to the JVM and back. State: the
+router and the tail keep one pickled
 snapshot (``ValueState``: their Pipeline, and the router's key list); each bucket keeps a ``MapState``
 from key text to that key's matcher snapshot — a batch writes only the keys it touched — and a
 ``stamp``. Warm cores and key views are cached per Python worker and reused while Spark's state is what
 they saved (``_core`` compares snapshots; a bucket compares its stamp).
 
 A keyed window stage (``KeyedPlan.kind`` WINDOW) always has the stateful router (``WindowRouter``: the
-watermark, the open windows and which buckets hold them), fed by a ``mapInPandas`` that packs each
-journal partition's rows into one row (``_pack_journal``: the router's ``transformWithState`` would
-otherwise regroup every journal row in Python), and buckets of windows (``WindowBucket``: a ``MapState``
+watermark, the open windows and which buckets hold them), fed by ``sbpy_routed`` in its ``pack`` mode,
+whose reads pack each chunk of journal rows into one row (``pack_journal_rows``: the router's
+``transformWithState`` would otherwise regroup every journal row in Python), and buckets of windows (``WindowBucket``: a ``MapState``
 from window start to the bucket's pickled pane of it, and the stamp).
 """
 from __future__ import annotations
@@ -40,10 +42,10 @@ from .keyed_ops import ROW_COLUMNS, ROW_SCHEMA, JournalRouter, KeyedCore, Router
 from .keyed_plan import WINDOW, KeyedPlan
 from .keyed_window_bucket import WindowBucket
 from .keyed_window_route import WindowRouter
+from .routed_source import MODES as SOURCE_SCHEMAS
 
 STATE_SCHEMA = "snap binary"
-PACK_SCHEMA = "_b int, rows string"  # router → keyed: a bucket's rows of a chunk, packed (keyed_buckets)
-JOURNAL_PACK_SCHEMA = "_g int, rows string"  # journal → window router: a partition's rows, packed
+PACK_SCHEMA = SOURCE_SCHEMAS["route"]  # router → keyed: a bucket's rows of a chunk, packed (keyed_buckets)
 STAMP_SCHEMA = "stamp binary"
 KEY_SCHEMA = "key string"
 FIRST_SCHEMA = "first long"
@@ -154,22 +156,15 @@ def _journal_rows(pdf: Any) -> Any:
     return zip(*(pdf[c].tolist() for c in ("seq", "input", "ts", "data", "end", "error") if c in pdf.columns))
 
 
-def _pack_journal(frames: Iterator[Any]) -> Iterator[Any]:
-    """The ``mapInPandas`` before a keyed window router: each journal frame as one packed row (``rows``: a
-    JSON list of ``[seq, input, ts, data, end, error]``), so the router's ``transformWithState`` gets one
-    row per partition instead of regrouping every journal row in Python."""
-    import pandas as pd
-
-    for pdf in frames:
-        if not len(pdf):
-            continue
-        rows = [list(r) for r in _journal_rows(pdf)]
-        yield pd.DataFrame({"_g": pd.Series([0], dtype="int32"),
-                            "rows": pd.Series([orjson.dumps(rows).decode("utf-8")], dtype="object")})
+def pack_journal_rows(rows: list[tuple]) -> str:
+    """Journal rows as the keyed window router's packed input: a JSON list of ``[seq, input, ts, data,
+    end, error]``, so its ``transformWithState`` gets one row per read chunk instead of regrouping every
+    journal row in Python (``routed_source``'s ``pack`` mode)."""
+    return orjson.dumps(rows).decode("utf-8")
 
 
 def _feed(role: str, core: Any, pdf: Any) -> list[tuple]:
-    if role == "window-router":  # packed journal rows (``_pack_journal``), in arrival order
+    if role == "window-router":  # packed journal rows (``pack_journal_rows``), in arrival order
         rows = [tuple(r) for text in pdf["rows"].tolist() for r in orjson.loads(text)]
         rows.sort(key=lambda r: r[0])
         return core.run(rows)
@@ -299,19 +294,31 @@ def _window_keyed(query_id: str, plan: KeyedPlan, topology: str) -> Any:
     return _WindowKeyed()
 
 
-def _route_chunks(cache_key: tuple, plan: KeyedPlan, topology: str, buckets: int, frames: Iterator[Any]
-                  ) -> Iterator[Any]:
-    """The ``mapInPandas`` function of a plan without upstream stages (``JournalRouter``)."""
+def route_rows(query_id: str, plan: KeyedPlan, topology: str, buckets: int, rows: list[tuple]
+               ) -> list[tuple[int, str]]:
+    """The stateless routing of a plan without upstream stages (``JournalRouter``) over one chunk of
+    journal rows ``(seq, input, ts, data, end, error)``: ``keyed_buckets.pack_rows``' packed rows, one per
+    bucket that has rows (``routed_source``'s ``route`` mode; the router is cached per worker)."""
+    cache_key = ("jrouter", query_id, _plan_key(plan))
     core = _CORES.get(cache_key)
     if core is None:
         core = _CORES[cache_key] = JournalRouter(plan, topology)
-    for pdf in frames:
-        if not len(pdf):
-            continue
-        with gc_pause.paused():  # the chunk's rows are acyclic (``gc_pause``); not across the yield
-            pdf = pdf.sort_values("seq", kind="stable")
-            packed = _packed(buckets, core.run(_journal_rows(pdf)))
-        yield packed
+    with gc_pause.paused():  # the chunk's rows are acyclic (``gc_pause``)
+        ordered = sorted(rows, key=_seq_of)  # stable; a read range comes in seq order already
+        return pack_rows(core.run(ordered), buckets)
+
+
+def _seq_of(row: tuple) -> int:
+    return row[0]
+
+
+def source_mode(plan: KeyedPlan) -> str | None:
+    """How ``routed_source`` reads the journal for ``plan``: ``"pack"`` (a keyed window plan's router
+    input), ``"route"`` (no upstream stage: the stateless routing), None (the stateful router reads the
+    journal rows themselves)."""
+    if plan.kind == WINDOW:
+        return "pack"
+    return None if plan.upstream else "route"
 
 
 def bucket_count(spark: Any, checkpoint: Any, partitions: int | None) -> int:
@@ -322,24 +329,23 @@ def bucket_count(spark: Any, checkpoint: Any, partitions: int | None) -> int:
 
 
 def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", buckets: int = 1) -> Any:
-    """The keyed chain over the journal DataFrame ``reader`` with ``buckets`` buckets of keys
-    (``bucket_count``); its rows have ``ROW_SCHEMA``."""
+    """The keyed chain with ``buckets`` buckets of keys (``bucket_count``) over ``reader``: the
+    ``sbpy_routed`` stream in the plan's ``source_mode`` (packed journal rows for a window plan, the
+    routed rows for a plan without upstream stages), else the ``sbpy_journal`` stream. Its rows have
+    ``ROW_SCHEMA``."""
     from pyspark.sql import functions as F
 
     if plan.kind == WINDOW:  # the ordered pass keeps the watermark and the open windows: one stateful group
         router = _sequential("window-router", query_id, plan, topology,
                              lambda: WindowRouter(plan, topology, buckets), functools.partial(_packed, buckets))
-        df = (reader.mapInPandas(_pack_journal, JOURNAL_PACK_SCHEMA).groupBy("_g")
-              .transformWithStateInPandas(router, PACK_SCHEMA, "Append", "None"))
+        df = reader.groupBy("_g").transformWithStateInPandas(router, PACK_SCHEMA, "Append", "None")
     elif plan.upstream:
         router = _sequential("router", query_id, plan, topology, lambda: RouterCore(plan, topology),
                              functools.partial(_packed, buckets))
         df = (reader.withColumn("_g", F.lit(0)).groupBy("_g")
               .transformWithStateInPandas(router, PACK_SCHEMA, "Append", "None"))
-    else:  # stateless routing: no operator start-up and no state commit per micro-batch
-        route = functools.partial(_route_chunks, ("jrouter", query_id, _plan_key(plan)), plan, topology,
-                                  int(buckets))
-        df = reader.mapInPandas(route, PACK_SCHEMA)
+    else:  # routed by the source's reads: no operator start-up and no state commit per micro-batch
+        df = reader
     keyed = _window_keyed(query_id, plan, topology) if plan.kind == WINDOW else _keyed(query_id, plan, topology)
     df = df.groupBy("_b").transformWithStateInPandas(keyed, ROW_SCHEMA, "Append", "None")
     if plan.downstream:

@@ -24,12 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from . import journal_format as jf
-from .journal_source import NAME as SOURCE_NAME, count_range_rows, register as register_source
+from . import routed_source
+from .journal_source import NAME as SOURCE_NAME
+from .journal_source import count_range_rows
+from .journal_source import register as register_source
 from .keyed_plan import plan_keyed
 from .operator import OUTPUT_SCHEMA, STATE_SCHEMA, StageSpec
-from .tick_interval import tick_interval_ms
 from .state_function import logged_processor, state_function
 from .state_log import LOGGED, pin_layout, wanted_layout
+from .tick_interval import tick_interval_ms
 
 log = logging.getLogger("sbpy.spark")
 
@@ -284,7 +287,12 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     # the snapshot layout's one group reads a large batch's journal entries itself (the source sends its
     # seq range); the logged layout measured slower per small batch with the option on (README Session 13)
     journal = None if keyed is not None or layout == LOGGED else (str(spec.journal_dir), tuple(spec.inputs))
-    source = journal_reader(spark, spec, start_seq, ranges=journal is not None)
+    routed = keyed_query.source_mode(keyed) if keyed is not None else None
+    if routed is not None:  # the keyed plan's first step runs in the journal reads (``routed_source``)
+        keyed_option = routed_source.encode_keyed(spec.query_id, keyed, spec.topology, partitions)
+        source = routed_reader(spark, spec, start_seq, routed, keyed_option)
+    else:
+        source = journal_reader(spark, spec, start_seq, ranges=journal is not None)
     if layout == LOGGED and tick_ms:
         raise ValueError(f"checkpoint {checkpoint} has the logged state layout, which runs no wall-clock ticks")
     if layout == LOGGED:  # state_log: a base snapshot, the rows since, a stamp
@@ -301,7 +309,7 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     else:
         out = keyed_query.build(source, spec.query_id, keyed, spec.topology, partitions)
     handle = start_writer(spark, spec, out, checkpoint, partitions, tick_ms, _collect)
-    handle.reads_ranges = journal is not None
+    handle.reads_ranges = journal is not None or routed is not None  # progress counts journal seqs
     return handle
 
 
@@ -309,7 +317,19 @@ def journal_reader(spark: Any, spec: QuerySpec, start_seq: int, partitions: int 
                    ranges: bool = False) -> Any:
     """The ``sbpy_journal`` stream of ``spec``'s inputs from ``start_seq`` (``partitions``: how many
     pieces a large micro-batch is read in; ``ranges``: one row per micro-batch naming its seq range)."""
-    reader = (spark.readStream.format(SOURCE_NAME)
+    return _reader(spark, SOURCE_NAME, spec, start_seq, partitions, ranges).load()
+
+
+def routed_reader(spark: Any, spec: QuerySpec, start_seq: int, mode: str, keyed: str) -> Any:
+    """The ``sbpy_routed`` stream of ``spec``'s inputs (``journal_reader``'s offsets and partitions) in
+    ``mode`` for the keyed plan encoded in ``keyed`` (``routed_source.encode_keyed``)."""
+    routed_source.register(spark)
+    return _reader(spark, routed_source.NAME, spec, start_seq).option("mode", mode).option("keyed", keyed).load()
+
+
+def _reader(spark: Any, source: str, spec: QuerySpec, start_seq: int, partitions: int = 1,
+            ranges: bool = False) -> Any:
+    reader = (spark.readStream.format(source)
               .option("dir", str(spec.journal_dir))
               .option("inputs", ",".join(spec.inputs))
               .option("start_seq", str(start_seq)))
@@ -319,7 +339,7 @@ def journal_reader(spark: Any, spec: QuerySpec, start_seq: int, partitions: int 
         reader = reader.option("ranges", "1")
     if spec.max_seqs:
         reader = reader.option("max_seqs", str(int(spec.max_seqs)))
-    return reader.load()
+    return reader
 
 
 def start_writer(spark: Any, spec: QuerySpec, out: Any, checkpoint: Path, partitions: int | None,

@@ -37,8 +37,8 @@ from importlib.machinery import PathFinder
 
 PRELOAD = ("pyspark.daemon", "pyspark.worker")
 PRELOAD_SBPY = ("sbpy.bql.spark.keyed_query", "sbpy.bql.spark.state_function", "sbpy.bql.spark.stateless_source",
-                "sbpy.bql.spark.native_source", "sbpy.bql.spark.journal_source", "sbpy.bql.parser",
-                "sbpy.bql.analyzer", "sbpy.bql.runtime.match")
+                "sbpy.bql.spark.native_source", "sbpy.bql.spark.journal_source", "sbpy.bql.spark.routed_source",
+                "sbpy.bql.parser", "sbpy.bql.analyzer", "sbpy.bql.runtime.match")
 PRELOAD_ARROW = ("pandas", "pyarrow", "pyspark.sql.pandas.serializers",
                  "pyspark.sql.streaming.stateful_processor_util", "pyspark.sql.worker.plan_data_source_read")
 LEVEL_ENV = "SBPY_WORKER_PRELOAD"  # what the daemon preloads: all (default), sbpy, pyspark, none

@@ -106,8 +106,7 @@ def test_a_sole_reader_step_that_raises_drops_only_its_tuple():
 
 def test_a_keyed_operator_call_runs_with_the_collector_paused(monkeypatch):
     """Spark's calls into a keyed query — a bucket (its unpacking and output frame included), a router
-    chunk (not across its ``yield``), a sequential core — pause the collector and end the pause."""
-    import pandas as pd
+    chunk, a sequential core — pause the collector and end the pause."""
     from sbpy.bql.spark import keyed_query as kq
 
     seen = []
@@ -116,7 +115,7 @@ def test_a_keyed_operator_call_runs_with_the_collector_paused(monkeypatch):
         seen.append(gc.isenabled())
         return "result"
 
-    for name in ("_frame", "_packed"):  # a bucket's output frame, a router chunk's packed frame
+    for name in ("_frame", "_packed"):  # a bucket's output frame, a sequential router's packed frame
         monkeypatch.setattr(kq, name, record)
     assert kq._run_bucket(None, None, "", 0, iter([]), None, None, None) == "result"
     assert kq._run_window_bucket(None, None, "", 0, iter([]), None, None) == "result"
@@ -142,11 +141,10 @@ def test_a_keyed_operator_call_runs_with_the_collector_paused(monkeypatch):
     assert kq._run_sequential("tail", ("tail-test",), Core, record, State(), iter([])) == "result"
     kq._CORES.pop(("tail-test",), None)
 
-    monkeypatch.setitem(kq._CORES, ("jrouter-test",), Core())
-    frame = pd.DataFrame({"seq": [2, 1], "input": ["s", "s"], "ts": [0, 0], "data": ["{}", "{}"],
-                          "end": [False, False], "error": [None, None]})
-    chunks = kq._route_chunks(("jrouter-test",), None, "", 2, iter([frame]))
-    assert next(chunks) == "result"
-    assert gc.isenabled() and gc_pause.depth() == 0  # suspended at its yield: not paused
-    assert list(chunks) == []
+    # a router chunk in a journal read (``routed_source``): routed and packed while paused
+    monkeypatch.setattr(kq, "pack_rows", record)
+    monkeypatch.setattr(kq, "_plan_key", lambda plan: "test-plan")
+    monkeypatch.setitem(kq._CORES, ("jrouter", "q", "test-plan"), Core())
+    rows = [(2, "s", 0, "{}", False, None), (1, "s", 0, "{}", False, None)]
+    assert kq.route_rows("q", None, "", 2, rows) == "result"
     assert seen == [False] * 5 and gc.isenabled() and gc_pause.depth() == 0

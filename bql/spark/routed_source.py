@@ -1,0 +1,127 @@
+"""``sbpy_routed``: the journal source of a keyed query, whose reads hand Spark packed rows.
+
+A keyed plan's first Python step runs over the journal rows in their read partitions anyway — the
+stateless router of a plan without upstream stages (``keyed_ops.JournalRouter``: each tuple's partition
+key, its rows packed per bucket) or the packing of a keyed window plan's rows for its one-group router.
+As a ``mapInPandas`` after ``sbpy_journal`` that step costs every journal row a trip Python (the read)
+→ JVM → Python (Arrow, then pandas) and back. This source is ``sbpy_journal`` (same options, offsets,
+admission limit and seq-range partitions) whose ``read`` runs that step itself over the range it read,
+in chunks of ``READ_BATCH`` journal rows as the ``mapInPandas`` frames were, and yields only its
+output:
+
+- ``mode=route`` (``_b int, rows string``: ``keyed_query.PACK_SCHEMA``): ``keyed_query.route_rows`` — the keyed
+  operator's input, one row per bucket with rows in the chunk;
+- ``mode=pack`` (``_g int, rows string``): the chunk's journal rows as one
+  JSON list (``keyed_query.pack_journal_rows``) — the window router's input.
+
+Option ``keyed``: what the step needs (query id, plan, topology, buckets), pickled and base64-encoded
+(``encode_keyed``), unpickled once per worker process. Progress counts journal seqs, as for a source
+sending ranges (``journal_source.count_range_rows``): Spark counts the packed rows.
+"""
+from __future__ import annotations
+
+import base64
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StructType
+
+from . import journal_format as jf
+from .journal_source import READ_BATCH, JournalStreamReader
+
+NAME = "sbpy_routed"
+MODES = {"route": "_b int, rows string", "pack": "_g int, rows string"}
+
+
+def encode_keyed(query_id: str, plan: Any, topology: str, buckets: int) -> str:
+    """The ``keyed`` option of a read: the plan the worker routes or packs for."""
+    payload = (query_id, plan, topology, int(buckets))
+    return base64.b64encode(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
+
+
+_DECODED: dict[str, tuple[str, Any, str, int]] = {}  # per worker process: option text -> payload
+
+
+def decode_keyed(text: str) -> tuple[str, Any, str, int]:
+    payload = _DECODED.get(text)
+    if payload is None:
+        payload = _DECODED[text] = pickle.loads(base64.b64decode(text))
+    return payload
+
+
+class RoutedStreamReader(JournalStreamReader):
+    """``JournalStreamReader`` whose partitions yield the keyed plan's packed rows (module doc)."""
+
+    def __init__(self, options: dict[str, str]):
+        super().__init__(options)
+        self.mode = options.get("mode") or ""
+        if self.mode not in MODES:
+            raise ValueError(f"the {NAME} source's 'mode' option is one of {sorted(MODES)}, not '{self.mode}'")
+        self.keyed = options.get("keyed") or ""
+        if not self.keyed:
+            raise ValueError(f"the {NAME} source needs the 'keyed' option")
+        if self.ranges:
+            raise ValueError(f"the {NAME} source reads entries, not ranges")
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        from . import keyed_query
+
+        rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto)  # type: ignore[attr-defined]
+        query_id, plan, topology, buckets = decode_keyed(self.keyed)
+        schema = arrow_schema(self.mode)
+        for start in range(0, len(rows), READ_BATCH):
+            chunk = rows[start:start + READ_BATCH]
+            if self.mode == "route":
+                packs = keyed_query.route_rows(query_id, plan, topology, buckets, chunk)
+            else:
+                packs = [(0, keyed_query.pack_journal_rows(chunk))]
+            if packs:
+                yield batch_of(packs, schema)
+
+
+def batch_of(packs: list[tuple[int, str]], schema: Any) -> Any:
+    """``(grouping value, text)`` pairs as one Arrow record batch of ``schema``."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays([pa.array([p[0] for p in packs], type=schema[0].type),
+                                       pa.array([p[1] for p in packs], type=schema[1].type)], schema=schema)
+
+
+_SCHEMAS: dict[str, Any] = {}
+
+
+def arrow_schema(mode: str) -> Any:
+    """The mode's schema as pyspark converts a data source's schema for its reads (it compares them)."""
+    schema = _SCHEMAS.get(mode)
+    if schema is None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+        group, rows = (f.split()[0] for f in MODES[mode].split(", "))
+        struct = StructType([StructField(group, IntegerType()), StructField(rows, StringType())])
+        schema = _SCHEMAS[mode] = to_arrow_schema(struct, timezone="UTC")
+    return schema
+
+
+class RoutedDataSource(DataSource):
+    """The ``sbpy_routed`` streaming source (read-only)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        mode = self.options.get("mode") or ""
+        if mode not in MODES:
+            raise ValueError(f"the {NAME} source's 'mode' option is one of {sorted(MODES)}, not '{mode}'")
+        return MODES[mode]
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return RoutedStreamReader(dict(self.options))
+
+
+def register(spark: Any) -> None:
+    """Register ``sbpy_routed`` with a session (idempotent)."""
+    spark.dataSource.register(RoutedDataSource)
