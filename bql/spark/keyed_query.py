@@ -4,7 +4,7 @@ chained stateful operators.
 ::
 
     sbpy_routed (route: JournalRouter in the reads)                       no stage before K: stateless
-    │  or sbpy_journal ─► groupBy(0).transformWithStateInPandas(router)  one group: upstream stages, keys
+    │  or sbpy_routed (pack) ─► groupBy(0).transformWithStateInPandas(router)  upstream stages, keys
     ─► groupBy(_b).transformWithStateInPandas(keyed)                     one group per bucket of keys
     ─► groupBy(0).transformWithStateInPandas(tail)                       only if stages follow K
 
@@ -151,11 +151,6 @@ def _sequential(role: str, query_id: str, plan: KeyedPlan, topology: str, make: 
     return _Sequential()
 
 
-def _journal_rows(pdf: Any) -> Any:
-    """Journal rows ``(seq, input, ts, data, end[, error])`` of a frame of the journal source."""
-    return zip(*(pdf[c].tolist() for c in ("seq", "input", "ts", "data", "end", "error") if c in pdf.columns))
-
-
 def pack_journal_rows(rows: list[tuple]) -> str:
     """Journal rows as the keyed window router's packed input: a JSON list of ``[seq, input, ts, data,
     end, error]``, so its ``transformWithState`` gets one row per read chunk instead of regrouping every
@@ -164,13 +159,10 @@ def pack_journal_rows(rows: list[tuple]) -> str:
 
 
 def _feed(role: str, core: Any, pdf: Any) -> list[tuple]:
-    if role == "window-router":  # packed journal rows (``pack_journal_rows``), in arrival order
+    if role in ("window-router", "router"):  # packed journal rows (``pack_journal_rows``), in arrival order
         rows = [tuple(r) for text in pdf["rows"].tolist() for r in orjson.loads(text)]
-        rows.sort(key=lambda r: r[0])
+        rows.sort(key=_seq_of)
         return core.run(rows)
-    if role == "router":
-        pdf = pdf.sort_values("seq", kind="stable")
-        return core.run(_journal_rows(pdf))
     return core.run(list(pdf[ROW_COLUMNS].itertuples(index=False, name=None)))
 
 
@@ -312,13 +304,11 @@ def _seq_of(row: tuple) -> int:
     return row[0]
 
 
-def source_mode(plan: KeyedPlan) -> str | None:
-    """How ``routed_source`` reads the journal for ``plan``: ``"pack"`` (a keyed window plan's router
-    input), ``"route"`` (no upstream stage: the stateless routing), None (the stateful router reads the
-    journal rows themselves)."""
-    if plan.kind == WINDOW:
-        return "pack"
-    return None if plan.upstream else "route"
+def source_mode(plan: KeyedPlan) -> str:
+    """How ``routed_source`` reads the journal for ``plan``: ``"route"`` (no upstream stage: the
+    stateless routing) or ``"pack"`` (the input of a one-group router: a keyed window plan's, or one
+    running upstream stages)."""
+    return "route" if plan.kind != WINDOW and not plan.upstream else "pack"
 
 
 def bucket_count(spark: Any, checkpoint: Any, partitions: int | None) -> int:
@@ -329,10 +319,9 @@ def bucket_count(spark: Any, checkpoint: Any, partitions: int | None) -> int:
 
 
 def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", buckets: int = 1) -> Any:
-    """The keyed chain with ``buckets`` buckets of keys (``bucket_count``) over ``reader``: the
-    ``sbpy_routed`` stream in the plan's ``source_mode`` (packed journal rows for a window plan, the
-    routed rows for a plan without upstream stages), else the ``sbpy_journal`` stream. Its rows have
-    ``ROW_SCHEMA``."""
+    """The keyed chain with ``buckets`` buckets of keys (``bucket_count``) over ``reader``, the
+    ``sbpy_routed`` stream in the plan's ``source_mode`` (the routed rows for a plan without upstream
+    stages, else packed journal rows for its one-group router). Its rows have ``ROW_SCHEMA``."""
     from pyspark.sql import functions as F
 
     if plan.kind == WINDOW:  # the ordered pass keeps the watermark and the open windows: one stateful group
@@ -342,8 +331,7 @@ def build(reader: Any, query_id: str, plan: KeyedPlan, topology: str = "", bucke
     elif plan.upstream:
         router = _sequential("router", query_id, plan, topology, lambda: RouterCore(plan, topology),
                              functools.partial(_packed, buckets))
-        df = (reader.withColumn("_g", F.lit(0)).groupBy("_g")
-              .transformWithStateInPandas(router, PACK_SCHEMA, "Append", "None"))
+        df = reader.groupBy("_g").transformWithStateInPandas(router, PACK_SCHEMA, "Append", "None")
     else:  # routed by the source's reads: no operator start-up and no state commit per micro-batch
         df = reader
     keyed = _window_keyed(query_id, plan, topology) if plan.kind == WINDOW else _keyed(query_id, plan, topology)

@@ -288,7 +288,7 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     # seq range); the logged layout measured slower per small batch with the option on (README Session 13)
     journal = None if keyed is not None or layout == LOGGED else (str(spec.journal_dir), tuple(spec.inputs))
     routed = keyed_query.source_mode(keyed) if keyed is not None else None
-    if routed is not None:  # the keyed plan's first step runs in the journal reads (``routed_source``)
+    if routed is not None:  # a keyed plan's journal reads route or pack its rows (``routed_source``)
         keyed_option = routed_source.encode_keyed(spec.query_id, keyed, spec.topology, partitions)
         source = routed_reader(spark, spec, start_seq, routed, keyed_option)
     else:

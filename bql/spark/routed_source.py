@@ -2,7 +2,9 @@
 
 A keyed plan's first Python step runs over the journal rows in their read partitions anyway — the
 stateless router of a plan without upstream stages (``keyed_ops.JournalRouter``: each tuple's partition
-key, its rows packed per bucket) or the packing of a keyed window plan's rows for its one-group router.
+key, its rows packed per bucket) or the packing of the rows for a one-group router (a keyed window
+plan's, or the ``RouterCore`` running upstream stages), whose pandas ``transformWithState`` would
+otherwise regroup every journal row in Python.
 As a ``mapInPandas`` after ``sbpy_journal`` that step costs every journal row a trip Python (the read)
 → JVM → Python (Arrow, then pandas) and back. This source is ``sbpy_journal`` (same options, offsets,
 admission limit and seq-range partitions) whose ``read`` runs that step itself over the range it read,
@@ -12,7 +14,7 @@ output:
 - ``mode=route`` (``_b int, rows string``: ``keyed_query.PACK_SCHEMA``): ``keyed_query.route_rows`` — the keyed
   operator's input, one row per bucket with rows in the chunk;
 - ``mode=pack`` (``_g int, rows string``): the chunk's journal rows as one
-  JSON list (``keyed_query.pack_journal_rows``) — the window router's input.
+  JSON list (``keyed_query.pack_journal_rows``) — a one-group router's input.
 
 Option ``keyed``: what the step needs (query id, plan, topology, buckets), pickled and base64-encoded
 (``encode_keyed``), unpickled once per worker process. Progress counts journal seqs, as for a source

@@ -103,14 +103,21 @@ def test_bad_options_are_refused(tmp_path, options, message):
         rs.RoutedStreamReader({"dir": str(tmp_path), "inputs": "ticks", **options})
 
 
+UPSTREAM = [StageSpec("f", "SELECT RSTREAM * FROM ticks [RANGE 1 TUPLES] WHERE p >= 0", ("ticks",)),
+            StageSpec("m", MATCH.replace("FROM ticks", "FROM f"), ("f",))]
+
+
 @pytest.mark.spark
-def test_a_keyed_query_reads_packed_rows_and_reports_journal_seqs(spark, tmp_path):
+@pytest.mark.parametrize("stages, mode", [([StageSpec("m", MATCH, ("ticks",))], "route"), (UPSTREAM, "pack")])
+def test_a_keyed_query_reads_packed_rows_and_reports_journal_seqs(spark, tmp_path, stages, mode):
+    from sbpy.bql.spark.keyed_query import source_mode
     from sbpy.bql.spark.query import QuerySpec, start_query
 
+    assert source_mode(plan_keyed(stages, ("ticks",))) == mode
     journal = _journal(tmp_path, 500)
     got = []
     spec = QuerySpec(query_id="t.routed", journal_dir=journal.dir, inputs=("ticks",),
-                     stages=[StageSpec("m", MATCH, ("ticks",))], checkpoint_dir=tmp_path / "ck",
+                     stages=stages, checkpoint_dir=tmp_path / "ck",
                      on_batch=lambda batch_id, rows: got.extend(rows), topology="t")
     handle = start_query(spark, spec)
     try:
@@ -120,4 +127,4 @@ def test_a_keyed_query_reads_packed_rows_and_reports_journal_seqs(spark, tmp_pat
         assert handle.last_progress["numInputRows"] == journal.seq  # the handle counts journal seqs
     finally:
         handle.stop()
-    assert [r["kind"] for r in got].count("end") == 1
+    assert sorted(r["node"] for r in got if r["kind"] == "end") == sorted(s.node for s in stages)
