@@ -130,6 +130,16 @@ def decode_data(text: str | bytes) -> Any:
     return _untag(value)
 
 
+def decode_data_carried(text: str) -> tuple[Any, Any]:
+    """``decode_data(text)`` and what a keyed plan's packed row carries for the tuple: the map itself when
+    ``text`` holds a map with no tag and no escaped key — packed as JSON it comes back the same map, so
+    the bucket parses it once, with the pack —, else ``text``."""
+    value = orjson.loads(text)
+    if "$" in text or "\\u" in text:
+        return _untag(value), text
+    return value, (value if type(value) is dict else text)
+
+
 def decode_data_value(value: Any) -> Any:
     """``decode_data`` of a text already parsed as plain JSON into ``value`` (the tags resolved)."""
     return _untag(value)

@@ -27,7 +27,7 @@ from sbpy.bql.eval import Env
 from sbpy.bql.runtime.processor import StepResult, Tuple
 
 from . import journal_format as jf
-from .journal_values import Timestamps
+from .journal_values import Timestamps, decode_data_carried
 from .keyed_plan import ALL_KEYS, ERROR_KEY, PASS_KEY, KeyedPlan, route_key
 from .operator import Pipeline, _error_text, build_stage
 
@@ -126,14 +126,15 @@ class RouterCore:
 
     def _route(self, seq: int, name: str, ts: int, text: str | None) -> None:
         try:
-            data, when = jf.decode_data(text), self.times.get(ts)
+            (data, carried), when = decode_data_carried(text), self.times.get(ts)
         except Exception as exc:  # noqa: BLE001 - a bad entry drops only its own step
             self._emit("dropped", name, seq, ts, text, _error_text(exc), name, "input")
             return
         key = self._key(data, when, seq, name)
         if key != ERROR_KEY:
             self._register(key)
-        self._emit("tuple", name, seq, ts, text, None, name, None, key)
+        # a plain map goes as itself: the bucket reads it from the pack, not from a text in the pack
+        self._emit("tuple", name, seq, ts, carried, None, name, None, key)
 
     def _key(self, data: Any, when: Any, seq: int, name: str) -> str:
         """The partition key of the tuple ``(data, when, seq, name)``; ``ERROR_KEY`` when its PARTITION BY
@@ -223,7 +224,8 @@ class KeyedCore:
         return ("stat", self.node, last_seq, 1 << 62, 0, 0, jf.encode_data(counts), None, None, None, None)
 
     def run_into(self, rows: list[tuple], out: list[tuple], counts: dict[str, Any]) -> None:
-        """Rows ``(seq, idx, kind, ts, data, input)`` of one key, sorted by (seq, idx): their output rows
+        """Rows ``(seq, idx, kind, ts, data, input)`` of one key, sorted by (seq, idx) — ``data`` the tuple's
+        tagged JSON text or, as the router carries a plain map, the map itself: their output rows
         are appended to ``out`` (``sub`` = their place in ``out``, increasing within a routed row) and
         counted in ``counts``."""
         received: dict[str, int] = counts["received"]
@@ -236,7 +238,8 @@ class KeyedCore:
                     result: StepResult = proc.finish(name)
                 else:
                     received[name] = received.get(name, 0) + 1
-                    tup = Tuple(jf.decode_data(text), times.get(ts), seq, name)
+                    data = text if type(text) is dict else jf.decode_data(text)  # a routed map, or its text
+                    tup = Tuple(data, times.get(ts), seq, name)
                     result = proc.process(tup)
             except Exception as exc:  # noqa: BLE001 - a bad tuple drops only its own step
                 dropped += 1

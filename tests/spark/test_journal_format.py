@@ -24,6 +24,30 @@ def test_value_round_trip(value):
     assert back == value and type(back) is type(value)
 
 
+@pytest.mark.parametrize("value", [
+    {}, {"a": 1, "b": -0.0, "c": "héllo\n\"q\"\u2028", "d": [1, 2.5, None, {"e": True}]},
+    {"big": (1 << 63) - 1, "small": -(1 << 63), "f": 1e300},
+    {"t": dt.datetime(2024, 1, 2, tzinfo=UTC)}, {"b": b"\x00"}, {"$x": 1}, {"n": math.inf},
+    {"ctl": "a\x01b"}, [1, 2], "text", 5, None,
+])
+def test_carried_data_packs_back_to_the_same_value(value):
+    """``decode_data_carried``: the decoded value, and what a keyed plan's packed row carries — a plain map
+    as itself (packed as JSON it comes back equal, same types), anything else as its text."""
+    import orjson
+
+    from sbpy.bql.spark.journal_values import decode_data_carried
+
+    text = jf.encode_data(value)
+    data, carried = decode_data_carried(text)
+    assert data == value and type(data) is type(value)
+    plain = type(value) is dict and "$" not in text and "\\u" not in text
+    assert (carried is data) if plain else (carried == text)
+    back = orjson.loads(orjson.dumps([carried]))[0]  # through a pack
+    got = back if type(back) is dict else jf.decode_data(back)
+    assert got == value and [type(v) for v in got.values()] == [type(v) for v in value.values()] \
+        if plain else got == value
+
+
 def test_float_stays_float_and_non_finite():
     assert jf.encode_data({"x": 2.0}) == '{"x":2.0}'
     back = jf.decode_data(jf.encode_data([math.nan, math.inf, -math.inf]))
