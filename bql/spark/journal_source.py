@@ -33,6 +33,7 @@ Usage::
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -137,11 +138,18 @@ def arrow_batches(rows: list[tuple], size: int = READ_BATCH) -> Iterator[Any]:
 
 def arrow_schema() -> Any:
     """``SCHEMA`` as pyspark converts a data source's schema for its reads (no JVM needed)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+    return arrow_schema_of(SCHEMA)
 
-    types = {"long": LongType(), "string": StringType(), "boolean": BooleanType()}
-    fields = [f.split() for f in SCHEMA.split(", ")]
+
+@functools.lru_cache(maxsize=8)
+def arrow_schema_of(ddl: str) -> Any:
+    """A data source's schema (``"name type, ..."``, types ``long``, ``int``, ``string``, ``boolean``) as
+    pyspark converts it for the source's reads, which it compares with each batch's schema."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
+
+    types = {"long": LongType(), "int": IntegerType(), "string": StringType(), "boolean": BooleanType()}
+    fields = [f.split() for f in ddl.split(", ")]
     struct = StructType([StructField(name, types[kind]) for name, kind in fields])
     return to_arrow_schema(struct, timezone="UTC")
 

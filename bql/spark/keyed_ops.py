@@ -177,9 +177,10 @@ class RouterCore:
 
 
 class JournalRouter(RouterCore):
-    """The router of a plan without upstream stages, as a stateless ``mapInPandas``: it keeps no key
-    list, so when K's input ends it sends one ``ALL_KEYS`` row, which reaches every bucket
-    (``keyed_buckets.pack_rows``); each bucket finishes the keys it holds, and bucket 0 ends K."""
+    """The router of a plan without upstream stages, stateless (it runs in the journal source's reads,
+    ``routed_source``): it keeps no key list, so when K's input ends it sends one ``ALL_KEYS`` row, which
+    reaches every bucket (``keyed_buckets.pack_rows``); each bucket finishes the keys it holds, and
+    bucket 0 ends K."""
 
     def __init__(self, plan: KeyedPlan, topology: str = ""):
         if plan.upstream:

@@ -31,7 +31,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import StructType
 
 from . import journal_format as jf
-from .journal_source import READ_BATCH, JournalStreamReader
+from .journal_source import READ_BATCH, JournalStreamReader, arrow_schema_of
 
 NAME = "sbpy_routed"
 MODES = {"route": "_b int, rows string", "pack": "_g int, rows string"}
@@ -91,20 +91,9 @@ def batch_of(packs: list[tuple[int, str]], schema: Any) -> Any:
                                        pa.array([p[1] for p in packs], type=schema[1].type)], schema=schema)
 
 
-_SCHEMAS: dict[str, Any] = {}
-
-
 def arrow_schema(mode: str) -> Any:
     """The mode's schema as pyspark converts a data source's schema for its reads (it compares them)."""
-    schema = _SCHEMAS.get(mode)
-    if schema is None:
-        from pyspark.sql.pandas.types import to_arrow_schema
-        from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-
-        group, rows = (f.split()[0] for f in MODES[mode].split(", "))
-        struct = StructType([StructField(group, IntegerType()), StructField(rows, StringType())])
-        schema = _SCHEMAS[mode] = to_arrow_schema(struct, timezone="UTC")
-    return schema
+    return arrow_schema_of(MODES[mode])
 
 
 class RoutedDataSource(DataSource):

@@ -126,6 +126,16 @@ def test_b5_runs_tiny():
 
 @pytest.mark.spark
 @pytest.mark.slow
+def test_b5_keyed_only_runs_the_keyed_plan_alone():
+    out = _run("b5_match.py", "--n", "3000", "--spark", "3000", "--guard", "0", "--batch", "1000", "--keyed-only")
+    table = out.split("same matches", 1)[1]
+    rows = [line for line in table.splitlines() if line.startswith(("in-process", "Spark"))]
+    assert len(rows) == 1 and rows[0].startswith("Spark keyed (keyed)") and rows[0].rstrip().endswith("yes"), out
+    assert "after the first batch" in table and "planned" not in out, out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
 def test_b2_runs_tiny():
     out = _run("b2_latency.py", "--n", "3", "--gap-ms", "0")
     assert "ratio sbpy / PySpark" in out

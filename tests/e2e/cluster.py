@@ -24,18 +24,13 @@ _TESTS = str(Path(__file__).resolve().parents[1])  # tests/ (standalone scripts 
 if _TESTS not in sys.path:
     sys.path.append(_TESTS)
 from loopback import free_port  # noqa: E402 - re-exported for server_process, crash_harness, the stress scripts
-
-
-def spark_home() -> str:
-    import pyspark
-
-    return os.path.dirname(pyspark.__file__)
+from sbpy.bql.spark.spark_home import pyspark_home  # noqa: E402 - the installed pyspark's own Spark home
 
 
 def cluster_env() -> dict[str, str]:
     """The environment of the cluster's JVMs (and of a driver that talks to them)."""
     env = dict(os.environ)
-    env.update(SPARK_HOME=spark_home(), SPARK_LOCAL_IP="127.0.0.1", SPARK_MASTER_HOST="127.0.0.1")
+    env.update(SPARK_HOME=str(pyspark_home()), SPARK_LOCAL_IP="127.0.0.1", SPARK_MASTER_HOST="127.0.0.1")
     env.pop("PYSPARK_GATEWAY_PORT", None)
     env.pop("PYSPARK_GATEWAY_SECRET", None)
     return env
@@ -88,7 +83,7 @@ class StandaloneCluster:
     # ------------------------------------------------------------ lifecycle
 
     def _spawn(self, args: list[str], log: Path) -> subprocess.Popen:
-        spark_class = os.path.join(spark_home(), "bin", "spark-class")
+        spark_class = os.path.join(pyspark_home(), "bin", "spark-class")
         with open(log, "wb") as out:
             return subprocess.Popen([spark_class, *args], stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, env=cluster_env(), cwd=self.base_dir,
