@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import os
 import zlib
 from collections.abc import Callable, Iterable
@@ -153,8 +154,8 @@ def unpack_rows(texts: Iterable[str]) -> list[list]:
     return rows
 
 
-def _row_order(r: list) -> tuple[int, int]:
-    return (r[2], r[3])
+_row_order = operator.itemgetter(2, 3)  # a routed row's (seq, idx)
+_run_fields = operator.itemgetter(2, 3, 0, 5, 6, 8)  # (seq, idx, kind, ts, data, input): ``KeyedCore.run_into``
 
 
 @functools.lru_cache(maxsize=64)
@@ -255,7 +256,7 @@ class BucketCore:
             for key in key_order(list(groups)) if key_order else groups:
                 krows = groups[key]
                 self._activate(key, get, log, krows[0][2])
-                core.run_into([(r[2], r[3], r[0], r[5], r[6], r[8]) for r in krows], out, counts)
+                core.run_into(list(map(_run_fields, krows)), out, counts)
                 last = max(last, krows[-1][2])
                 put(key, core.snapshot())
                 views[key] = PartitionView(core.proc)

@@ -31,6 +31,7 @@ from window start to the bucket's pickled pane of it, and the stamp).
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -300,8 +301,7 @@ def route_rows(query_id: str, plan: KeyedPlan, topology: str, buckets: int, rows
         return pack_rows(core.run(ordered), buckets)
 
 
-def _seq_of(row: tuple) -> int:
-    return row[0]
+_seq_of = operator.itemgetter(0)  # a journal row's seq
 
 
 def source_mode(plan: KeyedPlan) -> str:
