@@ -333,6 +333,11 @@ KEYED_PARTITIONING = ("bucketed by PARTITION BY key: one group, one Python call 
                       "(spark.sql.shuffle.partitions at its first start, sbpy's default 2), pinned in its checkpoint")
 
 
+KEYED_ROUTING = ("; each tuple's key computed and its row packed for its bucket inside the journal reads "
+                 "(sbpy_routed), no router operator")
+KEYED_ROUTER = "; a one-group router runs the stages before it and routes their rows to the buckets"
+
+
 WINDOW_PARTITIONING = ("bucketed by the plain GROUP BY fields: one group, one Python call per micro-batch, per "
                        "bucket crc32(key) mod N (N pinned as for MATCH_RECOGNIZE); a one-group ordered router "
                        "before it decides the global watermark, late tuples and which tuple closes which window, "
@@ -358,7 +363,9 @@ def _place(plan_stages: Sequence[StagePlan], execution: Execution, keyed_node: s
                 tier, where, part = Tier.KEYED, Where.EXECUTOR, WINDOW_PARTITIONING
                 tier_why = "a tumble/hop GROUP BY over plain fields, AFTER WATERMARK: every group lives in one key"
             elif s.node == keyed_node:
-                tier, where, part = Tier.KEYED, Where.EXECUTOR, KEYED_PARTITIONING
+                first = plan_stages[0].node == keyed_node  # no stage before it: routed in the reads
+                tier, where = Tier.KEYED, Where.EXECUTOR
+                part = KEYED_PARTITIONING + (KEYED_ROUTING if first else KEYED_ROUTER)
             else:
                 tier, where, part = Tier.SEQUENTIAL, Where.EXECUTOR, "one group (router or tail, arrival order)"
         else:

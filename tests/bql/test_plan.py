@@ -51,6 +51,12 @@ def test_match_recognize_with_partition_by_is_keyed_on_request_and_explained(mon
     plan = _plan(("m", MATCH, ["src"]))
     assert plan.execution is Execution.KEYED
     assert plan.stages[0].tier is Tier.KEYED
+    assert "inside the journal reads (sbpy_routed)" in plan.stages[0].partitioning  # no stage before it
+    chain = _plan(("f", "SELECT RSTREAM * FROM src [RANGE 1 TUPLES] WHERE ts > 0", ["src"]),
+                  ("m", MATCH.replace("FROM src", "FROM f"), ["f"]))
+    assert chain.execution is Execution.KEYED
+    assert "one-group router runs the stages before it" in chain.stages[1].partitioning
+    assert chain.stages[0].partitioning.startswith("one group (router or tail")
 
 
 @pytest.mark.parametrize("text, why", [
