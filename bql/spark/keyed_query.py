@@ -153,9 +153,10 @@ def _sequential(role: str, query_id: str, plan: KeyedPlan, topology: str, make: 
 
 
 def pack_journal_rows(rows: list[tuple]) -> str:
-    """Journal rows as the keyed window router's packed input: a JSON list of ``[seq, input, ts, data,
-    end, error]``, so its ``transformWithState`` gets one row per read chunk instead of regrouping every
-    journal row in Python (``routed_source``'s ``pack`` mode)."""
+    """Journal rows as a one-group router's packed input (a keyed window plan's, or one running upstream
+    stages): a JSON list of ``[seq, input, ts, data, end, error]``, so its ``transformWithState`` gets one
+    row per read chunk instead of regrouping every journal row in Python (``routed_source``'s ``pack``
+    mode)."""
     return orjson.dumps(rows).decode("utf-8")
 
 

@@ -287,10 +287,9 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     # the snapshot layout's one group reads a large batch's journal entries itself (the source sends its
     # seq range); the logged layout measured slower per small batch with the option on (README Session 13)
     journal = None if keyed is not None or layout == LOGGED else (str(spec.journal_dir), tuple(spec.inputs))
-    routed = keyed_query.source_mode(keyed) if keyed is not None else None
-    if routed is not None:  # a keyed plan's journal reads route or pack its rows (``routed_source``)
+    if keyed is not None:  # its journal reads route or pack the rows (``routed_source``)
         keyed_option = routed_source.encode_keyed(spec.query_id, keyed, spec.topology, partitions)
-        source = routed_reader(spark, spec, start_seq, routed, keyed_option)
+        source = routed_reader(spark, spec, start_seq, keyed_query.source_mode(keyed), keyed_option)
     else:
         source = journal_reader(spark, spec, start_seq, ranges=journal is not None)
     if layout == LOGGED and tick_ms:
@@ -309,7 +308,7 @@ def start_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     else:
         out = keyed_query.build(source, spec.query_id, keyed, spec.topology, partitions)
     handle = start_writer(spark, spec, out, checkpoint, partitions, tick_ms, _collect)
-    handle.reads_ranges = journal is not None or routed is not None  # progress counts journal seqs
+    handle.reads_ranges = journal is not None or keyed is not None  # progress counts journal seqs
     return handle
 
 
