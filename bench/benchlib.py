@@ -116,12 +116,7 @@ def run_to_end(spark: Any, spec: Any) -> tuple[float, list[dict[str, Any]]]:
     try:
         handle.process_all_available()
         wall = time.perf_counter() - t0
-        progress = list(handle._query.recentProgress)
-        if handle.reads_ranges:  # its source sends ranges or packed rows: count journal seqs
-            from sbpy.bql.spark.journal_source import count_range_rows
-
-            progress = [count_range_rows(p) for p in progress]
-        progress = [p for p in progress if p.get("numInputRows")]
+        progress = [p for p in handle.recent_progress if p.get("numInputRows")]
     finally:
         handle.stop()
     return wall, progress

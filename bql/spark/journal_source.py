@@ -33,8 +33,10 @@ Usage::
 """
 from __future__ import annotations
 
+import base64
 import functools
 import json
+import pickle
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -134,6 +136,22 @@ def arrow_batches(rows: list[tuple], size: int = READ_BATCH) -> Iterator[Any]:
         chunk = rows[start:start + size]
         columns = [pa.array([r[i] for r in chunk], type=f.type) for i, f in enumerate(schema)]
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def pickled_option(payload: Any) -> str:
+    """``payload`` as a source option's text (pickled, base64): what a read needs besides the journal."""
+    return base64.b64encode(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
+
+
+_UNPICKLED: dict[str, Any] = {}  # per worker process: option text -> payload
+
+
+def unpickled_option(text: str) -> Any:
+    """The payload of a ``pickled_option`` text, unpickled once per worker process (not per read)."""
+    payload = _UNPICKLED.get(text)
+    if payload is None:
+        payload = _UNPICKLED[text] = pickle.loads(base64.b64decode(text))
+    return payload
 
 
 def arrow_schema() -> Any:

@@ -120,6 +120,15 @@ class QueryHandle:
         return count_range_rows(progress) if self.reads_ranges else progress
 
     @property
+    def recent_progress(self) -> list[dict[str, Any]]:
+        """Spark's recent progress reports, their rows counted as ``last_progress`` counts them."""
+        try:
+            progress = list(self._query.recentProgress)
+        except Exception:
+            return []
+        return [count_range_rows(p) for p in progress] if self.reads_ranges else progress
+
+    @property
     def status(self) -> dict[str, Any] | None:
         try:
             return self._query.status

@@ -17,13 +17,11 @@ output:
   JSON list (``keyed_query.pack_journal_rows``) — a one-group router's input.
 
 Option ``keyed``: what the step needs (query id, plan, topology, buckets), pickled and base64-encoded
-(``encode_keyed``), unpickled once per worker process. Progress counts journal seqs, as for a source
+(``encode_keyed``, ``journal_source.pickled_option``), unpickled once per worker process. Progress counts journal seqs, as for a source
 sending ranges (``journal_source.count_range_rows``): Spark counts the packed rows.
 """
 from __future__ import annotations
 
-import base64
-import pickle
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,7 +29,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import StructType
 
 from . import journal_format as jf
-from .journal_source import READ_BATCH, JournalStreamReader, arrow_schema_of
+from .journal_source import READ_BATCH, JournalStreamReader, arrow_schema_of, pickled_option, unpickled_option
 
 NAME = "sbpy_routed"
 MODES = {"route": "_b int, rows string", "pack": "_g int, rows string"}
@@ -39,18 +37,15 @@ MODES = {"route": "_b int, rows string", "pack": "_g int, rows string"}
 
 def encode_keyed(query_id: str, plan: Any, topology: str, buckets: int) -> str:
     """The ``keyed`` option of a read: the plan the worker routes or packs for."""
-    payload = (query_id, plan, topology, int(buckets))
-    return base64.b64encode(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
+    return pickled_option((query_id, plan, topology, int(buckets)))
 
 
-_DECODED: dict[str, tuple[str, Any, str, int]] = {}  # per worker process: option text -> payload
-
-
-def decode_keyed(text: str) -> tuple[str, Any, str, int]:
-    payload = _DECODED.get(text)
-    if payload is None:
-        payload = _DECODED[text] = pickle.loads(base64.b64decode(text))
-    return payload
+def mode_of(options: Any) -> str:
+    """The ``mode`` option, checked."""
+    mode = options.get("mode") or ""
+    if mode not in MODES:
+        raise ValueError(f"the {NAME} source's 'mode' option is one of {sorted(MODES)}, not '{mode}'")
+    return mode
 
 
 class RoutedStreamReader(JournalStreamReader):
@@ -58,9 +53,7 @@ class RoutedStreamReader(JournalStreamReader):
 
     def __init__(self, options: dict[str, str]):
         super().__init__(options)
-        self.mode = options.get("mode") or ""
-        if self.mode not in MODES:
-            raise ValueError(f"the {NAME} source's 'mode' option is one of {sorted(MODES)}, not '{self.mode}'")
+        self.mode = mode_of(options)
         self.keyed = options.get("keyed") or ""
         if not self.keyed:
             raise ValueError(f"the {NAME} source needs the 'keyed' option")
@@ -71,7 +64,7 @@ class RoutedStreamReader(JournalStreamReader):
         from . import keyed_query
 
         rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto)  # type: ignore[attr-defined]
-        query_id, plan, topology, buckets = decode_keyed(self.keyed)
+        query_id, plan, topology, buckets = unpickled_option(self.keyed)
         schema = arrow_schema(self.mode)
         for start in range(0, len(rows), READ_BATCH):
             chunk = rows[start:start + READ_BATCH]
@@ -104,10 +97,7 @@ class RoutedDataSource(DataSource):
         return NAME
 
     def schema(self) -> str:
-        mode = self.options.get("mode") or ""
-        if mode not in MODES:
-            raise ValueError(f"the {NAME} source's 'mode' option is one of {sorted(MODES)}, not '{mode}'")
-        return MODES[mode]
+        return MODES[mode_of(self.options)]
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return RoutedStreamReader(dict(self.options))

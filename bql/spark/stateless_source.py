@@ -12,8 +12,6 @@ The driver restores arrival order by ``(seq, idx)`` exactly as before (``collect
 """
 from __future__ import annotations
 
-import base64
-import pickle
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -21,7 +19,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import StructType
 
 from . import journal_format as jf
-from .journal_source import JournalStreamReader
+from .journal_source import JournalStreamReader, pickled_option, unpickled_option
 from .operator import OUTPUT_COLUMNS, OUTPUT_SCHEMA, StageSpec
 
 NAME = "sbpy_stateless"
@@ -30,19 +28,12 @@ BATCH_ROWS = 65_536  # output rows per Arrow record batch
 
 def encode_chain(query_id: str, stages: Sequence[StageSpec], topology: str, out_format: str) -> str:
     """The ``chain`` option: what a partition needs to build (or find cached) its pipeline."""
-    payload = (query_id, out_format, topology, list(stages))
-    return base64.b64encode(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
-
-
-_DECODED: dict[str, tuple[str, str, str, list[StageSpec]]] = {}  # per worker process: option text -> chain
+    return pickled_option((query_id, out_format, topology, list(stages)))
 
 
 def decode_chain(text: str) -> tuple[str, str, str, list[StageSpec]]:
     """The chain of a ``chain`` option, unpickled once per worker process (not per partition read)."""
-    chain = _DECODED.get(text)
-    if chain is None:
-        chain = _DECODED[text] = pickle.loads(base64.b64decode(text))
-    return chain
+    return unpickled_option(text)
 
 
 def record_batches(rows: list[tuple], size: int = BATCH_ROWS) -> Iterator[Any]:

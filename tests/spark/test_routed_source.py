@@ -125,6 +125,7 @@ def test_a_keyed_query_reads_packed_rows_and_reports_journal_seqs(spark, tmp_pat
         raw = handle._query.lastProgress  # Spark counts what the source sent: packed rows
         assert 0 < raw["numInputRows"] < 50
         assert handle.last_progress["numInputRows"] == journal.seq  # the handle counts journal seqs
+        assert sum(p["numInputRows"] for p in handle.recent_progress) == journal.seq
     finally:
         handle.stop()
     assert sorted(r["node"] for r in got if r["kind"] == "end") == sorted(s.node for s in stages)
