@@ -20,7 +20,9 @@ statement (``GroupedStep.source``: the aggregates' updates and the output row un
    row is irregular (``IncrementalGrouping._item`` unrolled: the plain-field items read from the group's
    first row, a MISSING one through its closure, which raises the reference's error), else through
    ``IncrementalGrouping._output`` — and only then committed;
-4. the output is every group's item in the order of its first row, each with its own copy.
+4. the output is every group's item in the order of its first row, each with its own copy — from the
+   order the previous step emitted with this step's commits applied (``OutputOrder``), not gathered
+   and sorted again.
 
 The steps raise where the general path raises, after the same changes (windows and relation change,
 a row whose key raised stays pending, touched groups stay touched), so ``process`` reports the same
@@ -29,6 +31,7 @@ state is the general path's, so snapshots and the two paths mix freely.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
@@ -64,17 +67,18 @@ class GroupedStep:
     """The generated step of one statement: ``advance(tup)`` (the state stays on the processor, whose
     ``restore`` replaces windows, relation and table; the step reads them at every call)."""
 
-    __slots__ = ("advance", "advance_rows", "source")
+    __slots__ = ("advance", "advance_rows", "order", "source")
 
     def __init__(self, proc: Any, key_name: str):
+        self.order = OutputOrder()
         groups = proc.groups
         alias = proc.aliases[0]
         scope: dict[str, Any] = {
             "PROC": proc, "GROUPS": groups, "Entry": Entry, "Row": Row, "Env": Env, "Group": Group,
-            "GroupItem": GroupItem, "NEW_ITEM": GroupItem.__new__, "COPY": _copy,
+            "GroupItem": GroupItem, "NEW_ITEM": GroupItem.__new__,
             "MISSING": MISSING, "FALLBACK": FALLBACK, "truth": truth, "SCALARS": _SCALARS,
             "ROW_KEY": groups.row_key, "OUTPUT": groups._output,
-            "FIRST_POS": _first_pos, "ITEM_POS": attrgetter("pos"), "GET_ITEM": attrgetter("item"),
+            "FIRST_POS": _first_pos, "ORDER": self.order,
             "WHERE": proc.where, "FACTORIES": groups.factories, "ALIAS": alias,
         }
         where_ast = proc.select.where
@@ -177,29 +181,39 @@ def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]
 
 
 def _emit_lines() -> list[str]:
-    """``emit(table)``: the touched groups evaluated and committed, then every group's output map (its own
-    copy) in the order of its first row."""
+    """``emit(table)``: the touched groups evaluated and committed (each commit applied to ``ORDER``, the
+    output order kept from the previous step), then every group's output map (its own copy) in the order
+    of its first row."""
     return [
         "def emit(table):",
+        "    order = ORDER",
+        "    kept = order.table is table",
         "    touched = table.touched",
         "    if touched:",
         "        gmap = table.groups",
         "        if len(touched) == 1:",
         "            (key,) = touched",
         "            group = gmap[key]",
-        "            group.item = item(group)",
+        "            it = item(group)",
+        "            if kept:",
+        "                order.replace(group.item, it)",
+        "            group.item = it",
         "        else:  # evaluated in first-row order; committed once all are evaluated",
         "            changed = [gmap[k] for k in touched]",
         "            changed.sort(key=FIRST_POS)",
         "            items = [item(g) for g in changed]",
         "            for group, it in zip(changed, items):",
+        "                if kept:",
+        "                    order.replace(group.item, it)",
         "                group.item = it",
         "        touched.clear()",
         "    if table.gone:",
+        "        if kept:",
+        "            order.drop(table.gone)",
         "        table.gone = []",
-        "    current = list(filter(None, map(GET_ITEM, table.groups.values())))",
-        "    current.sort(key=ITEM_POS)",
-        "    return [it.data.copy() if it.flat else COPY(it.data) for it in current]",
+        "    if order.table is not table:",
+        "        order.rebuild(table)",
+        "    return order.copies()",
         "",
     ]
 
@@ -262,3 +276,67 @@ def _item_lines(groups: Any, alias: str, scope: dict[str, Any]) -> list[str]:
 
 def _first_pos(group: Any) -> int:
     return next(iter(group.members))
+
+
+_ITEM_POS = attrgetter("pos")
+
+
+class OutputOrder:
+    """The output relation of the last step the generated step emitted, in output order: the groups'
+    items' positions and maps (``table``: the ``GroupTable`` it describes, None when it describes none).
+
+    RSTREAM emits every group at every step, in the order of their first rows, while a step changes one
+    or two groups: instead of gathering and sorting every group's item each step, the step applies its
+    commits (``replace``, ``drop``) to the order it emitted last. Whatever else changes the items — the
+    general path's step, a restore (another table) — makes it describe no table (``forget``), and the
+    next step gathers the order again (``rebuild``) as the general path does."""
+
+    __slots__ = ("datas", "flat", "poss", "table")
+
+    def __init__(self) -> None:
+        self.table: Any = None
+        self.poss: list[int] = []
+        self.datas: list[dict[str, Any]] = []
+        self.flat = True  # no map holds a container: a copy is a ``dict.copy``
+
+    def forget(self) -> None:
+        self.table = None
+        self.poss, self.datas = [], []
+
+    def rebuild(self, table: Any) -> None:
+        current = [group.item for group in table.groups.values() if group.item is not None]
+        current.sort(key=_ITEM_POS)
+        self.poss = [it.pos for it in current]
+        self.datas = [it.data for it in current]
+        self.flat = all(it.flat for it in current)
+        self.table = table
+
+    def replace(self, old: Any, new: Any) -> None:
+        """A group's item ``old`` (None: a new group) is ``new`` now (None: the group has no row out)."""
+        poss, datas = self.poss, self.datas
+        if old is not None:
+            i = bisect_left(poss, old.pos)
+            if i == len(poss) or datas[i] is not old.data:  # not what this order holds: gather it again
+                self.forget()
+                return
+            if new is not None and new.pos == old.pos:
+                datas[i] = new.data
+                self.flat = self.flat and new.flat
+                return
+            del poss[i], datas[i]
+        if new is not None:
+            i = bisect_left(poss, new.pos)
+            poss.insert(i, new.pos)
+            datas.insert(i, new.data)
+            self.flat = self.flat and new.flat
+
+    def drop(self, items: list[Any]) -> None:
+        """The items of groups that lost their last row leave the order."""
+        for it in items:
+            self.replace(it, None)
+
+    def copies(self) -> list[dict[str, Any]]:
+        """Each map of the order, its own copy."""
+        if self.flat:
+            return list(map(dict.copy, self.datas))
+        return [_copy(data) for data in self.datas]

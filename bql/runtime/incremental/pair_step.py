@@ -25,6 +25,10 @@ list's closures, then ``row_key``). For a statement whose two FROM items are has
    ``DeltaEmitter`` — ``_project``'s tail.
 
 ``advance_rows`` answers the output maps (``process_batch``); ``advance`` stamps them as output tuples.
+For two count windows joined by one equality of a plain field of each FROM item (``JoinPlan.key_decides``,
+the common join), ``advance_rows`` is ``advance_rows_plain``: the same steps with the index's and the
+relation's updates written inline (``JoinPlan.add`` / ``remove``, ``Relation.add_projected`` /
+``drop_entry``).
 
 The state is the general path's, so snapshots and the two paths mix freely.
 """
@@ -39,8 +43,10 @@ from ..processor import Tuple, stamped
 from ..stage_codegen import FALLBACK, generate_pair
 from ..windows import Entry
 from .emitter import row_key_for
-from .join_keys import NO_MATCH
-from .relation import emitted_copy
+from .field_access import MISSING
+from .join import EntryFacts
+from .join_keys import _EXACT, NO_MATCH, join_key
+from .relation import Row, emitted_copy
 
 
 def paired_step(proc: Any) -> PairedStep | None:
@@ -66,7 +72,7 @@ class PairedStep:
     """The join step of one statement (the state stays on the processor, whose ``restore`` replaces
     windows, index and relation; ``advance`` reads them at every call)."""
 
-    __slots__ = ("link_pos", "other_bucket", "proc", "project", "row_key")
+    __slots__ = ("advance_rows", "key_names", "link_pos", "other_bucket", "plain", "proc", "project", "row_key")
 
     def __init__(self, proc: Any, project: Any, labels: list[str]):
         self.proc = proc
@@ -78,13 +84,19 @@ class PairedStep:
         links = [join.links[k][1 - k] for k in (0, 1)]
         self.link_pos = [pos for _, _, pos in links]
         self.other_bucket = [(e, 1 - k) for k, (e, _, _) in enumerate(links)]
+        # ``advance_rows_plain`` covers the statement: two count windows, WHERE one equality of a plain
+        # field of each FROM item (``JoinPlan.key_decides``, ``side_key``), not timed
+        self.key_names = list(join.side_key)
+        self.plain = (join.key_decides and not proc.timed and None not in self.key_names
+                      and all(slot.window.span is None for slot in proc.slots))
+        self.advance_rows: Any = self.advance_rows_plain if self.plain else self.advance_rows_general
 
     def advance(self, tup: Tuple, k: int) -> list[Tuple]:
         """``_advance`` + ``_project`` for a tuple of FROM item ``k`` (its only FROM item); the output
         tuples, or raises as the general path does."""
         return stamped(self.advance_rows(tup, k), tup)
 
-    def advance_rows(self, tup: Tuple, k: int) -> list[dict]:
+    def advance_rows_general(self, tup: Tuple, k: int) -> list[dict]:
         """``advance`` answering the output maps (each its own copy) instead of output ``Tuple``s."""
         proc = self.proc
         slots, index, relation = proc.slots, proc.index, proc.relation
@@ -120,6 +132,108 @@ class PairedStep:
         delta = proc.delta
         if delta is None:
             return [emitted_copy(row.data) for row in relation.rows.values()]
+        removed, added = relation.take_changes()
+        items = delta.apply_one(removed, added[0]) if len(added) == 1 else delta.apply(removed, added)
+        return [emitted_copy(item.data) for item in items]
+
+    def advance_rows_plain(self, tup: Tuple, k: int) -> list[dict]:
+        """``advance_rows`` of a ``plain`` statement with ``JoinPlan.add`` / ``remove``,
+        ``Relation.add_projected`` / ``drop_entry`` / ``take_changes`` inline (the same changes in the
+        same order on the same state)."""
+        proc = self.proc
+        index, relation = proc.index, proc.relation
+        eid = proc.next_eid
+        proc.next_eid = eid + 1
+        entry = Entry(eid, tup)
+        window = proc.slots[k].window
+        entries = window.entries
+        entries.append(entry)
+        # ``JoinPlan.add`` of a plain-field side
+        data = tup.data
+        value = data.get(self.key_names[k], MISSING) if type(data) is dict else MISSING
+        irregular = False
+        t = type(value)
+        if t is str:
+            key: Any = ("s", value)
+        elif t is int and -_EXACT <= value <= _EXACT:
+            key = float(value)
+        elif value is MISSING:
+            irregular, key = True, NO_MATCH
+        else:
+            try:
+                key = join_key(value)
+            except Exception:
+                irregular, key = True, NO_MATCH
+        buckets = index.buckets
+        if key is not NO_MATCH:
+            bucket = buckets[self.other_bucket[1 - k]]
+            same = bucket.get(key)
+            if same is None:
+                bucket[key] = {eid: entry}
+            else:
+                same[eid] = entry
+        facts = index.facts
+        facts[eid] = EntryFacts((key,), irregular)
+        irregulars = index.irregular
+        if irregular:
+            irregulars[k] += 1
+        rows, by_eid, track = relation.rows, relation.by_eid, relation.track
+        if len(entries) > window.size:  # the oldest entry leaves: index, then its rows
+            old = entries.popleft()
+            oid = old.eid
+            gone = facts.pop(oid)
+            okey = gone.keys[0]
+            if okey is not NO_MATCH:
+                bucket = buckets[self.other_bucket[1 - k]]
+                same = bucket[okey]
+                del same[oid]
+                if not same:
+                    del bucket[okey]
+            if gone.irregular:
+                irregulars[k] -= 1
+            rows_of = by_eid.pop(oid, ())
+            for row in rows_of if type(rows_of) is not Row else (rows_of,):
+                if rows.pop(row.pos, None) is not None and track and row.emitted:
+                    relation.removed.append(row)
+        if irregular or irregulars[1 - k]:
+            for ids, env in proc.join._product({k: entry}):
+                relation.add(ids, env)
+        elif key is not NO_MATCH:
+            others = buckets[self.other_bucket[k]].get(key)
+            if others:
+                project, keyed, row_key = self.project, proc.delta is not None, self.row_key
+                added = relation.added
+                for other in list(others.values()):
+                    if k == 0:
+                        ids, out = (eid, other.eid), project(data, other.tuple.data)
+                    else:
+                        ids, out = (other.eid, eid), project(other.tuple.data, data)
+                    if out is FALLBACK:
+                        a0, a1 = proc.aliases
+                        relation.add(ids, Env({a0: tup, a1: other.tuple} if k == 0 else {a0: other.tuple, a1: tup}))
+                        continue
+                    pos = relation.next_pos
+                    relation.next_pos = pos + 1
+                    row = Row(pos, ids, None)
+                    row.data = out
+                    rows[pos] = row
+                    for e in ids:
+                        same = by_eid.get(e)
+                        if same is None:
+                            by_eid[e] = row
+                        elif type(same) is list:
+                            same.append(row)
+                        else:
+                            by_eid[e] = [same, row]
+                    if track:
+                        added.append(row)
+                    if keyed:
+                        row.ekey, row.nan = row_key(out)
+        if relation.pending:
+            return [t.data for t in proc._project(tup)]
+        delta = proc.delta
+        if delta is None:
+            return [emitted_copy(row.data) for row in rows.values()]
         removed, added = relation.take_changes()
         items = delta.apply_one(removed, added[0]) if len(added) == 1 else delta.apply(removed, added)
         return [emitted_copy(item.data) for item in items]

@@ -319,6 +319,8 @@ class IncrementalSelectProcessor(BatchSteps, SelectProcessor):
         return [Tuple(emitted_copy(item.data), ts, seq, "") for item in self.delta.apply(removed, added)]
 
     def _group(self, tup: Tuple) -> list[Tuple]:
+        if self.grouped is not None:  # the items change here: the generated step gathers its order again
+            self.grouped.order.forget()
         relation = self.relation
         pending = relation.take_pending()
         groups, table = self.groups, self.table

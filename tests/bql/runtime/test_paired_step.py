@@ -54,12 +54,16 @@ def _observed(proc: Any, name: str, data: dict[str, Any], ts: dt.datetime, seq: 
             [(d.error, d.event_type, d.tuple.seq) for d in result.dropped], result.done)
 
 
-def _processors(query: str) -> tuple[Any, Any, Any]:
+def _processors(query: str, plain: bool = True) -> tuple[Any, Any, Any]:
+    """The paired step, the general path and the reference; ``plain=False``: the paired step without its
+    inline form (``PairedStep.advance_rows_plain``) where it has one."""
     stmt = parse_select(query)
     fused, general = build_processor(stmt, ProcessorContext()), build_processor(stmt, ProcessorContext())
     reference = build_processor(stmt, ProcessorContext(kernel="reference"))
     assert isinstance(fused, IncrementalSelectProcessor) and type(reference) is SelectProcessor
     assert fused.paired is not None, query
+    if not plain:
+        fused.paired.advance_rows = fused.paired.advance_rows_general
     general.paired = None
     return fused, general, reference
 
@@ -81,15 +85,16 @@ def _counting(proc: Any) -> list[int]:
     return calls
 
 
-def run_three(query: str, stream: list[tuple[str, dict[str, Any], int]], restore_at: int = -1) -> int:
-    fused, general, reference = _processors(query)
+def run_three(query: str, stream: list[tuple[str, dict[str, Any], int]], restore_at: int = -1,
+              plain: bool = True) -> int:
+    fused, general, reference = _processors(query, plain)
     calls = _counting(fused)
     total = 0
     for seq, (name, data, ms) in enumerate(stream, 1):
         if seq == restore_at:
             total += calls[0]
             blobs = fused.snapshot(), general.snapshot(), reference.snapshot()
-            fused, general, reference = _processors(query)
+            fused, general, reference = _processors(query, plain)
             fused.restore(blobs[1])
             general.restore(blobs[0])
             reference.restore(blobs[2])
@@ -119,12 +124,33 @@ def test_paired_step_across_snapshots(emitter, items, window, stream, restore_at
     run_three(_query(emitter, items, window, "WHERE a:k = b:k"), stream, restore_at)
 
 
+@given(st.sampled_from(["ISTREAM", "DSTREAM", "RSTREAM"]), st.sampled_from(SELECTS[:4]),
+       st.sampled_from(WINDOWS[:2]), st.booleans(), pair_streams(), st.integers(-1, 30))
+@SETTINGS
+def test_the_inline_step_of_two_count_windows(emitter, items, window, plain, stream, restore_at):
+    """Two count windows joined on one plain-field equality take the inline step
+    (``advance_rows_plain``); it and the paired step's general form equal the reference, also across
+    snapshots."""
+    query = _query(emitter, items, window, "WHERE a:k = b:k")
+    assert _processors(query)[0].paired.plain
+    run_three(query, stream, restore_at, plain)
+
+
+def test_the_inline_step_covers_only_its_statements():
+    """A time window, a second conjunct or a computed key keep the paired step's general form."""
+    for window, where in (("[RANGE 1 SECONDS]", "WHERE a:k = b:k"), ("[RANGE 5 TUPLES]", "WHERE a:k = b:k AND a:x < 2"),
+                          ("[RANGE 5 TUPLES]", "WHERE a:k + 1 = b:k")):
+        fused = _processors(_query("ISTREAM", SELECTS[0], window, where))[0]
+        assert not fused.paired.plain and fused.paired.advance_rows == fused.paired.advance_rows_general
+
+
 def test_the_bench_join_runs_the_generated_step():
     """Plain rows (the bench's join): every step runs the paired step and its projection decides every
     row (no fallback); the rows equal the general path's."""
     query = ("SELECT ISTREAM a:id AS aid, b:id AS bid FROM s1 [RANGE 5 TUPLES] AS a, s2 [RANGE 5 TUPLES] AS b "
              "WHERE a:k = b:k")
     fused, general, reference = _processors(query)
+    assert fused.paired.plain  # the inline step
     assert "generated pair projection" in fused.kernel_description()  # EXPLAIN says which path runs
     assert "generated pair projection" not in general.kernel_description()
     step = fused.paired
