@@ -97,6 +97,15 @@ def ref_filter(items: list[Item]) -> list[dict]:
     return out
 
 
+def ref_filter_arithmetic(items: list[Item]) -> list[dict]:
+    out = []
+    for _, d, _ in items:
+        price = d["price"]
+        if price + 1 < 8:
+            out.append({"id": d["id"], "p": price * 1.1})
+    return out
+
+
 def ref_istream_tuples(size: int) -> Callable[[list[Item]], list[dict]]:
     def run(items: list[Item]) -> list[dict]:
         win: deque = deque()
@@ -183,6 +192,8 @@ def ref_join(size: int) -> Callable[[list[Item]], list[dict]]:
 
 CASES: list[tuple[str, str, Callable[[int], list[Item]], Callable[[list[Item]], list[dict]]]] = [
     ("filter", "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8", single_input, ref_filter),
+    ("filter with arithmetic", "SELECT RSTREAM id, price * 1.1 AS p FROM src [RANGE 1 TUPLES] WHERE price + 1 < 8",
+     single_input, ref_filter_arithmetic),
     ("ISTREAM [RANGE 5 TUPLES]", "SELECT ISTREAM id, price FROM src [RANGE 5 TUPLES]", single_input,
      ref_istream_tuples(5)),
     ("ISTREAM [RANGE 50 TUPLES]", "SELECT ISTREAM id, price FROM src [RANGE 50 TUPLES]", single_input,

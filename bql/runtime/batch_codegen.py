@@ -29,6 +29,9 @@ a float as ``float(int)``):
 - against a string: only a ``str`` (``=``/``!=`` with anything else would be silently False in Python);
 - two fields: the statement generator's two cases (same type among int/float/str; both numbers as
   floats).
+- arithmetic (``+ - * / %``, unary ``-``): helper calls (``ADD`` ... ``NEG``) with the kernel's operator for
+  int and float operands, raising where ``stage_codegen.number`` returns FALLBACK (any other operand,
+  int64 overflow, a zero divisor); a comparison of numbers takes the two-field form's number cases.
 
 ``tests/spark/test_batch_codegen.py`` holds the batch to the kernel row by row (hypothesis; the edge values
 of every comparison); ``tests/spark/test_pipeline_batches.py`` holds the host that feeds it.
@@ -39,6 +42,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, UnaryOp
+from sbpy.bql.eval.operators import int_div, mod
+from sbpy.bql.values import INT_MAX, INT_MIN
 
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _EXACT = 2 ** 53  # every int of at most this magnitude is exact as a float
@@ -55,6 +60,76 @@ def _fallback() -> Any:
 
 class _Unsupported(Exception):
     pass
+
+
+# arithmetic (``stage_codegen.number``'s subset): the kernel's operator for int and float operands (not
+# bools), ``_Fallback`` where ``stage_codegen`` returns FALLBACK — anything else, int64 overflow, a zero
+# divisor
+
+
+def _numbers(a: Any, b: Any) -> bool:
+    """Both ints (True), int or float (False); raises ``_Fallback`` for anything else."""
+    ta, tb = type(a), type(b)
+    if ta is int and tb is int:
+        return True
+    if (ta is int or ta is float) and (tb is int or tb is float):
+        return False
+    raise _Fallback
+
+
+def _in_range(r: int) -> int:
+    if INT_MIN <= r <= INT_MAX:
+        return r
+    raise _Fallback
+
+
+def _add(a: Any, b: Any) -> Any:
+    return _in_range(a + b) if _numbers(a, b) else float(a) + float(b)
+
+
+def _sub(a: Any, b: Any) -> Any:
+    return _in_range(a - b) if _numbers(a, b) else float(a) - float(b)
+
+
+def _mul(a: Any, b: Any) -> Any:
+    return _in_range(a * b) if _numbers(a, b) else float(a) * float(b)
+
+
+def _div(a: Any, b: Any) -> Any:
+    ints = _numbers(a, b)
+    if b == 0:
+        raise _Fallback
+    return _in_range(int_div(a, b)) if ints else float(a) / float(b)
+
+
+def _mod(a: Any, b: Any) -> Any:
+    _numbers(a, b)
+    if b == 0:
+        raise _Fallback
+    return mod(a, b)
+
+
+def _neg(a: Any) -> Any:
+    t = type(a)
+    if t is float or (t is int and a != INT_MIN):
+        return -a
+    raise _Fallback
+
+
+def _number(v: Any) -> Any:
+    t = type(v)
+    if t is int or t is float:
+        return v
+    raise _Fallback
+
+
+_ARITHMETIC = {"+": "ADD", "-": "SUB", "*": "MUL", "/": "DIV", "%": "MOD"}
+_HELPERS = {"ADD": _add, "SUB": _sub, "MUL": _mul, "DIV": _div, "MOD": _mod, "NEG": _neg, "NUM": _number}
+
+
+def _is_arithmetic(e: Any) -> bool:
+    t = type(e)
+    return (t is BinaryOp and e.op in _ARITHMETIC) or (t is UnaryOp and e.op == "-")
 
 
 class _ExprWriter:
@@ -109,6 +184,10 @@ class _ExprWriter:
             return self._versus_literal(op, self.field(left), right.value, flipped=False)
         if isinstance(left, Literal) and isinstance(right, FieldRef):
             return self._versus_literal(op, self.field(right), left.value, flipped=True)
+        if _is_arithmetic(left) or _is_arithmetic(right):  # numbers: an int meets a float as float(int)
+            a, b, ta = self.temp(), self.temp(), self.temp()
+            return (f"({a} {op} {b} if ({ta} := ({a} := {self.number(left)}).__class__) is "
+                    f"({b} := {self.number(right)}).__class__ else float({a}) {op} float({b}))")
         if isinstance(left, FieldRef) and isinstance(right, FieldRef):
             ra, rb = self.field(left), self.field(right)
             a, b, ta, tb = self._bound(ra), self._bound(rb), self.temp(), self.temp()
@@ -117,6 +196,20 @@ class _ExprWriter:
                     f"({tb} := ({b} := {rb}).__class__) and ({ta} is int or {ta} is float or "
                     f"{ta} is str) else float({a}) {op} float({b}) if {num} else FALLBACK())")
         raise _Unsupported("comparison of other expressions")
+
+    def number(self, e: Any) -> str:
+        """The value of a numeric expression (``stage_codegen.number``'s): an int or a float, or raises."""
+        if isinstance(e, Literal):
+            if type(e.value) is int or type(e.value) is float:
+                return self.const(e.value)
+            raise _Unsupported(f"literal of type {type(e.value).__name__} in arithmetic")
+        if isinstance(e, FieldRef):
+            return f"NUM({self.field(e)})"
+        if type(e) is UnaryOp and e.op == "-":
+            return f"NEG({self.number(e.operand)})"
+        if type(e) is BinaryOp and e.op in _ARITHMETIC:
+            return f"{_ARITHMETIC[e.op]}({self.number(e.left)}, {self.number(e.right)})"
+        raise _Unsupported(type(e).__name__)
 
     def _bound(self, read: str) -> str:
         """A new variable for the value at ``read``, reused by the select list when every row reads it."""
@@ -156,6 +249,8 @@ class _ExprWriter:
                 items.append(f"{key!r}: {self.bound.get(read, read)}")
             elif isinstance(expr, Literal) and type(expr.value) in (int, float, str, bool, type(None)):
                 items.append(f"{key!r}: {self.const(expr.value)}")
+            elif _is_arithmetic(expr):
+                items.append(f"{key!r}: {self.number(expr)}")
             else:
                 raise _Unsupported(type(expr).__name__)
         return "{" + ", ".join(items) + "}"
@@ -173,7 +268,7 @@ def generate_batch(where: Any, projections: list[tuple[str, Any]], alias: str
         return None
     element = row if cond is None else f"({row} if {cond} else None)"
     source = f"def batch(tuples):\n    return [{element} for t in tuples for d in (t.data,)]\n"
-    scope: dict[str, Any] = {"FALLBACK": _fallback, "NUMBERS": _NUMBERS, **w.consts}
+    scope: dict[str, Any] = {"FALLBACK": _fallback, "NUMBERS": _NUMBERS, **_HELPERS, **w.consts}
     exec(compile(source, f"<batch stage {alias}>", "exec"), scope)  # noqa: S102 - generated from the AST
     batch = scope["batch"]
     batch.source = source  # for tests and debugging

@@ -1,9 +1,10 @@
 """Generated, type-guarded Python for fast memoryless SELECT stages (the stateless tier's hot path).
 
 A fast stage (``RSTREAM`` over ``[RANGE 1 TUPLES]`` of one input: WHERE and a select list) whose
-WHERE uses only field references by map keys, literals, the comparisons ``= != <> < <= > >=`` and
-``AND / OR / NOT``, and whose select list holds only such field references or literals (each under
-one output key), compiles to one Python function ``step(data)`` that returns
+WHERE uses only field references by map keys, literals, arithmetic (``+ - * / %``, unary ``-``) of
+numeric fields and literals, the comparisons ``= != <> < <= > >=`` and ``AND / OR / NOT``, and whose
+select list holds only such field references, literals or arithmetic (each under one output key),
+compiles to one Python function ``step(data)`` that returns
 
 - ``None`` when WHERE is false,
 - the output map when the row passes,
@@ -13,7 +14,8 @@ Exactness: the generated code handles only rows whose referenced values have the
 (guards): ``int``/``float`` against numeric literals and fields, ``str`` against strings — the cases
 where BQL's operator is Python's (``values.bql_less``: an int meets a float as ``float(int)``;
 ``bql_equal``: int and float compare as floats). A missing field, a NULL, a bool, a container, a
-mixed-type comparison, a nested path that does not lead through maps: ``FALLBACK``, and the row takes
+mixed-type comparison, a nested path that does not lead through maps, arithmetic that would overflow
+int64 or divide by zero: ``FALLBACK``, and the row takes
 the kernel's compiled closures, which give the exact value, NULL logic, error and drop. The generated
 code has no side effects, so falling back half-way is safe. ``tests/spark/test_stage_codegen.py``
 compares it with the kernel on random rows.
@@ -28,10 +30,19 @@ from collections.abc import Callable
 from typing import Any
 
 from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, UnaryOp
+from sbpy.bql.eval.operators import mod
 from sbpy.bql.eval.paths import MISSING
+from sbpy.bql.values import INT_MAX, INT_MIN
 
 FALLBACK = object()  # "this row needs the kernel"
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_ARITHMETIC = frozenset(("+", "-", "*", "/", "%"))
+
+
+def _is_arithmetic(e: Any) -> bool:
+    """``x + y``, ``x - y``, ``x * y``, ``x / y``, ``x % y`` or ``-x`` (``number``'s expressions)."""
+    t = type(e)
+    return (t is BinaryOp and e.op in _ARITHMETIC) or (t is UnaryOp and e.op == "-")
 
 
 class _Unsupported(Exception):
@@ -92,6 +103,8 @@ class _Writer:
                               f"(COPY({var}) if type({var}) is dict or type({var}) is list else {var})"))
             elif isinstance(expr, Literal) and type(expr.value) in (int, float, str, bool, type(None)):
                 items.append((key, self.const(expr.value)))
+            elif _is_arithmetic(expr):
+                items.append((key, self.number(expr, "    ")))
             else:
                 raise _Unsupported(type(expr).__name__)
         if len({k for k, _ in items}) == len(items):
@@ -105,11 +118,66 @@ class _Writer:
     def compile(self, params: str, name: str, copy: Callable[[Any], Any] | None) -> Callable[..., Any]:
         """The function ``step(params)`` of the lines written (its text on ``step.source``)."""
         source = f"def step({params}):\n" + "\n".join(self.lines) + "\n"
-        scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, "COPY": copy, **self.consts}
+        scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, "COPY": copy, "INT_MIN": INT_MIN,
+                                 "INT_MAX": INT_MAX, "MOD": mod, **self.consts}
         exec(compile(source, name, "exec"), scope)  # noqa: S102 - generated from the AST
         step = scope["step"]
         step.source = source  # for tests and debugging
         return step
+
+    # ------------------------------------------------------------ arithmetic (number-valued)
+
+    def number(self, e: Any, indent: str) -> str:
+        """A variable holding the value of a numeric expression — a field or literal that is an int or a
+        float, or arithmetic of such (``eval/operators.py``'s ``add`` ... ``mod``, ``neg``) — for rows
+        whose operands are ints and floats (not bools): int op int stays int (``/`` truncates toward
+        zero, ``%`` takes the dividend's sign), int op float is float. What the kernel would make an
+        error or leave to IEEE edge rules — NULL or any other type, int64 overflow, a zero divisor
+        (int or float) — is ``FALLBACK``."""
+        if isinstance(e, Literal):
+            if type(e.value) is int or type(e.value) is float:
+                return self.const(e.value)
+            raise _Unsupported(f"literal of type {type(e.value).__name__} in arithmetic")
+        if isinstance(e, FieldRef):
+            var = self.field(e, indent)
+            self.lines.append(f"{indent}if type({var}) is not int and type({var}) is not float: return FALLBACK")
+            return var
+        if not _is_arithmetic(e):
+            raise _Unsupported(type(e).__name__)
+        out = self.temp()
+        if type(e) is UnaryOp:
+            a = self.number(e.operand, indent)
+            self.lines.append(f"{indent}if {self._is_int(a)} and {a} == INT_MIN: return FALLBACK")  # overflows
+            self.lines.append(f"{indent}{out} = -{a}")
+            return out
+        a, b = self.number(e.left, indent), self.number(e.right, indent)
+        op = e.op
+        add = self.lines.append
+        add(f"{indent}if {self._is_int(a)} and {self._is_int(b)}:")
+        if op in ("+", "-", "*"):
+            add(f"{indent}    {out} = {a} {op} {b}")
+            add(f"{indent}    if not INT_MIN <= {out} <= INT_MAX: return FALLBACK")
+            add(f"{indent}else: {out} = float({a}) {op} float({b})")
+        elif op == "/":  # Go's integer division; IEEE's for floats
+            add(f"{indent}    if {b} == 0 or ({b} == -1 and {a} == INT_MIN): return FALLBACK")
+            add(f"{indent}    {out} = abs({a}) // abs({b})")
+            add(f"{indent}    if ({a} < 0) != ({b} < 0): {out} = -{out}")
+            add(f"{indent}elif {b} == 0: return FALLBACK")
+            add(f"{indent}else: {out} = float({a}) / float({b})")
+        else:  # % : Go's remainder for ints (the dividend's sign), ``fmod`` (the kernel's ``mod``) for floats
+            add(f"{indent}    if {b} == 0: return FALLBACK")
+            add(f"{indent}    {out} = abs({a}) % abs({b})")
+            add(f"{indent}    if {a} < 0: {out} = -{out}")
+            add(f"{indent}elif {b} == 0: return FALLBACK")
+            add(f"{indent}else: {out} = MOD({a}, {b})")
+        return out
+
+    def _is_int(self, var: str) -> str:
+        """The test whether ``number``'s ``var`` holds an int (``True``/``False`` for a literal, which
+        CPython's compiler folds away)."""
+        if var in self.consts:
+            return str(type(self.consts[var]) is int)
+        return f"type({var}) is int"
 
     # ------------------------------------------------------------ WHERE (bool-valued)
 
@@ -146,6 +214,10 @@ class _Writer:
         elif isinstance(left, Literal) and isinstance(right, FieldRef):
             v, c = self.field(right, indent), left.value
             self._versus_literal(out, op, v, c, indent, flipped=True)
+        elif _is_arithmetic(left) or _is_arithmetic(right):  # numbers: an int meets a float as float(int)
+            a, b = self.number(left, indent), self.number(right, indent)
+            self.lines.append(f"{indent}if type({a}) is type({b}): {out} = {a} {op} {b}")
+            self.lines.append(f"{indent}else: {out} = float({a}) {op} float({b})")
         elif isinstance(left, FieldRef) and isinstance(right, FieldRef):
             a, b = self.field(left, indent), self.field(right, indent)
             self.lines.append(f"{indent}ta, tb = type({a}), type({b})")

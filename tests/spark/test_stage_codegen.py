@@ -1,8 +1,8 @@
 """``stage_codegen``: a generated stage gives the kernel's row for every row it does not hand back.
 
-Hypothesis draws stages inside the generated subset (comparisons of fields and literals under
-AND/OR/NOT, projections of fields and literals, repeated output keys) and rows of mixed and missing
-types; for each row the generated function returns FALLBACK (the kernel decides) or exactly what the
+Hypothesis draws stages inside the generated subset (comparisons of fields, literals and arithmetic
+under AND/OR/NOT, projections of fields, literals and arithmetic, repeated output keys) and rows of
+mixed and missing types; for each row the generated function returns FALLBACK (the kernel decides) or exactly what the
 kernel's fast form emits (None = filtered, else the same map: keys in order, int vs float kept).
 A chain of generated stages through ``FastPipeline`` is covered by ``test_fast_chain.py``.
 """
@@ -41,12 +41,31 @@ literals = st.sampled_from(["1", "-2", "2.0", "2.5", "0", '"a"', '"2"', '""', "9
 operators = st.sampled_from(["=", "!=", "<>", "<", "<=", ">", ">="])
 
 
+number_literals = st.sampled_from(["1", "-2", "2.0", "2.5", "0", "0.0", "-0.0", "3", "-1", "9007199254740993",
+                                   "9223372036854775807", "-9223372036854775808", "4611686018427387904"])
+
+
+def _arithmetic(depth: int = 2):
+    """Arithmetic of fields and numeric literals (``stage_codegen.number``'s expressions): an operator at
+    the top, fields, literals or arithmetic below, a field among them (a constant one the parser folds)."""
+    leaf = st.one_of(fields, number_literals)
+    sub = leaf if depth <= 1 else st.one_of(leaf, _arithmetic(depth - 1))
+    with_field = fields if depth <= 1 else st.one_of(fields, _arithmetic(depth - 1))  # reads a field
+    ops = st.sampled_from(["+", "-", "*", "/", "%"])
+    return st.one_of(
+        st.tuples(with_field, ops, sub).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        st.tuples(sub, ops, with_field).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        with_field.map(lambda x: f"-({x})"),
+    )
+
+
 def _comparisons():
     either = st.one_of(fields, literals)
     return st.one_of(
         st.tuples(fields, operators, literals),
         st.tuples(literals, operators, fields),
         st.tuples(fields, operators, fields),
+        st.tuples(_arithmetic(), operators, st.one_of(fields, number_literals, _arithmetic(1))),
     ).map(lambda t: f"{t[0]} {t[1]} {t[2]}") | st.tuples(either, operators, fields).map(
         lambda t: f"{t[0]} {t[1]} {t[2]}")
 
@@ -65,6 +84,7 @@ def _predicates(depth: int = 2):
 projection_items = st.one_of(
     fields.map(lambda f: f),
     st.tuples(st.one_of(fields, literals), st.sampled_from(["p", "q", "a"])).map(lambda t: f"{t[0]} AS {t[1]}"),
+    st.tuples(_arithmetic(), st.sampled_from(["p", "q", "x"])).map(lambda t: f"{t[0]} AS {t[1]}"),
 )
 stages = st.tuples(st.lists(projection_items, min_size=1, max_size=4), st.one_of(st.none(), _predicates())).map(
     lambda t: f"SELECT RSTREAM {', '.join(t[0])} FROM src [RANGE 1 TUPLES]"
@@ -130,7 +150,9 @@ def test_b1_stage_is_generated_and_covers_typed_rows():
 
 
 @pytest.mark.parametrize("text", [
-    "SELECT RSTREAM a + 1 AS x FROM src [RANGE 1 TUPLES]",           # arithmetic
+    "SELECT RSTREAM a || \"x\" AS x FROM src [RANGE 1 TUPLES]",     # concatenation
+    "SELECT RSTREAM a + true AS x FROM src [RANGE 1 TUPLES]",        # arithmetic with a bool literal
+    "SELECT RSTREAM a FROM src [RANGE 1 TUPLES] WHERE a + 1 = \"2\"",  # arithmetic against a string
     "SELECT RSTREAM a FROM src [RANGE 1 TUPLES] WHERE a IS NULL",    # IS NULL
     "SELECT RSTREAM * FROM src [RANGE 1 TUPLES]",                    # wildcard
     "SELECT RSTREAM a AS x.y FROM src [RANGE 1 TUPLES]",             # a path as output key
@@ -139,6 +161,27 @@ def test_b1_stage_is_generated_and_covers_typed_rows():
 ])
 def test_outside_the_subset_is_not_generated(text):
     assert generate_for(_build(text)) is None
+
+
+ARITHMETIC = "SELECT RSTREAM a + b AS s, a - b AS d, a * b AS p, a / b AS q, a % b AS r, -a AS n FROM src [RANGE 1 TUPLES]"
+EDGES = [(7, 2), (-7, 2), (7, -2), (-7, -2), (7, 2.0), (-7.5, 2), (1.5, -0.5), (2**62, 2), (2**63 - 1, 1),
+         (-2**63, -1), (-2**63, 1), (0, 0), (1.0, 0), (1, 0.0), (-0.0, 3), (math.inf, 2), (math.nan, 1),
+         (2**53 + 1, 1.0), (3, math.inf)]
+
+
+@pytest.mark.parametrize(("a", "b"), EDGES)
+def test_arithmetic_edges_equal_the_kernel(a, b):
+    """Go's integer division and remainder, int64 overflow, zero divisors, IEEE values: the generated
+    stage gives the kernel's row or hands the row back; the plain int and float rows it decides."""
+    proc = _build(ARITHMETIC)
+    step = generate_for(proc)
+    got = step({"a": a, "b": b})
+    result = proc.process(Tuple({"a": a, "b": b}, _TS, 1, "src"))
+    if got is FALLBACK:
+        overflow = any(abs(x) >= 2**62 for x in (a, b) if type(x) is int) and type(a) is type(b) is int
+        assert b == 0 or overflow or (a, b) == (-2**63, 1), (a, b)  # what the kernel fails or IEEE decides
+        return
+    assert not result.dropped and len(result.outputs) == 1 and _strict(got, result.outputs[0].data), (a, b)
 
 
 def test_a_field_read_only_inside_a_branch_is_read_again_outside_it():
