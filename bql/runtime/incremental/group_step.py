@@ -4,8 +4,9 @@
 ``_advance_single`` → ``_group`` → ``IncrementalGrouping.evaluate`` → ``_output`` → ``_item`` →
 ``current``: seven calls of general code (any number of FROM items, pending rows carried over from a
 failed step, ISTREAM/DSTREAM keys, the global group, HAVING) around a few dictionary updates. For the
-common statement — one FROM item, RSTREAM, one GROUP BY expression, a select list whose items each set
-one top-level key, no HAVING, no LIMIT, no UDSF — ``GroupedStep.advance`` does the same work on the
+common statement — one FROM item, RSTREAM, one GROUP BY expression (a plain field) or none (the global
+group, key ``()``: a moving average), a select list whose items each set one top-level key, no HAVING,
+no LIMIT, no UDSF — ``GroupedStep.advance`` does the same work on the
 same data (window, ``Relation``, ``GroupTable``, aggregate states) in one function, generated for the
 statement (``GroupedStep.source``: the aggregates' updates and the output row unrolled):
 
@@ -20,7 +21,9 @@ statement (``GroupedStep.source``: the aggregates' updates and the output row un
    row is irregular (``IncrementalGrouping._item`` unrolled: the plain-field items read from the group's
    first row, a MISSING one through its closure, which raises the reference's error), else through
    ``IncrementalGrouping._output`` — and only then committed;
-4. the output is every group's item in the order of its first row, each with its own copy — from the
+4. the output is every group's item in the order of its first row, each with its own copy (the global
+   group over no rows — WHERE kept none of the window — and the step after it run
+   ``IncrementalGrouping.evaluate`` for its row over zero rows) — from the
    order the previous step emitted with this step's commits applied (``OutputOrder``), not gathered
    and sorted again.
 
@@ -55,7 +58,11 @@ def grouped_step(proc: Any) -> GroupedStep | None:
             or proc.has_udsf or proc.fast or groups.output is None):
         return None
     grouping = groups.grouping
-    if grouping.having is not None or grouping.global_group or len(grouping.key_fns) != 1:
+    if grouping.having is not None:
+        return None
+    if grouping.global_group:  # aggregates without GROUP BY: one group, key ()
+        return GroupedStep(proc, None)
+    if len(grouping.key_fns) != 1:
         return None
     key_field = plain_field(proc.select.group_by[0], proc.aliases)
     if key_field is None:
@@ -69,7 +76,7 @@ class GroupedStep:
 
     __slots__ = ("advance", "advance_rows", "order", "source")
 
-    def __init__(self, proc: Any, key_name: str):
+    def __init__(self, proc: Any, key_name: str | None):
         self.order = OutputOrder()
         groups = proc.groups
         alias = proc.aliases[0]
@@ -79,11 +86,11 @@ class GroupedStep:
             "MISSING": MISSING, "FALLBACK": FALLBACK, "truth": truth, "SCALARS": _SCALARS,
             "ROW_KEY": groups.row_key, "OUTPUT": groups._output,
             "FIRST_POS": _first_pos, "ORDER": self.order,
-            "WHERE": proc.where, "FACTORIES": groups.factories, "ALIAS": alias,
+            "WHERE": proc.where, "FACTORIES": groups.factories, "ALIAS": alias, "COPY": _copy,
         }
         where_ast = proc.select.where
         scope["PREDICATE"] = generate(where_ast, [], alias) if where_ast is not None else None
-        lines = (_advance_lines(proc, key_name, scope) + _emit_lines() + _remove_lines(groups)
+        lines = (_advance_lines(proc, key_name, scope) + _emit_lines(key_name is None) + _remove_lines(groups)
                  + _item_lines(groups, alias, scope))
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<grouped step>", "exec"), scope)  # noqa: S102 - generated from the AST
@@ -94,7 +101,7 @@ class GroupedStep:
         self.advance: Callable[[Tuple], list[Tuple]] = lambda tup: stamped(advance_rows(tup), tup)
 
 
-def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]:
+def _advance_lines(proc: Any, key_name: str | None, scope: dict[str, Any]) -> list[str]:
     """``advance_rows(tup)``: window, relation, the new row's group, then ``emit``'s part (see module doc)."""
     groups = proc.groups
     lines = [
@@ -139,18 +146,25 @@ def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]
         "    row = Row(pos, (eid,), env)",
         "    rows[pos] = row",
         "    by_eid[eid] = row  # a new entry: no row of it yet",
-        f"    v = d.get({key_name!r}, MISSING) if type(d) is dict else MISSING",
-        "    t = type(v)",
-        "    if t is int:",
-        "        key = (v,)",
-        "    elif t is str:",
-        "        key = (('s', v),)",
-        "    else:",
-        "        try:",
-        "            key = ROW_KEY(env)",
-        "        except Exception:",
-        "            relation.pending = [row]  # as ``_group``: the key is computed again next step",
-        "            raise",
+    ]
+    if key_name is None:  # the global group (``Grouping.row_key`` of no GROUP BY expression)
+        lines.append("    key = ()")
+    else:
+        lines += [
+            f"    v = d.get({key_name!r}, MISSING) if type(d) is dict else MISSING",
+            "    t = type(v)",
+            "    if t is int:",
+            "        key = (v,)",
+            "    elif t is str:",
+            "        key = (('s', v),)",
+            "    else:",
+            "        try:",
+            "            key = ROW_KEY(env)",
+            "        except Exception:",
+            "            relation.pending = [row]  # as ``_group``: the key is computed again next step",
+            "            raise",
+        ]
+    lines += [
         "    row.gkey = key",
         "    gmap = table.groups",
         "    group = gmap.get(key)",
@@ -180,12 +194,20 @@ def _advance_lines(proc: Any, key_name: str, scope: dict[str, Any]) -> list[str]
     return lines
 
 
-def _emit_lines() -> list[str]:
+def _emit_lines(global_group: bool) -> list[str]:
     """``emit(table)``: the touched groups evaluated and committed (each commit applied to ``ORDER``, the
     output order kept from the previous step), then every group's output map (its own copy) in the order
-    of its first row."""
-    return [
-        "def emit(table):",
+    of its first row. The global group over no rows, and the step after it, take the general path's
+    ``IncrementalGrouping.evaluate`` (its ``empty_item``)."""
+    lines = ["def emit(table):"]
+    if global_group:
+        lines += [
+            "    if not table.groups or table.empty_done:",
+            "        ORDER.forget()",
+            "        GROUPS.evaluate(table)",
+            "        return [it.data.copy() if it.flat else COPY(it.data) for it in GROUPS.current(table)]",
+        ]
+    return lines + [
         "    order = ORDER",
         "    kept = order.table is table",
         "    touched = table.touched",
