@@ -1,14 +1,14 @@
-"""One step of a one-FROM-item ``SELECT RSTREAM ... GROUP BY`` in one function (the hand loop's shape).
+"""One step of a one-FROM-item ``SELECT ... GROUP BY`` in one function (the hand loop's shape).
 
 ``IncrementalSelectProcessor`` runs a grouping statement's step through ``_step`` → ``_advance`` →
 ``_advance_single`` → ``_group`` → ``IncrementalGrouping.evaluate`` → ``_output`` → ``_item`` →
 ``current``: seven calls of general code (any number of FROM items, pending rows carried over from a
 failed step, ISTREAM/DSTREAM keys, the global group, HAVING) around a few dictionary updates. For the
-common statement — one FROM item, RSTREAM, one GROUP BY expression (a plain field) or none (the global
-group, key ``()``: a moving average), a select list whose items each set one top-level key, no HAVING,
-no LIMIT, no UDSF — ``GroupedStep.advance`` does the same work on the
-same data (window, ``Relation``, ``GroupTable``, aggregate states) in one function, generated for the
-statement (``GroupedStep.source``: the aggregates' updates and the output row unrolled):
+common statement — one FROM item, one GROUP BY expression (a plain field) or none (the global group, key
+``()``: a moving average), a select list whose items each set one top-level key, no LIMIT, no UDSF —
+``GroupedStep.advance`` does the same work on the same data (window, ``Relation``, ``GroupTable``,
+aggregate states, ``DeltaEmitter``) in one function, generated for the statement (``GroupedStep.source``:
+the aggregates' updates and the output row unrolled):
 
 1. the new entry joins its window; the entries that leave take their row out of the relation and out
    of its group (``IncrementalGrouping.remove_row``);
@@ -18,14 +18,16 @@ statement (``GroupedStep.source``: the aggregates' updates and the output row un
    (``IncrementalGrouping.add_row`` unrolled: ``count(*)`` counters inline, the other states offered the
    argument read inline, a MISSING or refused value marks the row irregular);
 3. the touched groups are evaluated in the order of their first rows — from the aggregate states when no
-   row is irregular (``IncrementalGrouping._item`` unrolled: the plain-field items read from the group's
-   first row, a MISSING one through its closure, which raises the reference's error), else through
-   ``IncrementalGrouping._output`` — and only then committed;
-4. the output is every group's item in the order of its first row, each with its own copy (the global
-   group over no rows — WHERE kept none of the window — and the step after it run
-   ``IncrementalGrouping.evaluate`` for its row over zero rows) — from the
+   row is irregular (``IncrementalGrouping._item`` unrolled: HAVING first, a rejected group has no item;
+   the plain-field items read from the group's first row, a MISSING one through its closure, which
+   raises the reference's error), else through ``IncrementalGrouping._output`` — and only then
+   committed;
+4. RSTREAM emits every group's item in the order of its first row, each with its own copy, from the
    order the previous step emitted with this step's commits applied (``OutputOrder``), not gathered
-   and sorted again.
+   and sorted again; ISTREAM/DSTREAM hand the items that left and entered to the ``DeltaEmitter``
+   (``evaluate``'s commit, then ``DeltaEmitter.apply``) and emit its rows. The global group over no rows
+   (WHERE kept none of the window) and the step after it run ``IncrementalGrouping.evaluate`` itself,
+   for its row over zero rows.
 
 The steps raise where the general path raises, after the same changes (windows and relation change,
 a row whose key raised stays pending, touched groups stay touched), so ``process`` reports the same
@@ -34,9 +36,7 @@ state is the general path's, so snapshots and the two paths mix freely.
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Any
 
 from ...eval import Env
@@ -45,8 +45,10 @@ from ..processor import Tuple, stamped
 from ..stage_codegen import FALLBACK, generate
 from ..windows import Entry
 from .aggregates import CountAllState
+from .emitter import row_key
 from .field_access import MISSING, plain_field
 from .groups import Group, GroupItem
+from .output_order import OutputOrder
 from .relation import _SCALARS, Row
 
 
@@ -54,12 +56,10 @@ def grouped_step(proc: Any) -> GroupedStep | None:
     """The fused grouping step of an ``IncrementalSelectProcessor``, or None when the statement is not
     of the shape the module doc describes."""
     groups = proc.groups
-    if (groups is None or not proc.single or proc.delta is not None or proc.limit is not None
-            or proc.has_udsf or proc.fast or groups.output is None):
+    if (groups is None or not proc.single or proc.limit is not None or proc.has_udsf or proc.fast
+            or groups.output is None):
         return None
     grouping = groups.grouping
-    if grouping.having is not None:
-        return None
     if grouping.global_group:  # aggregates without GROUP BY: one group, key ()
         return GroupedStep(proc, None)
     if len(grouping.key_fns) != 1:
@@ -90,8 +90,11 @@ class GroupedStep:
         }
         where_ast = proc.select.where
         scope["PREDICATE"] = generate(where_ast, [], alias) if where_ast is not None else None
-        lines = (_advance_lines(proc, key_name, scope) + _emit_lines(key_name is None) + _remove_lines(groups)
-                 + _item_lines(groups, alias, scope))
+        scope["HAVING"] = groups.grouping.having
+        scope["ROW_KEY_OF"] = row_key
+        emit = _emit_lines(key_name is None) if proc.delta is None else _delta_emit_lines(key_name is None)
+        lines = (_advance_lines(proc, key_name, scope) + emit + _remove_lines(groups)
+                 + _item_lines(groups, alias, scope, proc.delta is not None))
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<grouped step>", "exec"), scope)  # noqa: S102 - generated from the AST
         # the step answering the output maps (each its own copy), for ``process_batch``; ``advance`` gives
@@ -240,6 +243,52 @@ def _emit_lines(global_group: bool) -> list[str]:
     ]
 
 
+def _delta_emit_lines(global_group: bool) -> list[str]:
+    """``emit(table)`` of ISTREAM/DSTREAM: the touched groups evaluated and committed as
+    ``IncrementalGrouping.evaluate`` does (the items that left and entered the output relation), then the
+    emitter's rows of that change (``DeltaEmitter.apply``), each its own copy. The global group over no
+    rows, and the step after it, take ``IncrementalGrouping.evaluate`` itself."""
+    lines = ["def emit(table):"]
+    if global_group:
+        lines += [
+            "    if not table.groups or table.empty_done:",
+            "        removed, added = GROUPS.evaluate(table)",
+            "        items = PROC.delta.apply(removed, added)",
+            "        return [it.data.copy() if it.flat else COPY(it.data) for it in items]",
+        ]
+    return lines + [
+        "    touched = table.touched",
+        "    removed, added = table.gone, []",
+        "    if touched:",
+        "        gmap = table.groups",
+        "        if len(touched) == 1:",
+        "            (key,) = touched",
+        "            group = gmap[key]",
+        "            it = item(group)",
+        "            if group.item is not None:",
+        "                removed.append(group.item)",
+        "            group.item = it",
+        "            if it is not None:",
+        "                added.append(it)",
+        "        else:  # evaluated in first-row order; committed once all are evaluated",
+        "            changed = [gmap[k] for k in touched]",
+        "            changed.sort(key=FIRST_POS)",
+        "            items = [item(g) for g in changed]",
+        "            for group, it in zip(changed, items):",
+        "                if group.item is not None:",
+        "                    removed.append(group.item)",
+        "                group.item = it",
+        "                if it is not None:",
+        "                    added.append(it)",
+        "        touched.clear()",
+        "    table.gone = []",
+        "    delta = PROC.delta  # (a restore replaces it)",
+        "    items = delta.apply_one(removed, added[0]) if len(added) == 1 else delta.apply(removed, added)",
+        "    return [it.data.copy() if it.flat else COPY(it.data) for it in items]",
+        "",
+    ]
+
+
 def _remove_lines(groups: Any) -> list[str]:
     """``remove(table, row)``: ``IncrementalGrouping.remove_row`` with the aggregates unrolled."""
     lines = ["def remove(table, row):", "    key = row.gkey", "    group = table.groups[key]", "    pos = row.pos",
@@ -255,8 +304,9 @@ def _remove_lines(groups: Any) -> list[str]:
     return lines
 
 
-def _item_lines(groups: Any, alias: str, scope: dict[str, Any]) -> list[str]:
-    """``item(group)``: ``IncrementalGrouping._output`` / ``_item`` without HAVING, unrolled."""
+def _item_lines(groups: Any, alias: str, scope: dict[str, Any], keyed: bool) -> list[str]:
+    """``item(group)``: ``IncrementalGrouping._output`` / ``_item`` unrolled (None: HAVING rejects the
+    group; ``keyed``: the item carries its multiset key, for ISTREAM/DSTREAM)."""
     lines = ["def item(group):"]
     if not groups.all_stateful:
         lines.append("    return OUTPUT(group)")
@@ -273,6 +323,9 @@ def _item_lines(groups: Any, alias: str, scope: dict[str, Any]) -> list[str]:
     values = f"[{', '.join(f'v{j}' for j in range(n))}]"
     lines += ["    for first in group.members.values():", "        break",
               "    tuples = first.env.tuples", "    fd = tuples[ALIAS].data"]
+    if groups.grouping.having is not None:  # before the select list, as ``_item``
+        lines.append(f"    if HAVING(Env(tuples, {values}, None)) is not True:")
+        lines.append("        return None")
     cells, flat = [], []
     for i, (label, j, fn, field) in enumerate(groups.output):
         if j >= 0:
@@ -289,7 +342,7 @@ def _item_lines(groups: Any, alias: str, scope: dict[str, Any]) -> list[str]:
     # a repeated label keeps its first place and its last value, as the general path's assignments
     lines.append(f"    data = {{{', '.join(f'{label!r}: {v}' for label, v in cells)}}}")
     lines += ["    it = NEW_ITEM(GroupItem)", "    it.pos = first.pos", "    it.data = data",
-              "    it.ekey = None", "    it.nan = False",
+              "    it.ekey, it.nan = ROW_KEY_OF(data)" if keyed else "    it.ekey, it.nan = None, False",
               # aggregate states give scalars (numbers, bools, NULL); only the fields may hold containers
               f"    it.flat = {' and '.join(flat) if flat else 'True'}",
               "    return it"]
@@ -298,67 +351,3 @@ def _item_lines(groups: Any, alias: str, scope: dict[str, Any]) -> list[str]:
 
 def _first_pos(group: Any) -> int:
     return next(iter(group.members))
-
-
-_ITEM_POS = attrgetter("pos")
-
-
-class OutputOrder:
-    """The output relation of the last step the generated step emitted, in output order: the groups'
-    items' positions and maps (``table``: the ``GroupTable`` it describes, None when it describes none).
-
-    RSTREAM emits every group at every step, in the order of their first rows, while a step changes one
-    or two groups: instead of gathering and sorting every group's item each step, the step applies its
-    commits (``replace``, ``drop``) to the order it emitted last. Whatever else changes the items — the
-    general path's step, a restore (another table) — makes it describe no table (``forget``), and the
-    next step gathers the order again (``rebuild``) as the general path does."""
-
-    __slots__ = ("datas", "flat", "poss", "table")
-
-    def __init__(self) -> None:
-        self.table: Any = None
-        self.poss: list[int] = []
-        self.datas: list[dict[str, Any]] = []
-        self.flat = True  # no map holds a container: a copy is a ``dict.copy``
-
-    def forget(self) -> None:
-        self.table = None
-        self.poss, self.datas = [], []
-
-    def rebuild(self, table: Any) -> None:
-        current = [group.item for group in table.groups.values() if group.item is not None]
-        current.sort(key=_ITEM_POS)
-        self.poss = [it.pos for it in current]
-        self.datas = [it.data for it in current]
-        self.flat = all(it.flat for it in current)
-        self.table = table
-
-    def replace(self, old: Any, new: Any) -> None:
-        """A group's item ``old`` (None: a new group) is ``new`` now (None: the group has no row out)."""
-        poss, datas = self.poss, self.datas
-        if old is not None:
-            i = bisect_left(poss, old.pos)
-            if i == len(poss) or datas[i] is not old.data:  # not what this order holds: gather it again
-                self.forget()
-                return
-            if new is not None and new.pos == old.pos:
-                datas[i] = new.data
-                self.flat = self.flat and new.flat
-                return
-            del poss[i], datas[i]
-        if new is not None:
-            i = bisect_left(poss, new.pos)
-            poss.insert(i, new.pos)
-            datas.insert(i, new.data)
-            self.flat = self.flat and new.flat
-
-    def drop(self, items: list[Any]) -> None:
-        """The items of groups that lost their last row leave the order."""
-        for it in items:
-            self.replace(it, None)
-
-    def copies(self) -> list[dict[str, Any]]:
-        """Each map of the order, its own copy."""
-        if self.flat:
-            return list(map(dict.copy, self.datas))
-        return [_copy(data) for data in self.datas]
