@@ -20,6 +20,12 @@ the kernel's compiled closures, which give the exact value, NULL logic, error an
 code has no side effects, so falling back half-way is safe. ``tests/spark/test_stage_codegen.py``
 compares it with the kernel on random rows.
 
+With ``leaves`` (a compile scope; the incremental kernel's one-FROM-item statements, which call no
+volatile function) an expression outside that subset — a function call, a cast, CASE, LIKE, IN, IS NULL,
+``||`` ... — becomes a *closure leaf*: its compiled closure, the kernel's own code, called on the row's
+``Env``; a leaf that raises makes the row ``FALLBACK``, a leaf in a predicate's place must give a bool.
+Leaves never read ``ts()``; the tests hold the code to the reference kernel (``SelectProcessor``).
+
 The in-process incremental kernel uses the same generator (``row_parts``: any one-FROM-item,
 non-grouping SELECT, whatever its window) to decide a new row's WHERE and projection
 (``incremental/processor.py``; ``tests/bql/runtime/test_generated_kernel_paths.py``).
@@ -29,10 +35,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, UnaryOp
+from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, TimestampRef, UnaryOp
+from sbpy.bql.eval import Env, Scope, compile_expr, is_volatile
 from sbpy.bql.eval.operators import mod
 from sbpy.bql.eval.paths import MISSING
 from sbpy.bql.values import INT_MAX, INT_MIN
+
+from .processor import Tuple
 
 FALLBACK = object()  # "this row needs the kernel"
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -54,8 +63,10 @@ class _Writer:
 
     ``sources`` maps a FROM alias (None: an unqualified field) to the variable holding its row's data."""
 
-    def __init__(self, sources: dict[str | None, str]):
+    def __init__(self, sources: dict[str | None, str], leaves: Scope | None = None):
         self.sources = sources
+        self.leaves = leaves  # compile scope of closure leaves (None: none; one FROM item only)
+        self.env = False  # a leaf reads the row's ``Env`` (built once, first thing)
         self.lines: list[str] = []
         self.consts: dict[str, Any] = {}
         self.fields: dict[tuple[str, ...], str] = {}
@@ -106,7 +117,9 @@ class _Writer:
             elif _is_arithmetic(expr):
                 items.append((key, self.number(expr, "    ")))
             else:
-                raise _Unsupported(type(expr).__name__)
+                var = self.leaf(expr, "    ")
+                items.append((key, var if copy is None else
+                              f"(COPY({var}) if type({var}) is dict or type({var}) is list else {var})"))
         if len({k for k, _ in items}) == len(items):
             body = ", ".join(f"{k!r}: {v}" for k, v in items)
             self.lines.append(f"    return {{{body}}}")
@@ -117,9 +130,14 @@ class _Writer:
 
     def compile(self, params: str, name: str, copy: Callable[[Any], Any] | None) -> Callable[..., Any]:
         """The function ``step(params)`` of the lines written (its text on ``step.source``)."""
-        source = f"def step({params}):\n" + "\n".join(self.lines) + "\n"
+        lines = self.lines
+        if self.env:  # the closure leaves' row (``ts()`` is never read by one)
+            lines = ["    env = ENV({ALIAS: TUPLE(d, None, 0, ALIAS)})", *lines]
+        source = f"def step({params}):\n" + "\n".join(lines) + "\n"
         scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, "COPY": copy, "INT_MIN": INT_MIN,
-                                 "INT_MAX": INT_MAX, "MOD": mod, **self.consts}
+                                 "INT_MAX": INT_MAX, "MOD": mod, "ENV": Env, "TUPLE": Tuple,
+                                 "ALIAS": self.leaves.aliases[0] if self.leaves is not None else None,
+                                 **self.consts}
         exec(compile(source, name, "exec"), scope)  # noqa: S102 - generated from the AST
         step = scope["step"]
         step.source = source  # for tests and debugging
@@ -138,12 +156,10 @@ class _Writer:
             if type(e.value) is int or type(e.value) is float:
                 return self.const(e.value)
             raise _Unsupported(f"literal of type {type(e.value).__name__} in arithmetic")
-        if isinstance(e, FieldRef):
-            var = self.field(e, indent)
+        if not _is_arithmetic(e):
+            var = self.field(e, indent) if isinstance(e, FieldRef) else self.leaf(e, indent)
             self.lines.append(f"{indent}if type({var}) is not int and type({var}) is not float: return FALLBACK")
             return var
-        if not _is_arithmetic(e):
-            raise _Unsupported(type(e).__name__)
         out = self.temp()
         if type(e) is UnaryOp:
             a = self.number(e.operand, indent)
@@ -172,6 +188,27 @@ class _Writer:
             add(f"{indent}else: {out} = MOD({a}, {b})")
         return out
 
+    def leaf(self, e: Any, indent: str) -> str:
+        """A variable holding the value of ``e`` — an expression outside the generated subset (a function
+        call, a cast, LIKE, IN, CASE ...) — computed by its compiled closure, the kernel's own code, on the
+        row's ``Env``; a closure that raises makes the row ``FALLBACK`` (the kernel then raises the
+        same error). Only with ``leaves`` (one FROM item), for deterministic expressions that do not read
+        ``ts()`` (the leaf's tuple has no time): evaluating one again after a FALLBACK gives the same."""
+        scope = self.leaves
+        if scope is None or isinstance(e, Literal) or _is_arithmetic(e):
+            raise _Unsupported(type(e).__name__)
+        if is_volatile(e, scope.registry) or any(type(n) is TimestampRef for n in e.walk()):
+            raise _Unsupported("a volatile expression or ts()")
+        try:
+            closure = compile_expr(e, scope)
+        except Exception as err:  # an aggregate or anything the row scope refuses
+            raise _Unsupported(str(err)) from err
+        self.env = True
+        fn, out = self.const(closure), self.temp()
+        self.lines += [f"{indent}try:", f"{indent}    {out} = {fn}(env)", f"{indent}except Exception:",
+                       f"{indent}    return FALLBACK"]
+        return out
+
     def _is_int(self, var: str) -> str:
         """The test whether ``number``'s ``var`` holds an int (``True``/``False`` for a literal, which
         CPython's compiler folds away)."""
@@ -198,28 +235,41 @@ class _Writer:
                 self.fields = fetched
                 return out
             if op in _CMP:
-                return self.compare(_CMP[op], e.left, e.right, indent)
+                if self.leaves is None:
+                    return self.compare(_CMP[op], e.left, e.right, indent)
+                mark = (len(self.lines), dict(self.fields), self.n)
+                try:
+                    return self.compare(_CMP[op], e.left, e.right, indent)
+                except _Unsupported:  # (a bool literal, two literals ...): the whole comparison is a leaf
+                    del self.lines[mark[0]:]
+                    self.fields, self.n = mark[1], mark[2]
         if isinstance(e, UnaryOp) and e.op.lower() == "not":
             inner = self.predicate(e.operand, indent)
             out = self.temp()
             self.lines.append(f"{indent}{out} = not {inner}")
             return out
-        raise _Unsupported(type(e).__name__)
+        out = self.leaf(e, indent)  # (IN, LIKE, BETWEEN, IS NULL, a bool function ...): a bool, or the kernel
+        self.lines.append(f"{indent}if type({out}) is not bool: return FALLBACK")
+        return out
+
+    def value(self, e: Any, indent: str) -> str:
+        """A variable holding a field's value, or a closure leaf's (``leaf``)."""
+        return self.field(e, indent) if isinstance(e, FieldRef) else self.leaf(e, indent)
 
     def compare(self, op: str, left: Any, right: Any, indent: str) -> str:
         out = self.temp()
-        if isinstance(right, Literal) and isinstance(left, FieldRef):
-            v, c = self.field(left, indent), right.value
-            self._versus_literal(out, op, v, c, indent, flipped=False)
-        elif isinstance(left, Literal) and isinstance(right, FieldRef):
-            v, c = self.field(right, indent), left.value
-            self._versus_literal(out, op, v, c, indent, flipped=True)
-        elif _is_arithmetic(left) or _is_arithmetic(right):  # numbers: an int meets a float as float(int)
+        if _is_arithmetic(left) or _is_arithmetic(right):  # numbers: an int meets a float as float(int)
             a, b = self.number(left, indent), self.number(right, indent)
             self.lines.append(f"{indent}if type({a}) is type({b}): {out} = {a} {op} {b}")
             self.lines.append(f"{indent}else: {out} = float({a}) {op} float({b})")
-        elif isinstance(left, FieldRef) and isinstance(right, FieldRef):
-            a, b = self.field(left, indent), self.field(right, indent)
+        elif isinstance(right, Literal) and not isinstance(left, Literal):
+            v, c = self.value(left, indent), right.value
+            self._versus_literal(out, op, v, c, indent, flipped=False)
+        elif isinstance(left, Literal) and not isinstance(right, Literal):
+            v, c = self.value(right, indent), left.value
+            self._versus_literal(out, op, v, c, indent, flipped=True)
+        elif not isinstance(left, Literal) and not isinstance(right, Literal):
+            a, b = self.value(left, indent), self.value(right, indent)
             self.lines.append(f"{indent}ta, tb = type({a}), type({b})")
             self.lines.append(f"{indent}if ta is tb and (ta is int or ta is float or ta is str): "
                               f"{out} = {a} {op} {b}")
@@ -253,14 +303,14 @@ class _Writer:
 
 
 def generate(where: Any, projections: list[tuple[str, Any]], alias: str,
-             copy: Callable[[Any], Any] | None = None) -> Callable[[Any], Any] | None:
+             copy: Callable[[Any], Any] | None = None, leaves: Scope | None = None) -> Callable[[Any], Any] | None:
     """``step(data)`` for a stage with WHERE ``where`` (or None) and ``projections`` ``[(key, expr)]``;
     None when the stage uses anything outside the supported subset.
 
     With ``copy`` a projected map or array value is emitted as ``copy(value)`` (the in-process kernel
     gives each output row its own containers, ``kernel._copy``); without it the output shares them
     with the input row (the Spark tier serialises the row at once)."""
-    w = _Writer({None: "d", alias: "d"})
+    w = _Writer({None: "d", alias: "d"}, leaves)
     try:
         if where is not None:
             verdict = w.predicate(where, "    ")
@@ -296,10 +346,19 @@ def row_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str] | None:
     return proc.select.where, projections, proc.aliases[0]
 
 
-def generate_for(proc: Any, copy: Callable[[Any], Any] | None = None) -> Callable[[Any], Any] | None:
+def generate_for(proc: Any, copy: Callable[[Any], Any] | None = None,
+                 leaves: Scope | None = None) -> Callable[[Any], Any] | None:
     """``generate`` for a kernel ``SelectProcessor`` in its fast form, or None."""
     parts = fast_parts(proc)
-    return None if parts is None else generate(*parts, copy=copy)
+    return None if parts is None else generate(*parts, copy=copy, leaves=leaves)
+
+
+def leaf_scope(proc: Any) -> Scope | None:
+    """The closure leaves' compile scope of a one-FROM-item incremental processor (whose statement calls
+    no volatile function: ``incremental/eligibility.py``), or None."""
+    if len(proc.aliases) != 1:
+        return None
+    return Scope(tuple(proc.aliases), registry=proc.context.functions)
 
 
 def generate_pair(projections: list[tuple[str, Any]], aliases: tuple[str, str],

@@ -42,7 +42,7 @@ from typing import Any
 from ...eval import Env
 from ..kernel import _copy, truth
 from ..processor import Tuple, stamped
-from ..stage_codegen import FALLBACK, generate
+from ..stage_codegen import FALLBACK, generate, leaf_scope
 from ..windows import Entry
 from .aggregates import CountAllState
 from .emitter import row_key
@@ -89,7 +89,8 @@ class GroupedStep:
             "WHERE": proc.where, "FACTORIES": groups.factories, "ALIAS": alias, "COPY": _copy,
         }
         where_ast = proc.select.where
-        scope["PREDICATE"] = generate(where_ast, [], alias) if where_ast is not None else None
+        scope["PREDICATE"] = (generate(where_ast, [], alias, leaves=leaf_scope(proc)) if where_ast is not None
+                              else None)
         scope["HAVING"] = groups.grouping.having
         scope["ROW_KEY_OF"] = row_key
         emit = _emit_lines(key_name is None) if proc.delta is None else _delta_emit_lines(key_name is None)

@@ -35,7 +35,7 @@ from ...eval import Env
 from ..batch_codegen import generate_batch
 from ..kernel import SelectProcessor, _copy, _message, truth
 from ..processor import NOTHING, Dropped, ProcessorContext, StepResult, Tuple
-from ..stage_codegen import FALLBACK, fast_parts, generate, generate_for, row_parts
+from ..stage_codegen import FALLBACK, fast_parts, generate, generate_for, leaf_scope, row_parts
 from ..windows import Entry
 from .batches import BatchSteps
 from .delta_step import delta_step
@@ -75,13 +75,14 @@ class IncrementalSelectProcessor(BatchSteps, SelectProcessor):
                             if self.select_list is not None else None)
         self.delegate = self.fast  # run as the reference kernel (fast path, or restored from its snapshot)
         # the fast form's generated, type-guarded step (``stage_codegen``); other rows take the reference
-        self.generated = (generate_for(self, _copy) if self.fast and self.limit is None and not self.has_udsf
-                          else None)
+        leaves = leaf_scope(self)  # expressions outside the generated subset: their closures, as leaves
+        self.generated = (generate_for(self, _copy, leaves) if self.fast and self.limit is None
+                          and not self.has_udsf else None)
         # the same over a batch, one list comprehension (``batch_codegen``; ``process_batch``)
         self.batch = generate_batch(*fast_parts(self)) if self.generated is not None else None
         # one FROM item, no grouping: WHERE and the select list of a new row as one generated step
         parts = row_parts(self) if self.single and self.grouping is None and not self.fast else None
-        self.row_step = generate(*parts) if parts is not None else None
+        self.row_step = generate(*parts, leaves=leaves) if parts is not None else None
         self.row_key = (row_key_for(list(dict.fromkeys(label for label, _ in parts[1])))
                         if self.row_step is not None else row_key)
         # without LIMIT or a UDSF, ``process`` runs a generated row's whole step itself (``_advance_generated``)

@@ -178,10 +178,10 @@ def test_emitted_containers_are_copies():
 
 
 @pytest.mark.parametrize("query", [
-    "SELECT RSTREAM a:x || \"s\" AS y FROM s1 [RANGE 1 TUPLES] AS a",
+    "SELECT RSTREAM str(ts()) AS y FROM s1 [RANGE 1 TUPLES] AS a",
     "SELECT RSTREAM * FROM s1 [RANGE 1 TUPLES] AS a WHERE a:x < 1",
     "SELECT ISTREAM a:x AS y.z FROM s1 [RANGE 3 TUPLES] AS a",
-    "SELECT ISTREAM a:x AS y FROM s1 [RANGE 3 TUPLES] AS a WHERE a:x IS NULL",
+    "SELECT ISTREAM a:x AS y FROM s1 [RANGE 3 TUPLES] AS a WHERE a:ts() > a:t",
 ])
 def test_statements_outside_the_subset_keep_the_closures(query):
     proc = build_processor(parse_select(query))
