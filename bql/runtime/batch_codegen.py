@@ -45,6 +45,9 @@ from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, UnaryOp
 from sbpy.bql.eval.operators import int_div, mod
 from sbpy.bql.values import INT_MAX, INT_MIN
 
+from .stage_codegen import _Unsupported as LeafUnsupported
+from .stage_codegen import leaf_closure, row_env
+
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _EXACT = 2 ** 53  # every int of at most this magnitude is exact as a float
 _NUMBERS = frozenset((int, float))
@@ -135,8 +138,9 @@ def _is_arithmetic(e: Any) -> bool:
 class _ExprWriter:
     """Python expressions over the row ``d`` of one FROM item (``alias`` or unqualified)."""
 
-    def __init__(self, alias: str):
+    def __init__(self, alias: str, leaves: Any = None):
         self.alias = alias
+        self.leaves = leaves  # compile scope of closure leaves (``stage_codegen.leaf_closure``), or None
         self.consts: dict[str, Any] = {}
         self.n = 0
         # fields every row's WHERE reads before any short-circuit, each bound to a variable: the select list
@@ -164,6 +168,19 @@ class _ExprWriter:
             out += f"[{step.key!r}]"
         return out
 
+    def leaf(self, e: Any) -> str:
+        """A closure leaf's value (``stage_codegen.leaf_closure``): its closure on the row's ``Env``
+        (raises — the chunk then runs tuple by tuple — where the closure raises)."""
+        try:
+            closure = leaf_closure(e, self.leaves)
+        except LeafUnsupported as err:
+            raise _Unsupported(str(err)) from err
+        return f"{self.const(closure)}(ROW_ENV(d))"
+
+    def value(self, e: Any) -> str:
+        """A field's read, or a closure leaf's value."""
+        return self.field(e) if isinstance(e, FieldRef) else self.leaf(e)
+
     def predicate(self, e: Any) -> str:
         if isinstance(e, BinaryOp):
             op = e.op.lower()
@@ -174,22 +191,28 @@ class _ExprWriter:
                 self.lazy -= 1
                 return f"({left} {op} {right})"
             if op in _CMP:
-                return self.compare(_CMP[op], e.left, e.right)
+                if self.leaves is None:
+                    return self.compare(_CMP[op], e.left, e.right)
+                try:
+                    return self.compare(_CMP[op], e.left, e.right)
+                except _Unsupported:  # (a bool literal, two literals ...): the whole comparison is a leaf
+                    pass
         if isinstance(e, UnaryOp) and e.op.lower() == "not":
             return f"(not {self.predicate(e.operand)})"
-        raise _Unsupported(type(e).__name__)
+        v = self.temp()  # a leaf in a predicate's place: a bool, or the per-tuple path
+        return f"({v} if ({v} := {self.leaf(e)}).__class__ is bool else FALLBACK())"
 
     def compare(self, op: str, left: Any, right: Any) -> str:
-        if isinstance(right, Literal) and isinstance(left, FieldRef):
-            return self._versus_literal(op, self.field(left), right.value, flipped=False)
-        if isinstance(left, Literal) and isinstance(right, FieldRef):
-            return self._versus_literal(op, self.field(right), left.value, flipped=True)
         if _is_arithmetic(left) or _is_arithmetic(right):  # numbers: an int meets a float as float(int)
             a, b, ta = self.temp(), self.temp(), self.temp()
             return (f"({a} {op} {b} if ({ta} := ({a} := {self.number(left)}).__class__) is "
                     f"({b} := {self.number(right)}).__class__ else float({a}) {op} float({b}))")
-        if isinstance(left, FieldRef) and isinstance(right, FieldRef):
-            ra, rb = self.field(left), self.field(right)
+        if isinstance(right, Literal) and not isinstance(left, Literal):
+            return self._versus_literal(op, self.value(left), right.value, flipped=False)
+        if isinstance(left, Literal) and not isinstance(right, Literal):
+            return self._versus_literal(op, self.value(right), left.value, flipped=True)
+        if not isinstance(left, Literal) and not isinstance(right, Literal):
+            ra, rb = self.value(left), self.value(right)
             a, b, ta, tb = self._bound(ra), self._bound(rb), self.temp(), self.temp()
             num = f"({ta} is int or {ta} is float) and ({tb} is int or {tb} is float)"
             return (f"({a} {op} {b} if ({ta} := ({a} := {ra}).__class__) is "
@@ -205,6 +228,8 @@ class _ExprWriter:
             raise _Unsupported(f"literal of type {type(e.value).__name__} in arithmetic")
         if isinstance(e, FieldRef):
             return f"NUM({self.field(e)})"
+        if not _is_arithmetic(e):
+            return f"NUM({self.leaf(e)})"
         if type(e) is UnaryOp and e.op == "-":
             return f"NEG({self.number(e.operand)})"
         if type(e) is BinaryOp and e.op in _ARITHMETIC:
@@ -252,15 +277,16 @@ class _ExprWriter:
             elif _is_arithmetic(expr):
                 items.append(f"{key!r}: {self.number(expr)}")
             else:
-                raise _Unsupported(type(expr).__name__)
+                items.append(f"{key!r}: {self.leaf(expr)}")
         return "{" + ", ".join(items) + "}"
 
 
-def generate_batch(where: Any, projections: list[tuple[str, Any]], alias: str
+def generate_batch(where: Any, projections: list[tuple[str, Any]], alias: str, leaves: Any = None
                    ) -> Callable[[list[Any]], list[Any]] | None:
     """``batch(tuples)``: per tuple its output map or None (see the module doc; it raises for a row outside
-    its subset); None when the stage uses anything outside ``stage_codegen.generate``'s subset."""
-    w = _ExprWriter(alias)
+    its subset); None when the stage uses anything outside ``stage_codegen.generate``'s subset (with
+    ``leaves``, its closure leaves)."""
+    w = _ExprWriter(alias, leaves)
     try:
         cond = w.predicate(where) if where is not None else None
         row = w.row(projections)
@@ -268,7 +294,8 @@ def generate_batch(where: Any, projections: list[tuple[str, Any]], alias: str
         return None
     element = row if cond is None else f"({row} if {cond} else None)"
     source = f"def batch(tuples):\n    return [{element} for t in tuples for d in (t.data,)]\n"
-    scope: dict[str, Any] = {"FALLBACK": _fallback, "NUMBERS": _NUMBERS, **_HELPERS, **w.consts}
+    scope: dict[str, Any] = {"FALLBACK": _fallback, "NUMBERS": _NUMBERS, "ROW_ENV": row_env(alias), **_HELPERS,
+                             **w.consts}
     exec(compile(source, f"<batch stage {alias}>", "exec"), scope)  # noqa: S102 - generated from the AST
     batch = scope["batch"]
     batch.source = source  # for tests and debugging

@@ -48,6 +48,24 @@ _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=":
 _ARITHMETIC = frozenset(("+", "-", "*", "/", "%"))
 
 
+def leaf_closure(e: Any, scope: Scope | None) -> Any:
+    """The compiled closure of ``e`` as a closure leaf (``_Writer.leaf``); raises ``_Unsupported`` without
+    a scope, for a literal or arithmetic (written inline), a volatile expression or one reading ``ts()``."""
+    if scope is None or isinstance(e, Literal) or _is_arithmetic(e):
+        raise _Unsupported(type(e).__name__)
+    if is_volatile(e, scope.registry) or any(type(n) is TimestampRef for n in e.walk()):
+        raise _Unsupported("a volatile expression or ts()")
+    try:
+        return compile_expr(e, scope)
+    except Exception as err:  # an aggregate or anything the row scope refuses
+        raise _Unsupported(str(err)) from err
+
+
+def row_env(alias: str) -> Any:
+    """``env_of(data)``: the ``Env`` a closure leaf reads for one row of FROM item ``alias`` (no time)."""
+    return lambda data: Env({alias: Tuple(data, None, 0, alias)})
+
+
 def _is_arithmetic(e: Any) -> bool:
     """``x + y``, ``x - y``, ``x * y``, ``x / y``, ``x % y`` or ``-x`` (``number``'s expressions)."""
     t = type(e)
@@ -194,15 +212,7 @@ class _Writer:
         row's ``Env``; a closure that raises makes the row ``FALLBACK`` (the kernel then raises the
         same error). Only with ``leaves`` (one FROM item), for deterministic expressions that do not read
         ``ts()`` (the leaf's tuple has no time): evaluating one again after a FALLBACK gives the same."""
-        scope = self.leaves
-        if scope is None or isinstance(e, Literal) or _is_arithmetic(e):
-            raise _Unsupported(type(e).__name__)
-        if is_volatile(e, scope.registry) or any(type(n) is TimestampRef for n in e.walk()):
-            raise _Unsupported("a volatile expression or ts()")
-        try:
-            closure = compile_expr(e, scope)
-        except Exception as err:  # an aggregate or anything the row scope refuses
-            raise _Unsupported(str(err)) from err
+        closure = leaf_closure(e, self.leaves)
         self.env = True
         fn, out = self.const(closure), self.temp()
         self.lines += [f"{indent}try:", f"{indent}    {out} = {fn}(env)", f"{indent}except Exception:",

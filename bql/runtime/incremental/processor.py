@@ -79,7 +79,7 @@ class IncrementalSelectProcessor(BatchSteps, SelectProcessor):
         self.generated = (generate_for(self, _copy, leaves) if self.fast and self.limit is None
                           and not self.has_udsf else None)
         # the same over a batch, one list comprehension (``batch_codegen``; ``process_batch``)
-        self.batch = generate_batch(*fast_parts(self)) if self.generated is not None else None
+        self.batch = generate_batch(*fast_parts(self), leaves=leaves) if self.generated is not None else None
         # one FROM item, no grouping: WHERE and the select list of a new row as one generated step
         parts = row_parts(self) if self.single and self.grouping is None and not self.fast else None
         self.row_step = generate(*parts, leaves=leaves) if parts is not None else None
