@@ -21,7 +21,7 @@ from typing import Any
 from sbpy.bql.eval import Env
 from sbpy.bql.runtime.kernel import SelectProcessor, _message, truth
 from sbpy.bql.runtime.processor import Tuple
-from sbpy.bql.runtime.stage_codegen import FALLBACK, generate_for
+from sbpy.bql.runtime.stage_codegen import FALLBACK, generate_for, leaf_scope
 
 from .operator import Pipeline
 
@@ -57,7 +57,10 @@ class FastPipeline(Pipeline):
     def __init__(self, stages: Iterable[Any], topology: str = "", context: Any = None):
         super().__init__(stages, topology, context)
         self.input = self.stages[0].inputs[0]
-        self.steps = [(k, spec.node, proc.aliases[0], proc.where, proc.select_list.evaluate, generate_for(proc))
+        # each stage's generated step; an expression outside its subset is a closure leaf (never a volatile
+        # one such as now(), whose value the kernel's path below takes at the tuple's own time)
+        self.steps = [(k, spec.node, proc.aliases[0], proc.where, proc.select_list.evaluate,
+                       generate_for(proc, None, leaf_scope(proc)))
                       for k, (spec, proc) in enumerate(zip(self.stages, self.processors))]
 
     def _deliver_data(self, name: str, data: Any, ts_us: int, seq: int) -> None:
