@@ -40,6 +40,20 @@ def test_b3_kernel_matches_hand_written_references():
         assert r["outputs"] > 0
 
 
+def test_b3_shapes_match_the_reference_kernel():
+    """Each shape's rows through the kernel's choice equal the reference kernel's, and the table prints."""
+    import b3_shapes
+    import b3_per_tuple
+
+    tuples = b3_per_tuple.kernel_tuples(b3_per_tuple.single_input(300))
+    for name, query in b3_shapes.SHAPES:
+        fast, ref = b3_shapes._answers(query, tuples, "auto")[1], b3_shapes._answers(query, tuples, "reference")[1]
+        assert fast == ref and any(fast), name
+    out = subprocess.run([sys.executable, str(Path(b3_shapes.__file__)), "--n", "300", "--ref-n", "100",
+                          "--rounds", "1"], capture_output=True, text=True, timeout=300, check=True).stdout
+    assert out.count(" yes") == len(b3_shapes.SHAPES) and " NO" not in out
+
+
 def test_profile_operator_copy_runs_without_spark(tmp_path):
     """The instrumented operator function still fits the operator module it copies."""
     import json
