@@ -23,21 +23,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import b3_per_tuple as b3  # noqa: E402
+import b3_per_tuple as b3
 
 SHAPES = [
     ("moving average", "SELECT RSTREAM count(*) AS n, avg(price) AS a FROM src [RANGE 50 TUPLES]"),
     ("ISTREAM count over 5 s", "SELECT ISTREAM count(*) AS n FROM src [RANGE 5 SECONDS]"),
     ("ISTREAM GROUP BY", "SELECT ISTREAM k, count(*) AS n FROM src [RANGE 50 TUPLES] GROUP BY k"),
-    ("GROUP BY ... HAVING", "SELECT RSTREAM k, count(*) AS n FROM src [RANGE 50 TUPLES] WHERE price < 8 "
-                            "GROUP BY k HAVING count(*) > 2"),
+    ("GROUP BY ... HAVING", ("SELECT RSTREAM k, count(*) AS n FROM src [RANGE 50 TUPLES] WHERE price < 8 "
+                             "GROUP BY k HAVING count(*) > 2")),
     ("filter with arithmetic", "SELECT RSTREAM id, price * 1.1 AS p FROM src [RANGE 1 TUPLES] WHERE price + 1 < 8"),
     ("ISTREAM with arithmetic", "SELECT ISTREAM id, price * 2 AS p2 FROM src [RANGE 50 TUPLES] WHERE price > 2"),
     ("ISTREAM with a function", "SELECT ISTREAM id, str(price) AS s FROM src [RANGE 50 TUPLES]"),
     ("filter with LIKE", "SELECT RSTREAM id, name FROM src [RANGE 1 TUPLES] WHERE name LIKE \"sensor-1%\""),
     ("filter with a cast", "SELECT RSTREAM id, price::int AS p FROM src [RANGE 1 TUPLES] WHERE price > 2"),
-    ("filter with IN and abs()", "SELECT RSTREAM id, abs(price - 5) AS d FROM src [RANGE 1 TUPLES] "
-                                 "WHERE k IN (1, 2, 3)"),
+    ("filter with IN and abs()", ("SELECT RSTREAM id, abs(price - 5) AS d FROM src [RANGE 1 TUPLES] "
+                                  "WHERE k IN (1, 2, 3)")),
 ]
 
 

@@ -42,8 +42,8 @@ def test_b3_kernel_matches_hand_written_references():
 
 def test_b3_shapes_match_the_reference_kernel():
     """Each shape's rows through the kernel's choice equal the reference kernel's, and the table prints."""
-    import b3_shapes
     import b3_per_tuple
+    import b3_shapes
 
     tuples = b3_per_tuple.kernel_tuples(b3_per_tuple.single_input(300))
     for name, query in b3_shapes.SHAPES:
