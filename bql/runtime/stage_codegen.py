@@ -83,7 +83,7 @@ class _Writer:
 
     def __init__(self, sources: dict[str | None, str], leaves: Scope | None = None):
         self.sources = sources
-        self.leaves = leaves  # compile scope of closure leaves (None: none; one FROM item only)
+        self.leaves = leaves  # compile scope of closure leaves (None: none), its aliases those of ``sources``
         self.env = False  # a leaf reads the row's ``Env`` (built once, first thing)
         self.lines: list[str] = []
         self.consts: dict[str, Any] = {}
@@ -149,13 +149,13 @@ class _Writer:
     def compile(self, params: str, name: str, copy: Callable[[Any], Any] | None) -> Callable[..., Any]:
         """The function ``step(params)`` of the lines written (its text on ``step.source``)."""
         lines = self.lines
-        if self.env:  # the closure leaves' row (``ts()`` is never read by one)
-            lines = ["    env = ENV({ALIAS: TUPLE(d, None, 0, ALIAS)})", *lines]
+        if self.env:  # the closure leaves' row or combination (``ts()`` is never read by one)
+            tuples = ", ".join(f"{alias!r}: TUPLE({self.sources[alias]}, None, 0, {alias!r})"
+                               for alias in self.leaves.aliases)
+            lines = [f"    env = ENV({{{tuples}}})", *lines]
         source = f"def step({params}):\n" + "\n".join(lines) + "\n"
         scope: dict[str, Any] = {"FALLBACK": FALLBACK, "MISSING": MISSING, "COPY": copy, "INT_MIN": INT_MIN,
-                                 "INT_MAX": INT_MAX, "MOD": mod, "ENV": Env, "TUPLE": Tuple,
-                                 "ALIAS": self.leaves.aliases[0] if self.leaves is not None else None,
-                                 **self.consts}
+                                 "INT_MAX": INT_MAX, "MOD": mod, "ENV": Env, "TUPLE": Tuple, **self.consts}
         exec(compile(source, name, "exec"), scope)  # noqa: S102 - generated from the AST
         step = scope["step"]
         step.source = source  # for tests and debugging
@@ -364,20 +364,20 @@ def generate_for(proc: Any, copy: Callable[[Any], Any] | None = None,
 
 
 def leaf_scope(proc: Any) -> Scope | None:
-    """The closure leaves' compile scope of a one-FROM-item incremental processor (whose statement calls
-    no volatile function: ``incremental/eligibility.py``), or None."""
-    if len(proc.aliases) != 1:
-        return None
+    """The closure leaves' compile scope of a processor's FROM items (``leaf_closure`` refuses volatile
+    expressions; the incremental kernel's statements call none: ``incremental/eligibility.py``)."""
     return Scope(tuple(proc.aliases), registry=proc.context.functions)
 
 
 def generate_pair(projections: list[tuple[str, Any]], aliases: tuple[str, str],
-                  copy: Callable[[Any], Any] | None = None) -> Callable[[Any, Any], Any] | None:
+                  copy: Callable[[Any], Any] | None = None, leaves: Scope | None = None
+                  ) -> Callable[[Any, Any], Any] | None:
     """``step(d0, d1)``: the select list ``projections`` ``[(key, expr)]`` of a two-FROM-item statement over
     the data of one combination (``d0`` of ``aliases[0]``, ``d1`` of ``aliases[1]``), with ``generate``'s
-    subset and guards (every field names its alias; FALLBACK for anything else); None outside the subset.
+    subset and guards (every field names its alias; FALLBACK for anything else) and, with ``leaves`` (a
+    scope of both aliases), its closure leaves over the combination; None outside the subset.
     Used by the incremental kernel's join step (``incremental/pair_step.py``)."""
-    w = _Writer({alias: f"d{i}" for i, alias in enumerate(aliases)})
+    w = _Writer({alias: f"d{i}" for i, alias in enumerate(aliases)}, leaves)
     try:
         w.project(projections, copy)
     except _Unsupported:

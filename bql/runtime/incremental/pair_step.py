@@ -40,7 +40,7 @@ from ...ast import KeyStep
 from ...eval import Env
 from ..kernel import _copy, truth
 from ..processor import Tuple, stamped
-from ..stage_codegen import FALLBACK, generate_pair
+from ..stage_codegen import FALLBACK, generate_pair, leaf_scope
 from ..windows import Entry
 from .emitter import row_key_for
 from .field_access import MISSING
@@ -62,7 +62,7 @@ def paired_step(proc: Any) -> PairedStep | None:
         if len(steps) != 1 or type(steps[0]) is not KeyStep:
             return None
         projections.append((steps[0].key, expr))
-    project = generate_pair(projections, proc.aliases, _copy)
+    project = generate_pair(projections, proc.aliases, _copy, leaf_scope(proc))
     if project is None:
         return None
     return PairedStep(proc, project, [label for label, _ in projections])

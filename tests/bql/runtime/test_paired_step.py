@@ -26,7 +26,8 @@ from sbpy.bql.runtime.testing import parse_select
 from test_generated_kernel_paths import SETTINGS, START, VALUES, batch_observed, canonical
 
 SELECTS = ["a:id AS aid, b:id AS bid", "a:x AS x, b:x AS y, a:k AS k", "a:m AS m, b:id AS v, a:id AS v",
-           "1 AS one, a:id AS aid, \"c\" AS c", "a:x + b:x AS sum"]
+           "1 AS one, a:id AS aid, \"c\" AS c", "a:x + b:x AS sum", "str(a:x) AS s, b:id AS bid",
+           "CASE WHEN a:x > 1 THEN b:m ELSE a:id END AS c, a:x || b:x AS cat"]
 WHERES = ["WHERE a:k = b:k", "WHERE a:k = b:k AND a:x < 2", "WHERE b:k = a:k AND b:x >= 1",
           "WHERE a:k = b:k AND a:x = b:x"]
 WINDOWS = ["[RANGE 2 TUPLES]", "[RANGE 5 TUPLES]", "[RANGE 500 MILLISECONDS]", "[RANGE 1 SECONDS]"]
@@ -177,9 +178,9 @@ def test_the_bench_join_runs_the_generated_step():
 
 
 def test_a_projection_that_raises_leaves_rows_pending():
-    """``a:x || b:x`` is outside the generated subset: such a statement keeps the general path; a field
-    projection over a non-map value falls back per row and the general tail raises the reference's error."""
-    assert build_processor(parse_select(_query("ISTREAM", "a:x || b:x AS c", "[RANGE 3 TUPLES]",
+    """``a:ts()`` is never a closure leaf: such a statement keeps the general path; a field projection over
+    a non-map value falls back per row and the general tail raises the reference's error."""
+    assert build_processor(parse_select(_query("ISTREAM", "a:ts() AS t", "[RANGE 3 TUPLES]",
                                                "WHERE a:k = b:k"))).paired is None
     query = _query("ISTREAM", "a:x.y AS y, b:id AS bid", "[RANGE 3 TUPLES]", "WHERE a:k = b:k")
     stream = [("s1", {"id": 0, "k": 1, "x": {"y": 1}}), ("s2", {"id": 1, "k": 1}),
