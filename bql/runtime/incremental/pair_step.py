@@ -27,8 +27,7 @@ list's closures, then ``row_key``). For a statement whose two FROM items are has
 ``advance_rows`` answers the output maps (``process_batch``); ``advance`` stamps them as output tuples.
 For two count windows joined by one equality of a plain field of each FROM item (``JoinPlan.key_decides``,
 the common join), ``advance_rows`` is ``advance_rows_plain``: the same steps with the index's and the
-relation's updates written inline (``JoinPlan.add`` / ``remove``, ``Relation.add_projected`` /
-``drop_entry``).
+entry's updates written inline (``JoinPlan.add`` / ``remove``, ``Relation.drop_entry``).
 
 The state is the general path's, so snapshots and the two paths mix freely.
 """
@@ -137,9 +136,8 @@ class PairedStep:
         return [emitted_copy(item.data) for item in items]
 
     def advance_rows_plain(self, tup: Tuple, k: int) -> list[dict]:
-        """``advance_rows`` of a ``plain`` statement with ``JoinPlan.add`` / ``remove``,
-        ``Relation.add_projected`` / ``drop_entry`` / ``take_changes`` inline (the same changes in the
-        same order on the same state)."""
+        """``advance_rows`` of a ``plain`` statement with ``JoinPlan.add`` / ``remove`` and
+        ``Relation.drop_entry`` inline (the same changes in the same order on the same state)."""
         proc = self.proc
         index, relation = proc.index, proc.relation
         eid = proc.next_eid
@@ -202,7 +200,7 @@ class PairedStep:
             others = buckets[self.other_bucket[k]].get(key)
             if others:
                 project, keyed, row_key = self.project, proc.delta is not None, self.row_key
-                added = relation.added
+                add_projected = relation.add_projected
                 for other in list(others.values()):
                     if k == 0:
                         ids, out = (eid, other.eid), project(data, other.tuple.data)
@@ -212,21 +210,7 @@ class PairedStep:
                         a0, a1 = proc.aliases
                         relation.add(ids, Env({a0: tup, a1: other.tuple} if k == 0 else {a0: other.tuple, a1: tup}))
                         continue
-                    pos = relation.next_pos
-                    relation.next_pos = pos + 1
-                    row = Row(pos, ids, None)
-                    row.data = out
-                    rows[pos] = row
-                    for e in ids:
-                        same = by_eid.get(e)
-                        if same is None:
-                            by_eid[e] = row
-                        elif type(same) is list:
-                            same.append(row)
-                        else:
-                            by_eid[e] = [same, row]
-                    if track:
-                        added.append(row)
+                    row = add_projected(ids, out)
                     if keyed:
                         row.ekey, row.nan = row_key(out)
         if relation.pending:
