@@ -403,13 +403,13 @@ class JournalWriter:
 
     # ------------------------------------------------------------ pruning
 
-    def prune_due(self) -> bool:
+    def prune_due(self, force: bool = False) -> bool:
         """Whether ``prune`` may have work: some node has a closed file, and ``PRUNE_EVERY`` seconds
-        passed since the last time this said yes."""
+        passed since the last time this said yes (``force``: whenever)."""
         if not any(len(parts) > 1 for parts in list(self._parts.values())):
             return False
         now = time.monotonic()
-        if now < self._next_prune:
+        if now < self._next_prune and not force:
             return False
         self._next_prune = now + PRUNE_EVERY
         return True

@@ -28,7 +28,9 @@ A source created ``WITH history = n`` (``server/history.py``) keeps its last ``n
 ``history_floor`` (and to the range of a ``table()`` read in progress), so these floors need not know.
 
 ``maybe_prune(topology)`` is called after each source commit and each consumer micro-batch; the journal
-throttles it (``JournalWriter.prune_due``: a closed file exists, at most every ``PRUNE_EVERY`` s).
+throttles it (``JournalWriter.prune_due``: a closed file exists, at most every ``PRUNE_EVERY`` s). A query
+that ends by itself (its input ended) prunes once more, unthrottled, after it stopped
+(``Consumer.stop_later``): its own micro-batches prune before Spark commits them.
 """
 from __future__ import annotations
 
@@ -70,10 +72,11 @@ def prune_floors(topology: Any) -> dict[str, int] | None:
     return floors
 
 
-def maybe_prune(topology: Any) -> int:
-    """Prune ``topology``'s journal below its floors if due; returns the bytes freed."""
+def maybe_prune(topology: Any, force: bool = False) -> int:
+    """Prune ``topology``'s journal below its floors if due (``force``: whenever a closed file exists, as
+    after a query's last commit); returns the bytes freed."""
     journal = topology.journal
-    if not journal.prune_due():
+    if not journal.prune_due(force):
         return 0
     lock = topology._lock  # the statement lock: consumers are attached, re-planned and detached under it
     if not lock.acquire(blocking=False):

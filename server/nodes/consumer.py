@@ -133,8 +133,19 @@ class Consumer:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
 
     def stop_later(self) -> None:
-        """Stop from a helper thread (the caller may be the query's own foreachBatch)."""
-        threading.Thread(target=self.stop, name=f"sbpy-stop-{self.id}", daemon=True).start()
+        """Stop from a helper thread (the caller may be the query's own foreachBatch), then prune the journal
+        behind the query's last batch: ``on_batch`` prunes before Spark commits its batch, so a query that
+        ends in the batch that read the rest of its input would otherwise hold that batch's rows until some
+        other commit of the topology prunes (the thread holds no statement lock: ``maybe_prune`` skips
+        while a statement runs)."""
+        def stop_and_prune() -> None:
+            self.stop()
+            try:
+                maybe_prune(self.topology, force=True)
+            except Exception as e:  # noqa: BLE001 - a topology torn down meanwhile: nothing to prune
+                log.debug("pruning after query '%s' ended: %s", self.id, e)
+
+        threading.Thread(target=stop_and_prune, name=f"sbpy-stop-{self.id}", daemon=True).start()
 
     # ------------------------------------------------------------ micro-batches
 

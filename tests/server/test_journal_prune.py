@@ -5,6 +5,7 @@ checkpoint positions and the pruning decision (``journal_prune.prune_floors``)."
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -91,29 +92,6 @@ def test_rolled_journal_reads_as_the_one_file_journal(tmp_path_factory, ops, rol
     for node in "abf":
         assert rolled.count(node) == ref.count(node)
         assert rolled.last_segment(node) == ref.last_segment(node)
-
-
-def _node_bytes(node_dir: Path) -> int:
-    return sum(path.stat().st_size for _, path in jf.log_files(node_dir))
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(st.tuples(st.sampled_from("ab"), st.integers(1, 5)), min_size=1, max_size=15),
-       roll=st.integers(1, 300))
-def test_a_log_rolls_exactly_when_its_newest_file_is_full(tmp_path_factory, ops, roll):
-    """The files of each node's log are those of a model: an append goes to a new file when the
-    newest holds ``roll`` bytes (or there is none), else to the newest."""
-    writer = JournalWriter(tmp_path_factory.mktemp("j"), fsync=False, roll_bytes=roll)
-    model: dict[str, list[int]] = {"a": [], "b": []}
-    for node, n in ops:
-        before = _node_bytes(writer.dir / node)
-        writer.append(node, [(writer.head * 10, {"v": writer.head + i}) for i in range(n)])
-        sizes = model[node]
-        if not sizes or sizes[-1] >= roll:
-            sizes.append(0)
-        sizes[-1] += _node_bytes(writer.dir / node) - before
-    for node, sizes in model.items():
-        assert [path.stat().st_size for _, path in jf.log_files(writer.dir / node)] == sizes
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -316,6 +294,32 @@ def test_maybe_prune_skips_while_a_statement_holds_the_lock(tmp_path):
     assert journal_prune.maybe_prune(topo) > 0
     assert len(jf.log_files(w.dir / "a")) == 1  # nobody reads "a": only its newest file stays
     assert os.path.exists(jf.log_files(w.dir / "a")[0][1])
+
+
+def test_a_query_that_ends_prunes_once_more_after_it_stopped(tmp_path):
+    """The throttle says no right after a prune; ``force`` (a query's end: ``Consumer.stop_later``) prunes
+    anyway, and ``stop_later`` does so after the stop, in its own thread."""
+    import threading
+
+    from sbpy.server.nodes.consumer import Consumer
+
+    w = JournalWriter(tmp_path / "j", fsync=False, roll_bytes=50)
+    for i in range(10):
+        w.append("a", [(0, {"i": i})])
+    topo = _topology([], head=w.head)
+    topo.journal, topo._lock, topo.name = w, threading.RLock(), "t"
+    assert w.prune_due() and not w.prune_due()  # throttled now
+    assert journal_prune.maybe_prune(topo) == 0 and len(jf.log_files(w.dir / "a")) > 1
+    stopped = threading.Event()
+    consumer = Consumer.__new__(Consumer)  # only what stop_later reads
+    consumer.id, consumer.topology = "k", topo
+    consumer.stop = stopped.set
+    consumer.stop_later()
+    assert stopped.wait(10)
+    deadline = time.monotonic() + 10
+    while len(jf.log_files(w.dir / "a")) > 1:
+        assert time.monotonic() < deadline, "the journal was not pruned after the query stopped"
+        time.sleep(0.01)
 
 
 def test_counts_survive_when_every_file_of_a_node_is_gone(tmp_path):
