@@ -193,10 +193,11 @@ class _ExprWriter:
             if op in _CMP:
                 if self.leaves is None:
                     return self.compare(_CMP[op], e.left, e.right)
+                bound = dict(self.bound)
                 try:
                     return self.compare(_CMP[op], e.left, e.right)
                 except _Unsupported:  # (a bool literal, two literals ...): the whole comparison is a leaf
-                    pass
+                    self.bound = bound  # (no variable of the refused comparison is assigned)
         if isinstance(e, UnaryOp) and e.op.lower() == "not":
             return f"(not {self.predicate(e.operand)})"
         v = self.temp()  # a leaf in a predicate's place: a bool, or the per-tuple path
