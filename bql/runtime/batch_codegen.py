@@ -46,7 +46,7 @@ from sbpy.bql.eval.operators import int_div, mod
 from sbpy.bql.values import INT_MAX, INT_MIN
 
 from .stage_codegen import _Unsupported as LeafUnsupported
-from .stage_codegen import leaf_closure, row_env
+from .stage_codegen import is_arithmetic, leaf_closure, row_env
 
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _EXACT = 2 ** 53  # every int of at most this magnitude is exact as a float
@@ -130,11 +130,6 @@ _ARITHMETIC = {"+": "ADD", "-": "SUB", "*": "MUL", "/": "DIV", "%": "MOD"}
 _HELPERS = {"ADD": _add, "SUB": _sub, "MUL": _mul, "DIV": _div, "MOD": _mod, "NEG": _neg, "NUM": _number}
 
 
-def _is_arithmetic(e: Any) -> bool:
-    t = type(e)
-    return (t is BinaryOp and e.op in _ARITHMETIC) or (t is UnaryOp and e.op == "-")
-
-
 class _ExprWriter:
     """Python expressions over the row ``d`` of one FROM item (``alias`` or unqualified)."""
 
@@ -204,7 +199,7 @@ class _ExprWriter:
         return f"({v} if ({v} := {self.leaf(e)}).__class__ is bool else FALLBACK())"
 
     def compare(self, op: str, left: Any, right: Any) -> str:
-        if _is_arithmetic(left) or _is_arithmetic(right):  # numbers: an int meets a float as float(int)
+        if is_arithmetic(left) or is_arithmetic(right):  # numbers: an int meets a float as float(int)
             a, b, ta = self.temp(), self.temp(), self.temp()
             return (f"({a} {op} {b} if ({ta} := ({a} := {self.number(left)}).__class__) is "
                     f"({b} := {self.number(right)}).__class__ else float({a}) {op} float({b}))")
@@ -229,13 +224,11 @@ class _ExprWriter:
             raise _Unsupported(f"literal of type {type(e.value).__name__} in arithmetic")
         if isinstance(e, FieldRef):
             return f"NUM({self.field(e)})"
-        if not _is_arithmetic(e):
+        if not is_arithmetic(e):
             return f"NUM({self.leaf(e)})"
-        if type(e) is UnaryOp and e.op == "-":
+        if type(e) is UnaryOp:
             return f"NEG({self.number(e.operand)})"
-        if type(e) is BinaryOp and e.op in _ARITHMETIC:
-            return f"{_ARITHMETIC[e.op]}({self.number(e.left)}, {self.number(e.right)})"
-        raise _Unsupported(type(e).__name__)
+        return f"{_ARITHMETIC[e.op]}({self.number(e.left)}, {self.number(e.right)})"
 
     def _bound(self, read: str) -> str:
         """A new variable for the value at ``read``, reused by the select list when every row reads it."""
@@ -275,7 +268,7 @@ class _ExprWriter:
                 items.append(f"{key!r}: {self.bound.get(read, read)}")
             elif isinstance(expr, Literal) and type(expr.value) in (int, float, str, bool, type(None)):
                 items.append(f"{key!r}: {self.const(expr.value)}")
-            elif _is_arithmetic(expr):
+            elif is_arithmetic(expr):
                 items.append(f"{key!r}: {self.number(expr)}")
             else:
                 items.append(f"{key!r}: {self.leaf(expr)}")

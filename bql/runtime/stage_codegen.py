@@ -51,7 +51,7 @@ _ARITHMETIC = frozenset(("+", "-", "*", "/", "%"))
 def leaf_closure(e: Any, scope: Scope | None) -> Any:
     """The compiled closure of ``e`` as a closure leaf (``_Writer.leaf``); raises ``_Unsupported`` without
     a scope, for a literal or arithmetic (written inline), a volatile expression or one reading ``ts()``."""
-    if scope is None or isinstance(e, Literal) or _is_arithmetic(e):
+    if scope is None or isinstance(e, Literal) or is_arithmetic(e):
         raise _Unsupported(type(e).__name__)
     if is_volatile(e, scope.registry) or any(type(n) is TimestampRef for n in e.walk()):
         raise _Unsupported("a volatile expression or ts()")
@@ -66,7 +66,7 @@ def row_env(alias: str) -> Any:
     return lambda data: Env({alias: Tuple(data, None, 0, alias)})
 
 
-def _is_arithmetic(e: Any) -> bool:
+def is_arithmetic(e: Any) -> bool:
     """``x + y``, ``x - y``, ``x * y``, ``x / y``, ``x % y`` or ``-x`` (``number``'s expressions)."""
     t = type(e)
     return (t is BinaryOp and e.op in _ARITHMETIC) or (t is UnaryOp and e.op == "-")
@@ -132,7 +132,7 @@ class _Writer:
                               f"(COPY({var}) if type({var}) is dict or type({var}) is list else {var})"))
             elif isinstance(expr, Literal) and type(expr.value) in (int, float, str, bool, type(None)):
                 items.append((key, self.const(expr.value)))
-            elif _is_arithmetic(expr):
+            elif is_arithmetic(expr):
                 items.append((key, self.number(expr, "    ")))
             else:
                 var = self.leaf(expr, "    ")
@@ -174,7 +174,7 @@ class _Writer:
             if type(e.value) is int or type(e.value) is float:
                 return self.const(e.value)
             raise _Unsupported(f"literal of type {type(e.value).__name__} in arithmetic")
-        if not _is_arithmetic(e):
+        if not is_arithmetic(e):
             var = self.field(e, indent) if isinstance(e, FieldRef) else self.leaf(e, indent)
             self.lines.append(f"{indent}if type({var}) is not int and type({var}) is not float: return FALLBACK")
             return var
@@ -210,8 +210,9 @@ class _Writer:
         """A variable holding the value of ``e`` — an expression outside the generated subset (a function
         call, a cast, LIKE, IN, CASE ...) — computed by its compiled closure, the kernel's own code, on the
         row's ``Env``; a closure that raises makes the row ``FALLBACK`` (the kernel then raises the
-        same error). Only with ``leaves`` (one FROM item), for deterministic expressions that do not read
-        ``ts()`` (the leaf's tuple has no time): evaluating one again after a FALLBACK gives the same."""
+        same error). Only with ``leaves`` (a scope of the ``sources``' aliases), for deterministic
+        expressions that do not read ``ts()`` (the leaf's tuples have no time): evaluating one again after
+        a FALLBACK gives the same."""
         closure = leaf_closure(e, self.leaves)
         self.env = True
         fn, out = self.const(closure), self.temp()
@@ -268,7 +269,7 @@ class _Writer:
 
     def compare(self, op: str, left: Any, right: Any, indent: str) -> str:
         out = self.temp()
-        if _is_arithmetic(left) or _is_arithmetic(right):  # numbers: an int meets a float as float(int)
+        if is_arithmetic(left) or is_arithmetic(right):  # numbers: an int meets a float as float(int)
             a, b = self.number(left, indent), self.number(right, indent)
             self.lines.append(f"{indent}if type({a}) is type({b}): {out} = {a} {op} {b}")
             self.lines.append(f"{indent}else: {out} = float({a}) {op} float({b})")
@@ -363,7 +364,7 @@ def generate_for(proc: Any, copy: Callable[[Any], Any] | None = None,
     return None if parts is None else generate(*parts, copy=copy, leaves=leaves)
 
 
-def leaf_scope(proc: Any) -> Scope | None:
+def leaf_scope(proc: Any) -> Scope:
     """The closure leaves' compile scope of a processor's FROM items (``leaf_closure`` refuses volatile
     expressions; the incremental kernel's statements call none: ``incremental/eligibility.py``)."""
     return Scope(tuple(proc.aliases), registry=proc.context.functions)

@@ -55,24 +55,6 @@ class BatchSteps:
         and no output ``Tuple``s), so do a one-FROM-item ISTREAM/DSTREAM's fused step
         (``DeltaStep.advance_rows``) and a join's paired step (``PairedStep.advance_rows``, for an input
         read by one of its FROM items); anything else one by one."""
-        paired = self.paired
-        if paired is not None:  # (a join: none of the one-FROM-item forms)
-            targets = self.targets.get(input_name)
-            if targets is None:
-                return [None] * len(tuples)
-            if len(targets) != 1:
-                return each_of(self, tuples)
-            if len(tuples) == 1:  # two inputs taking turns: runs of one tuple, ``_steps_batch`` inline
-                if self.delegate or self.relation.pending:
-                    return each_of(self, tuples)
-                tup = tuples[0]
-                try:
-                    rows = paired.advance_rows(tup, targets[0])
-                except Exception as err:  # as ``process``: only this step is lost
-                    return [StepResult([], [Dropped(tup, _message(err), "other")])]
-                self.emitted += len(rows)
-                return [rows or None]
-            return self._steps_batch(tuples, paired.advance_rows, targets[0])
         if self.batch is not None or self.grouped is not None or self.delta_step is not None:
             if input_name != self.source:
                 return [None] * len(tuples)
@@ -81,6 +63,12 @@ class BatchSteps:
             if self.grouped is not None:
                 return self._steps_batch(tuples, self.grouped.advance_rows, None)
             return self._rows_batch(tuples, self._delta_rows)
+        if self.paired is not None:
+            targets = self.targets.get(input_name)
+            if targets is None:
+                return [None] * len(tuples)
+            if len(targets) == 1:
+                return self._steps_batch(tuples, self.paired.advance_rows, targets[0])
         return each_of(self, tuples)
 
     def _generated_batch(self, tuples: list[Tuple]) -> list[Any]:

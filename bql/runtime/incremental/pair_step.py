@@ -126,17 +126,10 @@ class PairedStep:
             key = facts.keys[self.link_pos[k]]
             if key is not NO_MATCH:
                 self._add_pairs(tup, k, eid, key)
-        if relation.pending:
-            return [t.data for t in proc._project(tup)]
-        delta = proc.delta
-        if delta is None:
-            return [emitted_copy(row.data) for row in relation.rows.values()]
-        removed, added = relation.take_changes()
-        items = delta.apply_one(removed, added[0]) if len(added) == 1 else delta.apply(removed, added)
-        return [emitted_copy(item.data) for item in items]
+        return self._emitted(tup)
 
     def advance_rows_plain(self, tup: Tuple, k: int) -> list[dict]:
-        """``advance_rows`` of a ``plain`` statement with ``JoinPlan.add`` / ``remove`` and
+        """``advance_rows_general`` of a ``plain`` statement with ``JoinPlan.add`` / ``remove`` and
         ``Relation.drop_entry`` inline (the same changes in the same order on the same state)."""
         proc = self.proc
         index, relation = proc.index, proc.relation
@@ -197,27 +190,18 @@ class PairedStep:
             for ids, env in proc.join._product({k: entry}):
                 relation.add(ids, env)
         elif key is not NO_MATCH:
-            others = buckets[self.other_bucket[k]].get(key)
-            if others:
-                project, keyed, row_key = self.project, proc.delta is not None, self.row_key
-                add_projected = relation.add_projected
-                for other in list(others.values()):
-                    if k == 0:
-                        ids, out = (eid, other.eid), project(data, other.tuple.data)
-                    else:
-                        ids, out = (other.eid, eid), project(other.tuple.data, data)
-                    if out is FALLBACK:
-                        a0, a1 = proc.aliases
-                        relation.add(ids, Env({a0: tup, a1: other.tuple} if k == 0 else {a0: other.tuple, a1: tup}))
-                        continue
-                    row = add_projected(ids, out)
-                    if keyed:
-                        row.ekey, row.nan = row_key(out)
+            self._add_pairs(tup, k, eid, key)
+        return self._emitted(tup)
+
+    def _emitted(self, tup: Tuple) -> list[dict]:
+        """The step's output maps once its rows are in the relation (``_project``'s tail)."""
+        proc = self.proc
+        relation = proc.relation
         if relation.pending:
             return [t.data for t in proc._project(tup)]
         delta = proc.delta
         if delta is None:
-            return [emitted_copy(row.data) for row in rows.values()]
+            return [emitted_copy(row.data) for row in relation.rows.values()]
         removed, added = relation.take_changes()
         items = delta.apply_one(removed, added[0]) if len(added) == 1 else delta.apply(removed, added)
         return [emitted_copy(item.data) for item in items]
