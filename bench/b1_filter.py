@@ -39,6 +39,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
 QUERY = "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8"
+# ``--shape``: the statement and the hand-written job's filter and projection (Spark SQL); every shape
+# keeps the same rows as B1's (price * 2 + 1 < 17 is price < 8 on the generated prices), so the row
+# checks and the expected count hold
+SHAPES = {
+    "b1": (QUERY, "price < 8", ["id", "price"]),
+    "arith": ("SELECT RSTREAM id, price * 1.1 AS price FROM src [RANGE 1 TUPLES] WHERE price * 2 + 1 < 17",
+              "price * 2 + 1 < 17", ["id", "price * 1.1 AS price"]),
+}
+REF_WHERE, REF_SELECT = SHAPES["b1"][1], SHAPES["b1"][2]
 SCHEMA = "id long, price double, name string, k long, unit string, note string"
 
 
@@ -62,7 +71,7 @@ def reference_streaming(spark: Any, src_dir: Path, out: Path, ck: Path) -> float
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(32 * 1024 * 1024))
     try:
         t0 = time.perf_counter()
-        q = (spark.readStream.schema(SCHEMA).json(str(src_dir)).where("price < 8").select("id", "price")
+        q = (spark.readStream.schema(SCHEMA).json(str(src_dir)).where(REF_WHERE).selectExpr(*REF_SELECT)
              .writeStream.format("json").option("path", str(out)).option("checkpointLocation", str(ck))
              .trigger(availableNow=True).start())
         try:
@@ -152,9 +161,13 @@ def main() -> None:
     ap.add_argument("--query-only", action="store_true", help="also time the planned query alone, once")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--keep", action="store_true", help="keep the temp folder")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="b1",
+                    help="arith: arithmetic in WHERE and the select list (same rows as B1)")
     ap.add_argument("--tier", choices=("auto", "vectorized"), default="auto",
                     help="vectorized: keep the stateless chain off the native tier (SBPY_NATIVE=0)")
     a = ap.parse_args()
+    global QUERY, REF_WHERE, REF_SELECT
+    QUERY, REF_WHERE, REF_SELECT = SHAPES[a.shape]
     if a.tier == "vectorized":
         os.environ["SBPY_NATIVE"] = "0"
     n = a.rows

@@ -26,11 +26,12 @@ from sbpy.bql.spark.native_udf import with_jar as with_native_jar
 from sbpy.bql.spark.spark_home import shadow_home
 
 from . import gateway
-from .spark_noise import driver_java_options
+from .spark_noise import driver_java_options, executor_java_options
 
 log = logging.getLogger("sbpy.spark")
 
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+EXECUTOR_JAVA_OPTIONS = "spark.executor.extraJavaOptions"
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -219,6 +220,7 @@ class ServerContext:
         for key, value in self.conf.items():
             conf[key] = str(value).lower() if isinstance(value, bool) else str(value)
         conf[JAVA_OPTIONS] = driver_java_options(conf.get(JAVA_OPTIONS))
+        conf[EXECUTOR_JAVA_OPTIONS] = executor_java_options(conf.get(EXECUTOR_JAVA_OPTIONS))
         jars = with_native_jar(conf.get("spark.jars"))  # the native tier's JVM function (bql/spark/native_udf)
         if jars:
             conf["spark.jars"] = jars

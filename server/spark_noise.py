@@ -49,6 +49,10 @@ log = logging.getLogger("sbpy.spark")
 
 PROXY_LOGGER = "py4j.clientserver"
 JAVA_THREAD_STACK = "-Xss32m"
+# HotSpot leaves methods over 8000 bytes of bytecode to the interpreter; Spark's whole-stage code for a
+# native chain with arithmetic (native_arith: a Project per computed value, its guards in the Filter too)
+# passes that size, and ran 2x slower interpreted (README "Session 24")
+HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
 # an exception raised inside foreachBatch because its query is being stopped, or refused on purpose
 EXPECTED_STOP = re.compile(
@@ -90,11 +94,20 @@ def is_startup_noise(logger: str, message: str) -> bool:
 
 
 def driver_java_options(user_options: str | None) -> str:
-    """``spark.driver.extraJavaOptions`` with the thread stack size added (the user's ``-Xss`` wins)."""
+    """``spark.driver.extraJavaOptions`` with the thread stack size and ``HUGE_METHODS`` added (the user's
+    ``-Xss`` / ``DontCompileHugeMethods`` win)."""
     options = (user_options or "").strip()
-    if "-Xss" in options:
-        return options
-    return f"{options} {JAVA_THREAD_STACK}".strip()
+    if "-Xss" not in options:
+        options = f"{options} {JAVA_THREAD_STACK}"
+    return executor_java_options(options)
+
+
+def executor_java_options(user_options: str | None) -> str:
+    """``spark.executor.extraJavaOptions`` with ``HUGE_METHODS`` added (the user's setting of it wins)."""
+    options = (user_options or "").strip()
+    if "DontCompileHugeMethods" not in options:
+        options = f"{options} {HUGE_METHODS}"
+    return options.strip()
 
 
 def is_expected_stop(exc: BaseException | None) -> bool:

@@ -95,7 +95,9 @@ def _decide(df: Any, chain: NativeChain, newline: bool = False) -> tuple[Any, di
     else:
         df = df.withColumn("_f", F.when(is_line, chain.fields(F.col("data"))))
         base = 0
-    guard, depth, data = chain.columns(F.col("_f"), newline, base)
+    guard, depth, data, pre = chain.columns(F.col("_f"), newline, base)
+    for name, column in pre:  # computed once per line, as ``_f`` (see ``NativeChain.columns``); NULL where
+        df = df.withColumn(name, column)  # ``_f`` is (rows other than lines)
     df = df.withColumn("_guard", F.when(is_line, guard)).withColumn("_depth", F.when(is_line, depth))
     ok = F.col("_guard").eqNullSafe(True)
     full = F.col("_depth") == F.lit(chain.stages)

@@ -2,9 +2,10 @@
 
 A chain qualifies when every stage is a fast SELECT (``stage_codegen.fast_parts``: RSTREAM over
 ``[RANGE 1 TUPLES]`` of the previous stage or the journal input) whose WHERE uses field references by
-top-level key, literals, the comparisons ``= != <> < <= > >=``, ``[NOT] BETWEEN``, ``[NOT] IN`` (a field and
-literals that are all numbers or all strings), ``IS [NOT] NULL`` and ``AND / OR / NOT``, and whose select
-list holds such field references or literals under keys that do not start with ``$``. ``compile_chain``
+top-level key, literals, arithmetic over them (``native_arith``), the comparisons ``= != <> < <= > >=``,
+``[NOT] BETWEEN``, ``[NOT] IN`` (a field and literals that are all numbers or all strings), ``IS [NOT] NULL``
+and ``AND / OR / NOT``, and whose select list holds such field references, literals or arithmetic under
+keys that do not start with ``$``. ``compile_chain``
 returns the columns that classify each journal line::
 
     f     = sbpy_json_fields(line, keys)       -- one JVM pass: each key's class + JSON text (+ number key
@@ -38,7 +39,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sbpy.bql.ast import Between, BinaryOp, FieldRef, InList, IsNull, KeyStep, Literal, UnaryOp
-from sbpy.bql.runtime.stage_codegen import fast_parts
+from sbpy.bql.runtime.stage_codegen import fast_parts, is_arithmetic
+
+from .native_arith import NotNumeric, NumberColumns, node_slots, number_node
 
 KEY_SEPARATOR = "\u0001"
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -51,11 +54,12 @@ class Unsupported(Exception):
 
 @dataclass(frozen=True)
 class _Value:
-    """A value of the current stage's input row: a source field (``slot`` in the JVM pass's result) or a
-    literal projected by an earlier stage (``const``)."""
+    """A value of the current stage's input row: a source field (``slot`` in the JVM pass's result), a
+    literal projected by an earlier stage (``const``) or arithmetic an earlier stage projected (``node``)."""
 
     slot: int | None = None
     const: Any = None
+    node: tuple | None = None  # arithmetic an earlier stage projected (``native_arith.number_node``)
 
 
 @dataclass(frozen=True)
@@ -85,10 +89,11 @@ class NativeChain:
 
         return F.call_function("sbpy_json_fields", line, F.lit(self.key_spec))
 
-    def columns(self, fields: Any, newline: bool = False, base: int = 0) -> tuple[Any, Any, Any]:
-        """``(guard, depth, data)`` columns over ``fields``, a column holding ``fields(line)``, or any array
-        with the same elements from index ``base`` (``sbpy_file_fields``' lines: ``base`` 2)
-        (``newline``: ``data`` ends in ``\n``, a sink line as it is written).
+    def columns(self, fields: Any, newline: bool = False, base: int = 0) -> tuple[Any, Any, Any, list]:
+        """``(guard, depth, data, pre)`` columns over ``fields``, a column holding ``fields(line)``, or any
+        array with the same elements from index ``base`` (``sbpy_file_fields``' lines: ``base`` 2)
+        (``newline``: ``data`` ends in ``\n``, a sink line as it is written); ``pre``: ``[(name, column)]``
+        to add, in order, before the others (values of arithmetic they read by name: ``native_arith``).
 
         Every class and text the chain reads is an element of ``fields``, so the caller should make
         it a column of its own (``native_query.classify`` does) and the JVM pass runs once per line:
@@ -137,8 +142,10 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]]) -> Native
     plan = []
     for where, projections, alias in parts:
         def value(e: Any, row: dict[str, _Value] | None = row, alias: str = alias) -> _Value:
+            if is_arithmetic(e):
+                return _Value(node=_number(e, value))
             if not isinstance(e, FieldRef):
-                raise Unsupported(f"{_what(e)} (only top-level fields, literals, comparisons and "
+                raise Unsupported(f"{_what(e)} (only top-level fields, literals, arithmetic, comparisons and "
                                   "AND/OR/NOT compile)")
             if e.stream not in (None, alias) or len(e.path) != 1 or type(e.path[0]) is not KeyStep:
                 raise Unsupported("a field other than a top-level key")
@@ -169,7 +176,8 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]]) -> Native
 
 
 def _numeric_slots(plan: list) -> set[int]:
-    """The slots a comparison may read as numbers: a field against a number, or two fields."""
+    """The slots a comparison may read as numbers (a field against a number, or two fields) and the slots
+    arithmetic reads."""
     out: set[int] = set()
 
     def walk(p: tuple) -> None:
@@ -178,12 +186,18 @@ def _numeric_slots(plan: list) -> set[int]:
             walk(p[2])
         elif p[0] == "not":
             walk(p[1])
+        elif p[0] == "cmp" and "arith" in (p[2][0], p[3][0]):  # every field read as a number
+            for side in p[2:]:
+                out.update(node_slots(side[1]) if side[0] == "arith" else {side[1]} if side[0] == "field" else ())
         elif p[0] == "cmp" and p[2][0] != "str" and p[3][0] != "str":
             out.update(side[1] for side in p[2:] if side[0] == "field")
 
-    for pred, _out in plan:
+    for pred, projections in plan:
         if pred is not None:
             walk(pred)
+        for _key, val in projections:  # arithmetic reads its fields' number keys
+            if val.node is not None:
+                out.update(node_slots(val.node))
     return out
 
 
@@ -210,13 +224,23 @@ def _predicate(e: Any, value: Any) -> tuple:
         if op in ("and", "or"):
             return (op, _predicate(e.left, value), _predicate(e.right, value))
         if op in _CMP:
-            return ("cmp", _CMP[op], _operand(e.left, value), _operand(e.right, value))
+            return _cmp(_CMP[op], _operand(e.left, value), _operand(e.right, value))
     if isinstance(e, UnaryOp) and e.op.lower() == "not":
         return ("not", _predicate(e.operand, value))
     if isinstance(e, (Between, InList, IsNull)):
         p = _sql_predicate(e, value)
         return ("not", p) if e.negated else p
     raise Unsupported(f"{_what(e)} in WHERE (only comparisons, BETWEEN, IN, IS NULL and AND/OR/NOT compile)")
+
+
+def _cmp(op: str, a: tuple, b: tuple) -> tuple:
+    """A comparison of two operands, one of them a field or arithmetic."""
+    kinds = {a[0], b[0]}
+    if kinds.isdisjoint(("field", "arith")):
+        raise Unsupported("a comparison of two literals")
+    if kinds == {"arith", "str"}:
+        raise Unsupported("a comparison of arithmetic with a string")
+    return ("cmp", op, a, b)
 
 
 def _sql_predicate(e: Any, value: Any) -> tuple:
@@ -227,7 +251,7 @@ def _sql_predicate(e: Any, value: Any) -> tuple:
     items of ``x``'s type, and a miss is false without a NULL item); ``x IS NULL`` is ``x``'s class ``n``."""
     if isinstance(e, Between):
         x = _operand(e.operand, value)
-        return ("and", ("cmp", ">=", x, _operand(e.low, value)), ("cmp", "<=", x, _operand(e.high, value)))
+        return ("and", _cmp(">=", x, _operand(e.low, value)), _cmp("<=", x, _operand(e.high, value)))
     if isinstance(e, InList):
         x = _operand(e.operand, value)
         items = [_operand(i, value) if type(i) is Literal else None for i in e.items]
@@ -243,7 +267,17 @@ def _sql_predicate(e: Any, value: Any) -> tuple:
     return ("isnull", x[1])
 
 
+def _number(e: Any, value: Any) -> tuple:
+    """``native_arith.number_node`` of an arithmetic expression, or ``Unsupported``."""
+    try:
+        return number_node(e, value)
+    except NotNumeric as why:
+        raise Unsupported(f"arithmetic over {why} (only fields and numeric literals compile)") from None
+
+
 def _operand(e: Any, value: Any) -> tuple:
+    if is_arithmetic(e):
+        return ("arith", _number(e, value))
     if isinstance(e, Literal):
         v = e.value
         if type(v) is int and abs(v) <= _MAX_EXACT_INT:
@@ -254,6 +288,8 @@ def _operand(e: Any, value: Any) -> tuple:
             return ("str", v)
         raise Unsupported("a comparison with a literal of another type")
     val = value(e)
+    if val.node is not None:
+        return ("arith", val.node)
     if val.slot is None:
         raise Unsupported("a comparison with a literal projected by an earlier stage")
     return ("field", val.slot)
@@ -263,19 +299,24 @@ def _operand(e: Any, value: Any) -> tuple:
 
 
 def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
-           numbers: frozenset[int]) -> tuple[Any, Any, Any]:
+           numbers: frozenset[int]) -> tuple[Any, Any, Any, list]:
     from pyspark.sql import functions as F
 
     guards: list[Any] = [f.isNotNull()]
     cls = [f[base + 3 * k] for k in range(nkeys)]
     text = [f[base + 3 * k + 1] for k in range(nkeys)]
     num = [f[base + 3 * k + 2] for k in range(nkeys)]  # set for the ``numbers`` slots holding i, f or d
+    arith = NumberColumns(cls, text, num, guards)
 
     def numeric(slot: int) -> Any:
         assert slot in numbers, slot  # the JVM pass computes number keys for these slots only
         return num[slot].isNotNull()
 
     def compare(op: str, a: tuple, b: tuple) -> Any:
+        if a[0] == "arith" or b[0] == "arith":  # both sides as exact doubles (no string: ``_cmp``)
+            sides = [arith.double(s[1] if s[0] == "arith" else ("flt", s[1]) if s[0] == "num" else s)
+                     for s in (a, b)]
+            return _op(op, sides[0], sides[1])
         if a[0] != "field" and b[0] != "field":
             raise Unsupported("a comparison of two literals")
         if a[0] == "field" and b[0] == "field":
@@ -309,12 +350,17 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
     passes = [None if pred is None else predicate(pred) for pred, _out in plan]
     for _pred, out in plan[:-1]:  # an earlier stage's projection fails on a missing field (a drop)
         guards.extend(cls[val.slot].isNotNull() for _key, val in out if val.slot is not None)
+        for _key, val in out:  # and its arithmetic outside the guards (the kernel computes or raises)
+            if val.node is not None:
+                arith.value(val.node)
     from sbpy.bql.jsonio import to_json
 
     pieces: list[Any] = []
     for n, (key, val) in enumerate(plan[-1][1]):
         pieces.append(F.lit(("{" if n == 0 else ",") + to_json(key) + ":"))
-        if val.slot is None:
+        if val.node is not None:
+            pieces.append(arith.json(val.node))
+        elif val.slot is None:
             pieces.append(F.lit(to_json(val.const)))
         else:
             guards.append(text[val.slot].isNotNull())  # the pass gives the text of written-back classes only
@@ -327,7 +373,7 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
     guard = guards[0]
     for g in guards[1:]:
         guard = guard & g
-    return guard, depth, data
+    return guard, depth, data, list(arith.pre.items())
 
 
 def _unquote(text: Any) -> Any:

@@ -37,8 +37,13 @@ LINES_FUNCTION = "sbpy_file_lines"
 LINES_CLASS = "sbpy.spark.FileLines"
 FIELDS_FUNCTION = "sbpy_file_fields"
 FIELDS_CLASS = "sbpy.spark.FileFields"
+DOUBLE_FUNCTION = "sbpy_json_double"
+DOUBLE_CLASS = "sbpy.spark.JsonDouble"
+KEY_FUNCTION = "sbpy_key_double"
+KEY_CLASS = "sbpy.spark.KeyDouble"
 SOURCES = [Path(__file__).with_name("java") / name
-           for name in ("JsonScan.java", "JsonFields.java", "FileLines.java", "FileFields.java")]
+           for name in ("JsonScan.java", "JsonFields.java", "FileLines.java", "FileFields.java", "JsonDouble.java",
+                         "KeyDouble.java")]
 ENV = "SBPY_NATIVE"  # "0": never use the native tier
 
 
@@ -54,13 +59,13 @@ def _javac() -> str | None:
 
 
 def _spark_jars() -> list[Path]:
-    """The Spark jars the sources compile against: the UDF interfaces and ``UTF8String`` (which needs
-    Kryo's interfaces on the class path)."""
+    """The Spark jars the sources compile against: the UDF interfaces, ``UTF8String`` (which needs
+    Kryo's interfaces on the class path) and Jackson's core (its Schubfach double formatting)."""
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
     out = []
-    for pattern in ("spark-sql-api_*.jar", "spark-unsafe_*.jar", "kryo*.jar"):
+    for pattern in ("spark-sql-api_*.jar", "spark-unsafe_*.jar", "kryo*.jar", "jackson-core-*.jar"):
         found = sorted(jars.glob(pattern))
         if not found:
             raise FileNotFoundError(f"no {pattern} under {jars}")
@@ -130,7 +135,7 @@ def register(spark: Any) -> bool:
     session whose ``spark.jars`` holds the jar; False if ``sbpy_json_fields`` is not available."""
     if jar_path() is None:
         return False
-    from pyspark.sql.types import ArrayType, StringType
+    from pyspark.sql.types import ArrayType, DoubleType, StringType
 
     try:
         spark.udf.registerJavaFunction(FUNCTION, CLASS, ArrayType(StringType()))
@@ -138,17 +143,20 @@ def register(spark: Any) -> bool:
         log.warning("the native function is not available in this session: %s", e)
         return False
     for name, cls, kind in ((LINES_FUNCTION, LINES_CLASS, ArrayType(StringType())),
-                            (FIELDS_FUNCTION, FIELDS_CLASS, ArrayType(ArrayType(StringType())))):
+                            (FIELDS_FUNCTION, FIELDS_CLASS, ArrayType(ArrayType(StringType()))),
+                            (DOUBLE_FUNCTION, DOUBLE_CLASS, StringType()),
+                            (KEY_FUNCTION, KEY_CLASS, DoubleType())):
         try:
             spark.udf.registerJavaFunction(name, cls, kind)
-        except Exception as e:  # noqa: BLE001 - an older jar: the reader ships the lines itself
-            log.warning("%s is not available in this session (lines go through Python): %s", name, e)
+        except Exception as e:  # noqa: BLE001 - an older jar: an older reader mode, or no native tier
+            log.warning("%s is not available in this session: %s", name, e)
     return True
 
 
 def registered(spark: Any) -> bool:
-    """Whether the session knows ``sbpy_json_fields``."""
-    return _exists(spark, FUNCTION)
+    """Whether the session knows ``sbpy_json_fields`` and the functions of the tier's arithmetic
+    (``native_arith``: a chain may compile to them)."""
+    return all(_exists(spark, name) for name in (FUNCTION, DOUBLE_FUNCTION, KEY_FUNCTION))
 
 
 def file_lines_registered(spark: Any) -> bool:

@@ -27,7 +27,10 @@ def test_filter_and_projection_chain_is_native():
 
 
 @pytest.mark.parametrize("text, why", [
-    ("SELECT RSTREAM id, price * 2 AS p FROM src [RANGE 1 TUPLES]", "the operator *"),
+    ("SELECT RSTREAM id, price * abs(id) AS p FROM src [RANGE 1 TUPLES]", "arithmetic over FunctionCall"),
+    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE price + 1 = \"x\"", "arithmetic with a string"),
+    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE 1 = 1", "a comparison of two literals"),
+    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE 2 BETWEEN 1 AND 3", "a comparison of two literals"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE abs(price) < 8", "a function call"),
     ("SELECT RSTREAM id::string AS s FROM src [RANGE 1 TUPLES]", "a cast"),
     ("SELECT RSTREAM a.b AS c FROM src [RANGE 1 TUPLES]", "a field other than a top-level key"),
@@ -41,8 +44,15 @@ def test_chains_outside_the_subset_stay_vectorized_with_the_reason(text, why):
     assert plan.stages[0].tier_why.startswith("native tier not used: stage 's1': ") and why in plan.stages[0].tier_why
 
 
+def test_arithmetic_is_native():
+    _plan, tiers = _tiers(("s1", "SELECT RSTREAM id * 2 AS d, -price AS n FROM src [RANGE 1 TUPLES] WHERE price % 3 < id / 2",
+                          ["src"]),
+                         ("s2", "SELECT RSTREAM d + 1 AS e FROM s1 [RANGE 1 TUPLES] WHERE d - n > 0", ["s1"]))
+    assert tiers == [Tier.NATIVE, Tier.NATIVE]
+
+
 def test_one_stage_outside_keeps_the_whole_chain_vectorized():
-    plan, tiers = _tiers(("s1", FILTER, ["src"]), ("s2", "SELECT RSTREAM id * 2 AS d FROM s1 [RANGE 1 TUPLES]", ["s1"]))
+    plan, tiers = _tiers(("s1", FILTER, ["src"]), ("s2", "SELECT RSTREAM id::string AS d FROM s1 [RANGE 1 TUPLES]", ["s1"]))
     assert tiers == [Tier.VECTORIZED, Tier.VECTORIZED] and "stage 's2'" in plan.stages[0].tier_why
 
 

@@ -39,3 +39,17 @@ def test_workers_fork_from_sbpys_daemon_unless_the_config_says_otherwise(tmp_pat
     config = config_from_dict({"spark": {"conf": {"spark.python.daemon.module": "pyspark.daemon"}}},
                               tmp_path / "sensorbee.yaml")
     assert ServerContext.from_config(config).session_conf()["spark.python.daemon.module"] == "pyspark.daemon"
+
+
+def test_the_jvms_compile_huge_methods_unless_the_config_says_otherwise(tmp_path):
+    """Whole-stage code of a native chain with arithmetic passes HotSpot's 8,000-byte limit (server/spark_noise)."""
+    conf = ServerContext(data_dir=tmp_path).session_conf()
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        assert "-XX:-DontCompileHugeMethods" in conf[key].split()
+    assert "-Xss32m" in conf["spark.driver.extraJavaOptions"].split()
+    config = config_from_dict({"spark": {"conf": {"spark.executor.extraJavaOptions": "-XX:+DontCompileHugeMethods -Dx=1",
+                                                  "spark.driver.extraJavaOptions": "-Xss8m"}}},
+                              tmp_path / "sensorbee.yaml")
+    conf = ServerContext.from_config(config).session_conf()
+    assert conf["spark.executor.extraJavaOptions"] == "-XX:+DontCompileHugeMethods -Dx=1"
+    assert conf["spark.driver.extraJavaOptions"].split() == ["-Xss8m", "-XX:-DontCompileHugeMethods"]

@@ -24,6 +24,9 @@ CHAINS = [
     [("s1", "SELECT RSTREAM id, price, 1 AS one FROM src [RANGE 1 TUPLES] WHERE price < 8 AND id >= 2", ["src"]),
      ("s2", 'SELECT RSTREAM id, one FROM s1 [RANGE 1 TUPLES] WHERE id != 5 OR id = 7', ["s1"])],
     [("s1", "SELECT RSTREAM a FROM src [RANGE 1 TUPLES]", ["src"])],
+    [("s1", "SELECT RSTREAM id, price * 1.5 AS p, id * 2 AS d FROM src [RANGE 1 TUPLES] WHERE price * 2 + 1 < 17",
+      ["src"]),
+     ("s2", "SELECT RSTREAM p - 1 AS q, d FROM s1 [RANGE 1 TUPLES] WHERE p / 2 < d", ["s1"])],
 ]
 
 
@@ -32,7 +35,7 @@ def _executed_plan(df) -> str:
 
 
 @pytest.mark.parametrize("form", [classify, pack], ids=["classify", "pack"])
-@pytest.mark.parametrize("texts", CHAINS, ids=["b1", "two-stages", "no-where"])
+@pytest.mark.parametrize("texts", CHAINS, ids=["b1", "two-stages", "no-where", "arithmetic"])
 def test_the_plan_calls_the_json_pass_once(spark, texts, form):
     plan = plan_query(["src"], texts)
     assert all(s.tier is Tier.NATIVE for s in plan.stages)
@@ -47,6 +50,10 @@ def test_the_plan_calls_the_json_pass_once(spark, texts, form):
         assert got and all(r["k"] is None or r["k"] > 1 for r in got)  # outputs and skips only
     text = _executed_plan(df)
     assert text.count("sbpy_json_fields(") == 1, text
+    # arithmetic (native_arith): each field's double and each output's text once per line, by name after
+    arithmetic = texts is CHAINS[3]
+    assert text.count("sbpy_key_double(") == (2 if arithmetic else 0), text
+    assert text.count("sbpy_json_double(") == (2 if arithmetic else 0), text
 
 
 def test_the_inline_columns_would_call_it_more_than_once(spark):
@@ -54,7 +61,7 @@ def test_the_inline_columns_would_call_it_more_than_once(spark):
     from pyspark.sql import functions as F
 
     chain = chain_of(query_spec_stages(plan_query(["src"], CHAINS[0])))
-    guard, depth, data = chain.columns(chain.fields(F.col("data")))
+    guard, depth, data, _pre = chain.columns(chain.fields(F.col("data")))
     rows = [("line", None, 1, 0, 0, '{"id": 1, "price": 1}\n', None, "src", None)]
     df = spark.createDataFrame(rows, OUTPUT_SCHEMA).select(guard.alias("g"), F.when(depth == 1, data).alias("d"))
     assert _executed_plan(df).count("sbpy_json_fields(") > 1

@@ -1,0 +1,225 @@
+"""Arithmetic on the native tier: ``+ - * / %`` and unary ``-`` as Spark columns with BQL's results.
+
+``native_stage`` compiles a chain's WHERE and select list; an arithmetic expression in either becomes a
+*number node* here (``number_node``) and, when the columns are built, three columns per node
+(``NumberColumns.value``):
+
+    isint  -- the row's value is an int (every operand an int): a column, or True/False when known
+    lv     -- the int value (BIGINT), for the rows where ``isint``
+    dv     -- the float value (DOUBLE), for the other rows
+
+with the semantics of ``stage_codegen.number`` (the kernel's ``eval/operators.py``): int op int stays
+int — ``/`` truncates toward zero (Spark's ``div``), ``%`` takes the dividend's sign (Java's ``%``) —,
+int op float is ``float(int) op float`` in IEEE double arithmetic, which the JVM computes as Python does
+(round to nearest, the same conversions: a field's double is the correctly rounded value of its text, as
+Python's ``float``; an int64's is Java's ``(double)``, as Python's). Every row the kernel would decide otherwise
+— an operand that is not a field value of class ``i``/``f``/``d`` (``JsonScan``: a number the pass
+vouches for; its double from the number key, ``sbpy_key_double``; a zero other than ``0`` or ``0.0``,
+whose sign the key does not keep, is refused) or a numeric literal,
+int64 overflow (``try_add`` ... give NULL), a zero divisor, ``INT_MIN / -1``, a non-finite float result
+at any node — fails the node's guard and takes the kernel, which then computes (or raises) itself. The
+guards are ANDed into the chain's guard like every other value's; no column may raise for a row outside
+them (ANSI mode fails the batch), so casts are ``try_cast`` and divisors of refused rows are replaced by 1.
+
+A node is used as a number in a comparison (``double``: a DOUBLE exact for the row, ints only within
+±2^53, the range where BQL's int/float comparisons are double comparisons) or written into the output
+line (``json``: an int's digits, a float through ``sbpy_json_double``, ``JsonDouble.java``: orjson's text
+or NULL, and then the guard refuses the row).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from sbpy.bql.ast import BinaryOp, FieldRef, Literal, UnaryOp
+from sbpy.bql.runtime.stage_codegen import is_arithmetic
+
+INT_MIN, INT_MAX = -(2 ** 63), 2 ** 63 - 1
+EXACT = 2 ** 53
+DOUBLE_FUNCTION = "sbpy_json_double"
+KEY_FUNCTION = "sbpy_key_double"
+ZERO_KEY = "8000000000000000"  # ``native_stage.number_key(0.0)``: the key of 0.0 and of -0.0
+
+
+class NotNumeric(Exception):
+    """The expression has a part that is not arithmetic over fields and numeric literals."""
+
+
+def number_node(e: Any, value: Any) -> tuple:
+    """The symbolic node of an arithmetic expression: ``("field", slot)``, ``("int", v)``, ``("flt", v)``,
+    ``("op", op, x, y)`` or ``("neg", x)``. ``value(field_ref)`` is ``native_stage``'s ``_Value`` of a
+    field of the stage's input row (a source slot, a constant, or a node an earlier stage computed)."""
+    if isinstance(e, Literal):
+        return _literal(e.value)
+    if isinstance(e, FieldRef):
+        val = value(e)
+        if val.slot is not None:
+            return ("field", val.slot)
+        if val.node is not None:
+            return val.node
+        return _literal(val.const)
+    if not is_arithmetic(e):
+        raise NotNumeric(type(e).__name__)
+    if type(e) is UnaryOp:
+        return ("neg", number_node(e.operand, value))
+    assert type(e) is BinaryOp
+    return ("op", e.op, number_node(e.left, value), number_node(e.right, value))
+
+
+def _literal(v: Any) -> tuple:
+    if type(v) is int and INT_MIN <= v <= INT_MAX:
+        return ("int", v)
+    if type(v) is float and math.isfinite(v):
+        return ("flt", v)
+    raise NotNumeric(f"a {type(v).__name__} literal")
+
+
+def node_slots(node: tuple) -> set[int]:
+    """The source slots a node reads."""
+    if node[0] == "field":
+        return {node[1]}
+    if node[0] == "neg":
+        return node_slots(node[1])
+    if node[0] == "op":
+        return node_slots(node[2]) | node_slots(node[3])
+    return set()
+
+
+def _and(a: Any, b: Any) -> Any:
+    """``a AND b`` where either may be a Python bool (a type known at compile time)."""
+    if a is True:
+        return b
+    if b is True:
+        return a
+    if a is False or b is False:
+        return False
+    return a & b
+
+
+class NumberColumns:
+    """Columns of number nodes over one chain's fields (``cls``/``text``/``key``: each slot's class, JSON
+    text and number key columns; the slots nodes read are wanted as numbers, so ``key`` is set for the
+    classes ``i``, ``f`` and ``d``); every guard a node needs is appended to ``guards``."""
+
+    def __init__(self, cls: list[Any], text: list[Any], key: list[Any], guards: list[Any]):
+        self.cls, self.text, self.key, self.guards = cls, text, key, guards
+        # the values computed by a JVM function (a field's double, an output's text), each to become a
+        # column of its own before the chain's columns read it (``pre``): the guard and the output both
+        # read it, and Spark evaluates an expression again in each place it is written
+        self.pre: dict[str, Any] = {}
+        self.memo: dict[str, tuple[Any, Any, Any]] = {}  # each node's columns, by the node's repr
+
+    def _column(self, name: str, expr: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        self.pre.setdefault(name, expr)
+        return F.col(name)
+
+    def value(self, node: tuple) -> tuple[Any, Any, Any]:
+        """``(isint, lv, dv)`` of a node (see the module doc); a field's and an operation's values are
+        columns of their own (``pre``), computed once per line whatever reads them."""
+        from pyspark.sql import functions as F
+
+        kind = node[0]
+        if kind == "int":
+            return True, F.lit(node[1]).cast("long"), None
+        if kind == "flt":
+            return False, None, F.lit(node[1]).cast("double")
+        memo = repr(node)  # (repr: -0.0 and 0.0 are equal keys in a dict)
+        if memo in self.memo:
+            return self.memo[memo]
+        if kind == "field":  # an int's value from its text, any number's double from its number key
+            slot = node[1]
+            cls, text, key = self.cls[slot], self.text[slot], self.key[slot]
+            self.guards.append(key.isNotNull())
+            # the key of -0.0 is 0.0's: a zero counts only as the int 0 or the float written 0.0
+            self.guards.append((key != ZERO_KEY) | (cls == "i") | (text == "0.0"))
+            isint = cls == "i"
+            out = (isint, self._column(f"_fl{slot}", F.when(isint, text.try_cast("long"))),
+                   self._column(f"_fd{slot}", F.call_function(KEY_FUNCTION, key)))
+        elif kind == "neg":
+            isint, lv, dv = self.value(node[1])
+            lv = self._column(f"_nl{len(self.memo)}", F.try_subtract(F.lit(0).cast("long"), lv)) \
+                if isint is not False else None
+            out = (isint, lv, -dv if isint is not True else None)
+            self._guard_int(isint, lv)
+        else:
+            _op, op, x, y = node
+            out = self._binary(op, self.value(x), self.value(y))
+        self.memo[memo] = out
+        return out
+
+    def _binary(self, op: str, a: tuple, b: tuple) -> tuple[Any, Any, Any]:
+        from pyspark.sql import functions as F
+
+        n = len(self.memo)
+        isint = _and(a[0], b[0])
+        lv = dv = None
+        if isint is not False:  # both ints
+            x, y = a[1], b[1]
+            if op in ("+", "-", "*"):
+                lv = {"+": F.try_add, "-": F.try_subtract, "*": F.try_multiply}[op](x, y)
+            else:
+                refused = (y == 0) | ((y == -1) & (x == INT_MIN)) if op == "/" else (y == 0)
+                self.guards.append(_not_int_or(isint, ~refused))
+                safe = F.when(refused, F.lit(1).cast("long")).otherwise(y)
+                lv = F.call_function("div", x, safe) if op == "/" else x % safe
+            lv = self._column(f"_nl{n}", lv)
+            self._guard_int(isint, lv)
+        if isint is not True:  # a float operand: float(a) op float(b)
+            x, y = self._double_any(a), self._double_any(b)
+            if op in ("+", "-", "*"):
+                dv = {"+": x + y, "-": x - y, "*": x * y}[op]
+            else:
+                zero = y == 0
+                self.guards.append(isint | ~zero if isint is not False else ~zero)
+                safe = F.when(zero, F.lit(1.0)).otherwise(y)
+                dv = x / safe if op == "/" else x % safe  # Java's double % is C's fmod, the kernel's ``mod``
+            dv = self._column(f"_nd{n}", dv)
+            finite = ~F.isnan(dv) & (F.abs(dv) < F.lit(math.inf))
+            self.guards.append(finite if isint is False else isint | finite)
+        return isint, lv, dv
+
+    def _guard_int(self, isint: Any, lv: Any) -> None:
+        """An int result must exist (no overflow)."""
+        if isint is not False:
+            self.guards.append(_not_int_or(isint, lv.isNotNull()))
+
+    @staticmethod
+    def _double_any(v: tuple) -> Any:
+        """The value as a double whichever its type (``float(v)``)."""
+        from pyspark.sql import functions as F
+
+        isint, lv, dv = v
+        if isint is True:
+            return lv.cast("double")
+        if isint is False:
+            return dv
+        return F.when(isint, lv.cast("double")).otherwise(dv)
+
+    def double(self, node: tuple) -> Any:
+        """The node's value as an exact DOUBLE for comparisons (an int result only within ±2^53)."""
+        v = self.value(node)
+        isint, lv = v[0], v[1]
+        if isint is not False:
+            self.guards.append(_not_int_or(isint, (lv >= -EXACT) & (lv <= EXACT)))
+        return self._double_any(v)
+
+    def json(self, node: tuple) -> Any:
+        """The node's value as the JSON text the kernel's sink would write (NULL: the row is refused)."""
+        from pyspark.sql import functions as F
+
+        isint, lv, dv = self.value(node)
+        if isint is True:
+            return lv.cast("string")
+        text = F.call_function(DOUBLE_FUNCTION, dv)
+        if isint is not False:
+            text = F.when(isint, lv.cast("string")).otherwise(text)
+        text = self._column(f"_nj{len(self.pre)}", text)
+        self.guards.append(text.isNotNull())
+        return text
+
+
+def _not_int_or(isint: Any, cond: Any) -> Any:
+    """``cond`` for the rows whose value is an int (all rows when ``isint`` is True)."""
+    return cond if isint is True else ~isint | cond
