@@ -12,14 +12,15 @@ with the semantics of ``stage_codegen.number`` (the kernel's ``eval/operators.py
 int — ``/`` truncates toward zero (Spark's ``div``), ``%`` takes the dividend's sign (Java's ``%``) —,
 int op float is ``float(int) op float`` in IEEE double arithmetic, which the JVM computes as Python does
 (round to nearest, the same conversions: a field's double is the correctly rounded value of its text, as
-Python's ``float``; an int64's is Java's ``(double)``, as Python's). Every row the kernel would decide otherwise
-— an operand that is not a field value of class ``i``/``f``/``d`` (``JsonScan``: a number the pass
-vouches for; its double from the number key, ``sbpy_key_double``; a zero other than ``0`` or ``0.0``,
-whose sign the key does not keep, is refused) or a numeric literal,
-int64 overflow (``try_add`` ... give NULL), a zero divisor, ``INT_MIN / -1``, a non-finite float result
-at any node — fails the node's guard and takes the kernel, which then computes (or raises) itself. The
-guards are ANDed into the chain's guard like every other value's; no column may raise for a row outside
-them (ANSI mode fails the batch), so casts are ``try_cast`` and divisors of refused rows are replaced by 1.
+Python's ``float``; an int64's is Java's ``(double)``, as Python's). Where the kernel would decide
+otherwise the value is NULL — an operand that is not a field value of class ``i``/``f``/``d``
+(``JsonScan``: a number the pass vouches for; its double from the number key, ``sbpy_key_double``; a
+float zero not written ``0.0``, whose sign the key does not keep) or a numeric literal, int64 overflow
+(``try_add`` ... give NULL), a zero divisor, ``INT_MIN / -1``, a non-finite float result at any node —,
+NULL propagates through every operation above it, and each place that uses a value (a comparison, an
+output, an earlier stage's projection: ``double``, ``json``, ``check``) adds "not NULL" to the chain's
+guard, so such a row takes the kernel, which then computes (or raises) itself. No column may raise for
+any row (ANSI mode fails the batch), so casts are ``try_cast`` and divisors of refused rows are 1.
 
 A node is used as a number in a comparison (``double``: a DOUBLE exact for the row, ints only within
 ±2^53, the range where BQL's int/float comparisons are double comparisons) or written into the output
@@ -116,8 +117,10 @@ class NumberColumns:
         return F.col(name)
 
     def value(self, node: tuple) -> tuple[Any, Any, Any]:
-        """``(isint, lv, dv)`` of a node (see the module doc); a field's and an operation's values are
-        columns of their own (``pre``), computed once per line whatever reads them."""
+        """``(isint, lv, dv)`` of a node (see the module doc): ``lv`` is NULL for an int row the kernel
+        decides itself, ``dv`` for such a float row — NULL propagates through every operation above, so
+        only the places that use a value guard it. A field's and an operation's values are columns of
+        their own (``pre``), computed once per line whatever reads them."""
         from pyspark.sql import functions as F
 
         kind = node[0]
@@ -131,18 +134,17 @@ class NumberColumns:
         if kind == "field":  # an int's value from its text, any number's double from its number key
             slot = node[1]
             cls, text, key = self.cls[slot], self.text[slot], self.key[slot]
-            self.guards.append(key.isNotNull())
-            # the key of -0.0 is 0.0's: a zero counts only as the int 0 or the float written 0.0
-            self.guards.append((key != ZERO_KEY) | (cls == "i") | (text == "0.0"))
             isint = cls == "i"
+            # the key of -0.0 is 0.0's: a float zero counts only as written 0.0 (NULL key: not a number)
+            double = F.when((key != ZERO_KEY) | (text == "0.0"), F.call_function(KEY_FUNCTION, key))
             out = (isint, self._column(f"_fl{slot}", F.when(isint, text.try_cast("long"))),
-                   self._column(f"_fd{slot}", F.call_function(KEY_FUNCTION, key)))
+                   self._column(f"_fd{slot}", double))
         elif kind == "neg":
             isint, lv, dv = self.value(node[1])
-            lv = self._column(f"_nl{len(self.memo)}", F.try_subtract(F.lit(0).cast("long"), lv)) \
-                if isint is not False else None
-            out = (isint, lv, -dv if isint is not True else None)
-            self._guard_int(isint, lv)
+            n = len(self.memo)
+            out = (isint,
+                   self._column(f"_nl{n}", F.try_subtract(F.lit(0).cast("long"), lv)) if isint is not False else None,
+                   self._column(f"_nd{n}", -dv) if isint is not True else None)
         else:
             _op, op, x, y = node
             out = self._binary(op, self.value(x), self.value(y))
@@ -155,39 +157,28 @@ class NumberColumns:
         n = len(self.memo)
         isint = _and(a[0], b[0])
         lv = dv = None
-        if isint is not False:  # both ints
+        if isint is not False:  # both ints (an overflow is NULL)
             x, y = a[1], b[1]
             if op in ("+", "-", "*"):
                 lv = {"+": F.try_add, "-": F.try_subtract, "*": F.try_multiply}[op](x, y)
-            else:
+            else:  # refused rows get NULL; their divisor is 1, so the division never raises
                 refused = (y == 0) | ((y == -1) & (x == INT_MIN)) if op == "/" else (y == 0)
-                self.guards.append(_not_int_or(isint, ~refused))
                 safe = F.when(refused, F.lit(1).cast("long")).otherwise(y)
-                lv = F.call_function("div", x, safe) if op == "/" else x % safe
+                lv = F.when(~refused, F.call_function("div", x, safe) if op == "/" else x % safe)
             lv = self._column(f"_nl{n}", lv)
-            self._guard_int(isint, lv)
-        if isint is not True:  # a float operand: float(a) op float(b)
+        if isint is not True:  # a float operand: float(a) op float(b); a zero divisor or a non-finite result is NULL
             x, y = self._double_any(a), self._double_any(b)
             if op in ("+", "-", "*"):
                 dv = {"+": x + y, "-": x - y, "*": x * y}[op]
             else:
-                zero = y == 0
-                self.guards.append(isint | ~zero if isint is not False else ~zero)
-                safe = F.when(zero, F.lit(1.0)).otherwise(y)
-                dv = x / safe if op == "/" else x % safe  # Java's double % is C's fmod, the kernel's ``mod``
-            dv = self._column(f"_nd{n}", dv)
-            finite = ~F.isnan(dv) & (F.abs(dv) < F.lit(math.inf))
-            self.guards.append(finite if isint is False else isint | finite)
+                safe = F.when(y == 0, F.lit(1.0)).otherwise(y)
+                dv = F.when(y != 0, x / safe if op == "/" else x % safe)  # Java's double % is C's fmod (``mod``)
+            dv = self._column(f"_nd{n}", F.when(~F.isnan(dv) & (F.abs(dv) < F.lit(math.inf)), dv))
         return isint, lv, dv
-
-    def _guard_int(self, isint: Any, lv: Any) -> None:
-        """An int result must exist (no overflow)."""
-        if isint is not False:
-            self.guards.append(_not_int_or(isint, lv.isNotNull()))
 
     @staticmethod
     def _double_any(v: tuple) -> Any:
-        """The value as a double whichever its type (``float(v)``)."""
+        """The value as a double whichever its type (``float(v)``; NULL where the row is refused)."""
         from pyspark.sql import functions as F
 
         isint, lv, dv = v
@@ -197,13 +188,28 @@ class NumberColumns:
             return dv
         return F.when(isint, lv.cast("double")).otherwise(dv)
 
+    def check(self, node: tuple) -> None:
+        """Guard a value some stage computes whether or not a later one reads it (the kernel computes an
+        earlier stage's projection, and raises where it cannot)."""
+        self.guards.append(self._double_any(self.value(node)).isNotNull())
+
     def double(self, node: tuple) -> Any:
-        """The node's value as an exact DOUBLE for comparisons (an int result only within ±2^53)."""
-        v = self.value(node)
-        isint, lv = v[0], v[1]
-        if isint is not False:
-            self.guards.append(_not_int_or(isint, (lv >= -EXACT) & (lv <= EXACT)))
-        return self._double_any(v)
+        """The node's value as an exact DOUBLE for comparisons (an int result only within ±2^53); rows
+        without one are refused."""
+        from pyspark.sql import functions as F
+
+        isint, lv, dv = self.value(node)
+        exact = (lv >= -EXACT) & (lv <= EXACT) if isint is not False else None
+        if isint is True:
+            d = F.when(exact, lv.cast("double"))
+        elif isint is False:
+            d = dv
+        else:
+            d = F.when(isint, F.when(exact, lv.cast("double"))).otherwise(dv)
+        if node[0] not in ("int", "flt"):
+            d = self._column(f"_nc{len(self.pre)}", d)
+        self.guards.append(d.isNotNull())
+        return d
 
     def json(self, node: tuple) -> Any:
         """The node's value as the JSON text the kernel's sink would write (NULL: the row is refused)."""
@@ -211,15 +217,11 @@ class NumberColumns:
 
         isint, lv, dv = self.value(node)
         if isint is True:
-            return lv.cast("string")
-        text = F.call_function(DOUBLE_FUNCTION, dv)
-        if isint is not False:
-            text = F.when(isint, lv.cast("string")).otherwise(text)
+            text = lv.cast("string")
+        else:
+            text = F.call_function(DOUBLE_FUNCTION, dv)
+            if isint is not False:
+                text = F.when(isint, lv.cast("string")).otherwise(text)
         text = self._column(f"_nj{len(self.pre)}", text)
         self.guards.append(text.isNotNull())
         return text
-
-
-def _not_int_or(isint: Any, cond: Any) -> Any:
-    """``cond`` for the rows whose value is an int (all rows when ``isint`` is True)."""
-    return cond if isint is True else ~isint | cond

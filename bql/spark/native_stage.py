@@ -352,7 +352,7 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
         guards.extend(cls[val.slot].isNotNull() for _key, val in out if val.slot is not None)
         for _key, val in out:  # and its arithmetic outside the guards (the kernel computes or raises)
             if val.node is not None:
-                arith.value(val.node)
+                arith.check(val.node)
     from sbpy.bql.jsonio import to_json
 
     pieces: list[Any] = []

@@ -66,3 +66,10 @@ def test_stateful_chains_do_not_ask():
     plan, tiers = _tiers(("s1", "SELECT ISTREAM id FROM src [RANGE 2 TUPLES]", ["src"]))
     assert tiers == [Tier.DRIVER] and plan.stages[0].tier_why == ""
     assert plan.stages[0].implementation.startswith("incremental")
+
+
+def test_the_zero_key_is_the_number_key_of_both_zeros():
+    from sbpy.bql.spark.native_arith import ZERO_KEY
+    from sbpy.bql.spark.native_stage import number_key
+
+    assert ZERO_KEY == number_key(0.0) == number_key(-0.0) != number_key(5e-324)

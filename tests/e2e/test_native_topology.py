@@ -21,6 +21,12 @@ STREAMS = """
     CREATE STREAM x AS SELECT RSTREAM id, price, name, 1 AS one FROM src [RANGE 1 TUPLES]
         WHERE price < 8 AND (name != "skip" OR id > 100);
     CREATE STREAM y AS SELECT RSTREAM price, id FROM x [RANGE 1 TUPLES] WHERE id >= 3;"""
+# arithmetic (native_arith): floats written by the JVM, ints, division and remainder, a zero divisor
+ARITHMETIC = """
+    CREATE STREAM x AS SELECT RSTREAM id, price * 1.1 - 1 AS p, id % 7 AS m, id / 3 AS q, name, 1 AS one
+        FROM src [RANGE 1 TUPLES] WHERE price * 2 < 15 AND (name != "skip" OR id > 100);
+    CREATE STREAM y AS SELECT RSTREAM p, m + q AS s, -p AS n, id / (m - 1) AS r, id FROM x [RANGE 1 TUPLES]
+        WHERE id >= 3 AND p / 2 < 4;"""
 
 
 def _input(path):
@@ -46,7 +52,7 @@ def _input(path):
     path.write_text("\n".join(lines) + "\n")
 
 
-def _run(server_context, tmp_path, name, src, monkeypatch, force=None, native=True):
+def _run(server_context, tmp_path, name, src, monkeypatch, force=None, native=True, streams=STREAMS):
     monkeypatch.setenv("SBPY_FORCE_EXECUTION", force or "")
     monkeypatch.setenv("SBPY_NATIVE", "1" if native else "0")
     out = tmp_path / f"{name}.jsonl"
@@ -56,7 +62,7 @@ def _run(server_context, tmp_path, name, src, monkeypatch, force=None, native=Tr
     try:
         run(t, f"""
             CREATE PAUSED SOURCE src TYPE file WITH path = "{src}";
-            {STREAMS}
+            {streams}
             CREATE SINK k TYPE file WITH path = "{out}";
             INSERT INTO k FROM y;""")
         consumer = t.consumers["k"]
@@ -71,12 +77,13 @@ def _run(server_context, tmp_path, name, src, monkeypatch, force=None, native=Tr
     return tiers, out.read_bytes(), sorted((d["node_name"], str(d["data"]), d.get("error")) for d in drops), stats
 
 
-def test_native_equals_sequential_byte_for_byte(server_context, tmp_path, monkeypatch):
+@pytest.mark.parametrize("streams", [STREAMS, ARITHMETIC], ids=["filter", "arithmetic"])
+def test_native_equals_sequential_byte_for_byte(server_context, tmp_path, monkeypatch, streams):
     src = tmp_path / "in.jsonl"
     _input(src)
-    native = _run(server_context, tmp_path, "nat", src, monkeypatch)
-    slow = _run(server_context, tmp_path, "seq", src, monkeypatch, force="sequential")
-    vector = _run(server_context, tmp_path, "vec", src, monkeypatch, native=False)
+    native = _run(server_context, tmp_path, "nat", src, monkeypatch, streams=streams)
+    slow = _run(server_context, tmp_path, "seq", src, monkeypatch, force="sequential", streams=streams)
+    vector = _run(server_context, tmp_path, "vec", src, monkeypatch, native=False, streams=streams)
     assert native[0] == ["native-jvm"] * 3 and vector[0] == ["vectorized-python"] * 2 + [""]
     assert slow[0] == ["sequential-python"] * 2 + [""]
     assert native[1] == slow[1] == vector[1] and native[1].count(b"\n") > N // 2
