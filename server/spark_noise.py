@@ -50,8 +50,8 @@ log = logging.getLogger("sbpy.spark")
 PROXY_LOGGER = "py4j.clientserver"
 JAVA_THREAD_STACK = "-Xss32m"
 # HotSpot leaves methods over 8000 bytes of bytecode to the interpreter; Spark's whole-stage code for a
-# native chain with arithmetic (native_arith: a Project per computed value, its guards in the Filter too)
-# passes that size, and ran 2x slower interpreted (README "Session 24")
+# native chain with arithmetic (native_arith: a Project per computed value) passes that size, and ran
+# 1.3-2x slower interpreted (README "Session 24")
 HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 
 # an exception raised inside foreachBatch because its query is being stopped, or refused on purpose

@@ -34,11 +34,11 @@ from typing import Any
 
 from sbpy.bql.ast import BinaryOp, FieldRef, Literal, UnaryOp
 from sbpy.bql.runtime.stage_codegen import is_arithmetic
+from sbpy.bql.values import INT_MAX, INT_MIN
 
-INT_MIN, INT_MAX = -(2 ** 63), 2 ** 63 - 1
-EXACT = 2 ** 53
-DOUBLE_FUNCTION = "sbpy_json_double"
-KEY_FUNCTION = "sbpy_key_double"
+from .native_udf import DOUBLE_FUNCTION, KEY_FUNCTION
+
+EXACT = 2 ** 53  # every int of at most this magnitude is exact as a double
 ZERO_KEY = "8000000000000000"  # ``native_stage.number_key(0.0)``: the key of 0.0 and of -0.0
 
 

@@ -41,11 +41,10 @@ from typing import Any
 from sbpy.bql.ast import Between, BinaryOp, FieldRef, InList, IsNull, KeyStep, Literal, UnaryOp
 from sbpy.bql.runtime.stage_codegen import fast_parts, is_arithmetic
 
-from .native_arith import NotNumeric, NumberColumns, node_slots, number_node
+from .native_arith import EXACT, NotNumeric, NumberColumns, node_slots, number_node
 
 KEY_SEPARATOR = "\u0001"
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-_MAX_EXACT_INT = 2 ** 53
 
 
 class Unsupported(Exception):
@@ -276,11 +275,9 @@ def _number(e: Any, value: Any) -> tuple:
 
 
 def _operand(e: Any, value: Any) -> tuple:
-    if is_arithmetic(e):
-        return ("arith", _number(e, value))
     if isinstance(e, Literal):
         v = e.value
-        if type(v) is int and abs(v) <= _MAX_EXACT_INT:
+        if type(v) is int and abs(v) <= EXACT:
             return ("num", float(v))
         if type(v) is float and math.isfinite(v):
             return ("num", v)
@@ -317,8 +314,6 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
             sides = [arith.double(s[1] if s[0] == "arith" else ("flt", s[1]) if s[0] == "num" else s)
                      for s in (a, b)]
             return _op(op, sides[0], sides[1])
-        if a[0] != "field" and b[0] != "field":
-            raise Unsupported("a comparison of two literals")
         if a[0] == "field" and b[0] == "field":
             both_num = numeric(a[1]) & numeric(b[1])
             both_str = (cls[a[1]] == "s") & (cls[b[1]] == "s")

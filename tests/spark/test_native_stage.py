@@ -8,7 +8,10 @@ kernel here is the Python tiers' pipeline fed the line exactly as the file sourc
 from __future__ import annotations
 
 import json
+import math
+import struct
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -240,21 +243,12 @@ def test_arithmetic_edges_fall_back_or_agree(spark):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(values=st.lists(st.one_of(st.floats(allow_nan=False, allow_infinity=False),
-                                 st.integers(0, 2 ** 64 - 1).map(lambda b: __import__("struct").unpack(
-                                     "<d", b.to_bytes(8, "little"))[0]),
+                                 st.integers(0, 2 ** 64 - 1).map(lambda b: struct.unpack("<d", struct.pack("<Q", b))[0]),
                                  st.integers(-10 ** 6, 10 ** 6).map(lambda i: i / 1000)),
                        min_size=1, max_size=200))
 def test_json_double_writes_what_the_sink_writes(spark, values):
     """``sbpy_json_double`` (JsonDouble.java) gives orjson's text for every finite double, or NULL."""
-    import math
-
-    import orjson
-    from pyspark.sql import functions as F
-
-    df = spark.createDataFrame([(v,) for v in values], "v double")
-    got = df.select("v", F.call_function("sbpy_json_double", F.col("v")).alias("t")).collect()
-    for row in got:
-        v, text = row["v"], row["t"]
+    for v, text in _json_double(spark, values):
         if not math.isfinite(v):
             assert text is None
         elif text is None:  # refused only where Python's shortest text has one significant digit
@@ -264,15 +258,19 @@ def test_json_double_writes_what_the_sink_writes(spark, values):
 
 
 def test_json_double_edges(spark):
-    import orjson
-    from pyspark.sql import functions as F
-
     values = [0.0, -0.0, 1.0, -1.5, 1e15, 9999999999999998.0, 1e16, 1e-5, 9.99999e-6, 1e-6, 0.1 + 0.2, 5e-324,
               2.2250738585072014e-308, 1.7976931348623157e308, 123456.789, 1e21, 1e22, 1e23, 100.0, 0.00012]
-    df = spark.createDataFrame([(v,) for v in values], "v double")
-    got = df.select("v", F.call_function("sbpy_json_double", F.col("v")).alias("t")).collect()
-    for row in got:
-        if row["v"] == 5e-324:
-            assert row["t"] is None  # Schubfach's 4.9E-324 is not Python's 5e-324: refused
+    for v, text in _json_double(spark, values):
+        if v == 5e-324:
+            assert text is None  # Schubfach's 4.9E-324 is not Python's 5e-324: refused
         else:
-            assert row["t"] == orjson.dumps(row["v"]).decode(), (row["v"], row["t"])
+            assert text == orjson.dumps(v).decode(), (v, text)
+
+
+def _json_double(spark, values):
+    """``(value, sbpy_json_double(value))`` of each double, through the session."""
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame([(v,) for v in values], "v double")
+    rows = df.select("v", F.call_function("sbpy_json_double", F.col("v")).alias("t")).collect()
+    return [(r["v"], r["t"]) for r in rows]
