@@ -1,4 +1,5 @@
-"""Arithmetic on the native tier: ``+ - * / %`` and unary ``-`` as Spark columns with BQL's results.
+"""Number expressions on the native tier: ``+ - * / %``, unary ``-``, the built-ins ``abs sign sqrt ceil
+floor trunc round`` and casts to int or float, as Spark columns with BQL's results.
 
 ``native_stage`` compiles a chain's WHERE and select list; an arithmetic expression in either becomes a
 *number node* here (``number_node``) and, when the columns are built, three columns per node
@@ -22,6 +23,9 @@ output, an earlier stage's projection: ``double``, ``json``, ``check``) adds "no
 guard, so such a row takes the kernel, which then computes (or raises) itself. No column may raise for
 any row (ANSI mode fails the batch), so casts are ``try_cast`` and divisors of refused rows are 1.
 
+The functions and casts follow ``builtin_numeric`` and ``conversions`` (``_function``, ``_cast``,
+``_integral``): only where the JVM's result is Python's bit for bit, the rest refused row by row.
+
 A node is used as a number in a comparison (``double``: a DOUBLE exact for the row, ints only within
 ±2^53, the range where BQL's int/float comparisons are double comparisons) or written into the output
 line (``json``: an int's digits, a float through ``sbpy_json_double``, ``JsonDouble.java``: orjson's text
@@ -32,7 +36,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sbpy.bql.ast import BinaryOp, FieldRef, Literal, UnaryOp
+from sbpy.bql.ast import BinaryOp, Cast, FieldRef, FunctionCall, Literal, UnaryOp
 from sbpy.bql.runtime.stage_codegen import is_arithmetic
 from sbpy.bql.values import INT_MAX, INT_MIN
 
@@ -40,16 +44,41 @@ from .native_udf import DOUBLE_FUNCTION, KEY_FUNCTION
 
 EXACT = 2 ** 53  # every int of at most this magnitude is exact as a double
 ZERO_KEY = "8000000000000000"  # ``native_stage.number_key(0.0)``: the key of 0.0 and of -0.0
+# the one-argument built-ins compiled here (``builtin_numeric``): the JVM's ``Math.abs``/``sqrt`` and
+# integer rounding are Python's exactly; ``exp``, ``ln``, the trigonometric functions ... are not (the
+# JVM's and libm's last bits differ), so they stay in Python
+FUNCTIONS = ("abs", "ceil", "floor", "round", "sign", "sqrt", "trunc")
+CASTS = ("int", "float")  # ``x::int`` / ``x::float`` of a number (a string, bool ... operand is refused)
+INTEGRAL = 2.0 ** 52  # every double of at least this magnitude is an integer
+TRUNCATES = 2.0 ** 62  # a float below this magnitude converts to an int64 (``to_int``) as Spark's cast does
+
+
+def compiled(e: Any, functions: Any = None) -> bool:
+    """Whether ``e`` is a number node's expression at its top: arithmetic, a call of one of ``FUNCTIONS``
+    that ``functions`` (the topology's registry; None: the built-ins) resolves to the built-in, or a cast
+    to int or float. Its operands are checked by ``number_node``."""
+    if is_arithmetic(e):
+        return True
+    if type(e) is Cast:
+        return e.type_name in CASTS
+    if type(e) is FunctionCall and e.name in FUNCTIONS and len(e.args) == 1 and not e.order_by \
+            and not e.distinct:
+        from sbpy.bql.functions import builtin_registry
+
+        registry = functions if functions is not None else builtin_registry()
+        return registry.get(e.name) is builtin_registry().get(e.name)
+    return False
 
 
 class NotNumeric(Exception):
     """The expression has a part that is not arithmetic over fields and numeric literals."""
 
 
-def number_node(e: Any, value: Any) -> tuple:
-    """The symbolic node of an arithmetic expression: ``("field", slot)``, ``("int", v)``, ``("flt", v)``,
-    ``("op", op, x, y)`` or ``("neg", x)``. ``value(field_ref)`` is ``native_stage``'s ``_Value`` of a
-    field of the stage's input row (a source slot, a constant, or a node an earlier stage computed)."""
+def number_node(e: Any, value: Any, functions: Any = None) -> tuple:
+    """The symbolic node of a number expression: ``("field", slot)``, ``("int", v)``, ``("flt", v)``,
+    ``("op", op, x, y)``, ``("neg", x)``, ``("fn", name, x)`` or ``("cast", type, x)``. ``value(field_ref)`` is
+    ``native_stage``'s ``_Value`` of a field of the stage's input row (a source slot, a constant, or a
+    node an earlier stage computed); ``functions``: the registry calls resolve in (``compiled``)."""
     if isinstance(e, Literal):
         return _literal(e.value)
     if isinstance(e, FieldRef):
@@ -59,12 +88,24 @@ def number_node(e: Any, value: Any) -> tuple:
         if val.node is not None:
             return val.node
         return _literal(val.const)
-    if not is_arithmetic(e):
-        raise NotNumeric(type(e).__name__)
+    if not compiled(e, functions):
+        raise NotNumeric(_what(e))
+    if type(e) is FunctionCall:
+        return ("fn", e.name, number_node(e.args[0], value, functions))
+    if type(e) is Cast:
+        return ("cast", e.type_name, number_node(e.operand, value, functions))
     if type(e) is UnaryOp:
-        return ("neg", number_node(e.operand, value))
+        return ("neg", number_node(e.operand, value, functions))
     assert type(e) is BinaryOp
-    return ("op", e.op, number_node(e.left, value), number_node(e.right, value))
+    return ("op", e.op, number_node(e.left, value, functions), number_node(e.right, value, functions))
+
+
+def _what(e: Any) -> str:
+    if type(e) is FunctionCall:
+        return f"the function {e.name}"
+    if type(e) is Cast:
+        return f"a cast to {e.type_name}"
+    return type(e).__name__
 
 
 def _literal(v: Any) -> tuple:
@@ -81,6 +122,8 @@ def node_slots(node: tuple) -> set[int]:
         return {node[1]}
     if node[0] == "neg":
         return node_slots(node[1])
+    if node[0] in ("fn", "cast"):
+        return node_slots(node[2])
     if node[0] == "op":
         return node_slots(node[2]) | node_slots(node[3])
     return set()
@@ -145,11 +188,51 @@ class NumberColumns:
             out = (isint,
                    self._column(f"_nl{n}", F.try_subtract(F.lit(0).cast("long"), lv)) if isint is not False else None,
                    self._column(f"_nd{n}", -dv) if isint is not True else None)
+        elif kind == "fn":
+            out = self._function(node[1], self.value(node[2]))
+        elif kind == "cast":
+            out = self._cast(node[1], self.value(node[2]))
         else:
             _op, op, x, y = node
             out = self._binary(op, self.value(x), self.value(y))
         self.memo[memo] = out
         return out
+
+    def _function(self, name: str, v: tuple) -> tuple[Any, Any, Any]:
+        """``builtin_numeric``'s one-argument functions: ``sign`` is an int, ``sqrt`` a float (``as_float``
+        of an int, then the JVM's correctly rounded ``Math.sqrt``; a negative argument's NaN is refused),
+        the others keep the argument's type — ``abs`` of an int is SensorBee's ``int(abs(float(i)))``,
+        computed only within ±2^53 where that is ``abs(i)``; rounding an int is the int."""
+        from pyspark.sql import functions as F
+
+        n = len(self.memo)
+        isint, lv, dv = v
+        if name == "sign":  # Math.signum keeps the sign of any int's double, and -0.0 casts to 0
+            return True, self._column(f"_nl{n}", F.signum(self._double_any(v)).cast("long")), None
+        if name == "sqrt":
+            return False, None, self._column(f"_nd{n}", _finite(F.sqrt(self._double_any(v))))
+        out_l = out_d = None
+        if isint is not False:
+            out_l = lv if name != "abs" else \
+                self._column(f"_nl{n}", F.when((lv >= -EXACT) & (lv <= EXACT), F.abs(lv)))
+        if isint is not True:
+            out_d = self._column(f"_nd{n}", F.abs(dv) if name == "abs" else _integral(name, dv))
+        return isint, out_l, out_d
+
+    def _cast(self, type_name: str, v: tuple) -> tuple[Any, Any, Any]:
+        """``x::float`` (an int's double: Java's conversion rounds as Python's ``float``) and ``x::int``
+        (a float truncated toward zero, below 2^62 in magnitude: beyond it the kernel decides)."""
+        from pyspark.sql import functions as F
+
+        n = len(self.memo)
+        isint, lv, dv = v
+        if type_name == "float":
+            return False, None, dv if isint is False else self._column(f"_nd{n}", self._double_any(v))
+        if isint is True:
+            return v
+        truncated = F.when(F.abs(dv) < F.lit(TRUNCATES), dv.cast("long"))
+        return True, self._column(f"_nl{n}", truncated if isint is False else
+                                  F.when(isint, lv).otherwise(truncated)), None
 
     def _binary(self, op: str, a: tuple, b: tuple) -> tuple[Any, Any, Any]:
         from pyspark.sql import functions as F
@@ -173,7 +256,7 @@ class NumberColumns:
             else:
                 safe = F.when(y == 0, F.lit(1.0)).otherwise(y)
                 dv = F.when(y != 0, x / safe if op == "/" else x % safe)  # Java's double % is C's fmod (``mod``)
-            dv = self._column(f"_nd{n}", F.when(~F.isnan(dv) & (F.abs(dv) < F.lit(math.inf)), dv))
+            dv = self._column(f"_nd{n}", _finite(dv))
         return isint, lv, dv
 
     @staticmethod
@@ -225,3 +308,26 @@ class NumberColumns:
         text = self._column(f"_nj{len(self.pre)}", text)
         self.guards.append(text.isNotNull())
         return text
+
+
+def _finite(d: Any) -> Any:
+    """``d`` where it is finite, else NULL (the kernel decides a NaN or an infinity itself)."""
+    from pyspark.sql import functions as F
+
+    return F.when(~F.isnan(d) & (F.abs(d) < F.lit(math.inf)), d)
+
+
+def _integral(name: str, d: Any) -> Any:
+    """Go's ``math.Ceil``/``Floor``/``Trunc`` of a finite double (``go_math``), and SensorBee's round
+    (``Ceil(d - 0.5)`` below zero, else ``Floor(d + 0.5)``, the addition in doubles): a double of at
+    least 2^52 in magnitude is its own result; below, Spark's integer ``ceil``/``floor``/cast, back to a
+    double, exact there; a zero result has the sign of the value rounded (``copysign``: ``t * 0.0``)."""
+    from pyspark.sql import functions as F
+
+    t = F.when(d < 0, d - 0.5).otherwise(d + 0.5) if name == "round" else d
+    if name == "round":
+        whole = F.when(d < 0, F.ceil(t)).otherwise(F.floor(t))
+    else:
+        whole = {"ceil": F.ceil, "floor": F.floor, "trunc": lambda c: c.cast("long")}[name](t)
+    r = whole.cast("double")
+    return F.when(F.abs(t) < F.lit(INTEGRAL), F.when(r == 0, t * 0.0).otherwise(r)).otherwise(t)

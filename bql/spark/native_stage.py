@@ -2,9 +2,10 @@
 
 A chain qualifies when every stage is a fast SELECT (``stage_codegen.fast_parts``: RSTREAM over
 ``[RANGE 1 TUPLES]`` of the previous stage or the journal input) whose WHERE uses field references by
-top-level key, literals, arithmetic over them (``native_arith``), the comparisons ``= != <> < <= > >=``,
+top-level key, literals, arithmetic, the number functions ``abs sign sqrt ceil floor trunc round`` and
+casts to int or float over them (``native_arith``), the comparisons ``= != <> < <= > >=``,
 ``[NOT] BETWEEN``, ``[NOT] IN`` (a field and literals that are all numbers or all strings), ``IS [NOT] NULL``
-and ``AND / OR / NOT``, and whose select list holds such field references, literals or arithmetic under
+and ``AND / OR / NOT``, and whose select list holds such field references, literals or number expressions under
 keys that do not start with ``$``. ``compile_chain``
 returns the columns that classify each journal line::
 
@@ -38,12 +39,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sbpy.bql.ast import Between, BinaryOp, FieldRef, InList, IsNull, KeyStep, Literal, UnaryOp
-from sbpy.bql.runtime.stage_codegen import fast_parts, is_arithmetic
+from sbpy.bql.ast import Between, BinaryOp, Cast, FieldRef, FunctionCall, InList, IsNull, KeyStep, Literal, UnaryOp
+from sbpy.bql.runtime.stage_codegen import fast_parts
 
-from .native_arith import EXACT, NotNumeric, NumberColumns, node_slots, number_node
+from .native_arith import EXACT, FUNCTIONS, NotNumeric, NumberColumns, compiled, node_slots, number_node
 
 KEY_SEPARATOR = "\u0001"
+NUMBERS = (f"number expressions: fields, numeric literals, + - * / %, the functions {', '.join(FUNCTIONS)} "
+           "and casts to int or float")
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
@@ -116,7 +119,7 @@ def compile_stages(stages: Sequence[tuple[str, Any]], context: Any = None) -> Na
             except Exception as e:  # noqa: BLE001 - unknown functions etc.: not native
                 raise Unsupported(f"does not build here ({type(e).__name__})") from None
             parts.append(stage_parts(proc))
-            chain = compile_chain(parts)
+            chain = compile_chain(parts, proc.context.functions)
         except Unsupported as e:
             raise Unsupported(f"stage '{node}': {e}") from None
     return chain
@@ -134,18 +137,19 @@ def stage_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str]:
     return parts
 
 
-def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]]) -> NativeChain:
-    """Compile stages given as ``(where, projections, alias)`` (``stage_parts``), first stage first."""
+def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions: Any = None) -> NativeChain:
+    """Compile stages given as ``(where, projections, alias)`` (``stage_parts``), first stage first;
+    ``functions``: the registry their calls resolve in (None: the built-ins)."""
     keys: list[str] = []
     row: dict[str, _Value] | None = None  # None: the journal line (any key is a source field)
     plan = []
     for where, projections, alias in parts:
         def value(e: Any, row: dict[str, _Value] | None = row, alias: str = alias) -> _Value:
-            if is_arithmetic(e):
-                return _Value(node=_number(e, value))
+            if compiled(e, functions):
+                return _Value(node=_number(e, value, functions))
             if not isinstance(e, FieldRef):
-                raise Unsupported(f"{_what(e)} (only top-level fields, literals, arithmetic, comparisons and "
-                                  "AND/OR/NOT compile)")
+                raise Unsupported(f"{_what(e)} (only top-level fields, literals, number expressions, comparisons "
+                                  f"and AND/OR/NOT compile; {NUMBERS})")
             if e.stream not in (None, alias) or len(e.path) != 1 or type(e.path[0]) is not KeyStep:
                 raise Unsupported("a field other than a top-level key")
             key = e.path[0].key
@@ -211,7 +215,11 @@ def _what(e: Any) -> str:
     """A few words for an expression the native tier does not compile."""
     if isinstance(e, (BinaryOp, UnaryOp)):
         return f"the operator {e.op.upper()}"
-    return {"FunctionCall": "a function call", "Cast": "a cast"}.get(type(e).__name__, type(e).__name__)
+    if isinstance(e, FunctionCall):  # (one of FUNCTIONS here: the topology registered its own under the name)
+        return f"the function {e.name}" + (" (the topology's own, not the built-in)" if e.name in FUNCTIONS else "")
+    if isinstance(e, Cast):
+        return f"a cast to {e.type_name}"
+    return type(e).__name__
 
 
 # ---------------------------------------------------------------- predicates (symbolic, built later)
@@ -266,12 +274,12 @@ def _sql_predicate(e: Any, value: Any) -> tuple:
     return ("isnull", x[1])
 
 
-def _number(e: Any, value: Any) -> tuple:
-    """``native_arith.number_node`` of an arithmetic expression, or ``Unsupported``."""
+def _number(e: Any, value: Any, functions: Any) -> tuple:
+    """``native_arith.number_node`` of a number expression, or ``Unsupported``."""
     try:
-        return number_node(e, value)
+        return number_node(e, value, functions)
     except NotNumeric as why:
-        raise Unsupported(f"arithmetic over {why} (only fields and numeric literals compile)") from None
+        raise Unsupported(f"{why} in a number expression ({NUMBERS})") from None
 
 
 def _operand(e: Any, value: Any) -> tuple:

@@ -19,7 +19,7 @@ def _plan(*stages, inputs=("src",), **kw):
 
 
 def test_memoryless_chain_is_stateless_on_every_partition():
-    plan = _plan(("s1", FILTER, ["src"]), ("s2", "SELECT RSTREAM abs(id) AS d FROM s1 [RANGE 1 TUPLES]", ["s1"]))
+    plan = _plan(("s1", FILTER, ["src"]), ("s2", "SELECT RSTREAM sin(id) AS d FROM s1 [RANGE 1 TUPLES]", ["s1"]))
     assert plan.execution is Execution.STATELESS
     assert [s.tier for s in plan.stages] == [Tier.VECTORIZED, Tier.VECTORIZED]
     assert all(s.where is Where.EXECUTOR and s.state == "none" for s in plan.stages)

@@ -27,11 +27,12 @@ def test_filter_and_projection_chain_is_native():
 
 
 @pytest.mark.parametrize("text, why", [
-    ("SELECT RSTREAM id, price * abs(id) AS p FROM src [RANGE 1 TUPLES]", "arithmetic over FunctionCall"),
+    ("SELECT RSTREAM id, price * sin(id) AS p FROM src [RANGE 1 TUPLES]", "the function sin in a number expression"),
+    ("SELECT RSTREAM id, abs(name::string) AS p FROM src [RANGE 1 TUPLES]", "a cast to string in a number expression"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE price + 1 = \"x\"", "arithmetic with a string"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE 1 = 1", "a comparison of two literals"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE 2 BETWEEN 1 AND 3", "a comparison of two literals"),
-    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE abs(price) < 8", "a function call"),
+    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE exp(price) < 8", "the function exp (only top-level"),
     ("SELECT RSTREAM id::string AS s FROM src [RANGE 1 TUPLES]", "a cast"),
     ("SELECT RSTREAM a.b AS c FROM src [RANGE 1 TUPLES]", "a field other than a top-level key"),
     ("SELECT RSTREAM * FROM src [RANGE 1 TUPLES]", "not RSTREAM over [RANGE 1 TUPLES] with a plain select list"),
@@ -49,6 +50,29 @@ def test_arithmetic_is_native():
                           ["src"]),
                          ("s2", "SELECT RSTREAM d + 1 AS e FROM s1 [RANGE 1 TUPLES] WHERE d - n > 0", ["s1"]))
     assert tiers == [Tier.NATIVE, Tier.NATIVE]
+
+
+def test_number_functions_and_casts_are_native():
+    _plan, tiers = _tiers(("s1", "SELECT RSTREAM abs(id) AS a, sign(price - 3) AS s, round(price) AS r, "
+                                 "sqrt(price) AS q, price::int AS i, id::float AS f FROM src [RANGE 1 TUPLES] "
+                                 "WHERE ceil(price) + floor(price) > trunc(id * 1.5)", ["src"]),
+                         ("s2", "SELECT RSTREAM abs(a - i) AS d FROM s1 [RANGE 1 TUPLES] WHERE q::int > 1", ["s1"]))
+    assert tiers == [Tier.NATIVE, Tier.NATIVE]
+
+
+def test_a_function_a_plugin_replaced_is_not_native():
+    """``abs`` registered over by a topology's function is that function, which only Python runs."""
+    from sbpy.bql.functions import builtin_registry
+    from sbpy.bql.functions.registry import FunctionSpec
+    from sbpy.bql.runtime import ProcessorContext
+
+    functions = builtin_registry(copy=True)
+    functions.register("abs", FunctionSpec("abs", lambda x: 42, 1, 1), replace=True)
+    text = "SELECT RSTREAM abs(id) AS a FROM src [RANGE 1 TUPLES]"
+    plan = plan_query(["src"], [("s1", text, ["src"])], ProcessorContext(functions=functions))
+    assert plan.stages[0].tier is Tier.VECTORIZED
+    assert "the function abs (the topology's own, not the built-in)" in plan.stages[0].tier_why
+    assert _tiers(("s1", text, ["src"]))[1] == [Tier.NATIVE]
 
 
 def test_one_stage_outside_keeps_the_whole_chain_vectorized():

@@ -17,7 +17,7 @@ from sbpy.server.topology import Topology
 
 pytestmark = pytest.mark.spark
 
-QUERY = "SELECT RSTREAM a, abs(a) AS b FROM s [RANGE 1 TUPLES] WHERE a % 3 = 0"  # stateless, vectorized: Python batches
+QUERY = "SELECT RSTREAM a, sin(a) AS b FROM s [RANGE 1 TUPLES] WHERE a % 3 = 0"  # stateless, vectorized: Python batches
 ATTEMPTS = 6
 
 

@@ -215,7 +215,7 @@ def test_explain_answers_the_plan_and_creates_nothing(c):
     else:
         assert plan["stages"][0]["tier"] == "vectorized-python" and status()[1] in plan["stages"][0]["tier_why"]
     assert plan["text"].startswith("execution: stateless")
-    r = post(c, "t", "EXPLAIN SELECT RSTREAM abs(id) AS d FROM src [RANGE 1 TUPLES];")  # a function: Python
+    r = post(c, "t", "EXPLAIN SELECT RSTREAM sin(id) AS d FROM src [RANGE 1 TUPLES];")  # a function: Python
     stage = r.json()["plan"]["stages"][0]
     assert stage["tier"] == "vectorized-python" and "native tier not used: stage '(select)'" in stage["tier_why"]
     r = post(c, "t", "EXPLAIN CREATE STREAM w AS SELECT RSTREAM count(*) AS n FROM src [RANGE 5 SECONDS];")
