@@ -46,8 +46,8 @@ SHAPES = {
     "b1": (QUERY, "price < 8", ["id", "price"]),
     "arith": ("SELECT RSTREAM id, price * 1.1 AS price FROM src [RANGE 1 TUPLES] WHERE price * 2 + 1 < 17",
               "price * 2 + 1 < 17", ["id", "price * 1.1 AS price"]),
-    "func": ("SELECT RSTREAM id, abs(price - 20) AS price FROM src [RANGE 1 TUPLES] WHERE floor(price) < 8 "
-             "AND id::float >= 0", "floor(price) < 8 AND CAST(id AS double) >= 0", ["id", "abs(price - 20) AS price"]),
+    "func": (("SELECT RSTREAM id, abs(price - 20) AS price FROM src [RANGE 1 TUPLES] WHERE floor(price) < 8 "
+              "AND id::float >= 0"), "floor(price) < 8 AND CAST(id AS double) >= 0", ["id", "abs(price - 20) AS price"]),
 }
 REF_WHERE, REF_SELECT = SHAPES["b1"][1], SHAPES["b1"][2]
 SCHEMA = "id long, price double, name string, k long, unit string, note string"

@@ -39,7 +39,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sbpy.bql.ast import Between, BinaryOp, Cast, FieldRef, FunctionCall, InList, IsNull, KeyStep, Literal, UnaryOp
+from sbpy.bql.ast import (
+    Between,
+    BinaryOp,
+    Cast,
+    FieldRef,
+    FunctionCall,
+    InList,
+    IsNull,
+    KeyStep,
+    Literal,
+    UnaryOp,
+)
 from sbpy.bql.runtime.stage_codegen import fast_parts
 
 from .native_arith import EXACT, FUNCTIONS, NotNumeric, NumberColumns, compiled, node_slots, number_node

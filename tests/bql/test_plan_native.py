@@ -53,9 +53,9 @@ def test_arithmetic_is_native():
 
 
 def test_number_functions_and_casts_are_native():
-    _plan, tiers = _tiers(("s1", "SELECT RSTREAM abs(id) AS a, sign(price - 3) AS s, round(price) AS r, "
-                                 "sqrt(price) AS q, price::int AS i, id::float AS f FROM src [RANGE 1 TUPLES] "
-                                 "WHERE ceil(price) + floor(price) > trunc(id * 1.5)", ["src"]),
+    first = ("SELECT RSTREAM abs(id) AS a, sign(price - 3) AS s, round(price) AS r, sqrt(price) AS q, "
+             "price::int AS i, id::float AS f FROM src [RANGE 1 TUPLES] WHERE ceil(price) + floor(price) > trunc(id * 1.5)")
+    _plan, tiers = _tiers(("s1", first, ["src"]),
                          ("s2", "SELECT RSTREAM abs(a - i) AS d FROM s1 [RANGE 1 TUPLES] WHERE q::int > 1", ["s1"]))
     assert tiers == [Tier.NATIVE, Tier.NATIVE]
 
