@@ -1,15 +1,15 @@
 """The native tier: a chain of fast memoryless SELECT stages as Spark column expressions (Catalyst, JVM).
 
 A chain qualifies when every stage is a fast SELECT (``stage_codegen.fast_parts``: RSTREAM over
-``[RANGE 1 TUPLES]`` of the previous stage or the journal input) whose WHERE uses field references by
-top-level key, literals, arithmetic, the number functions ``abs sign sqrt ceil floor trunc round`` and
+``[RANGE 1 TUPLES]`` of the previous stage or the journal input) whose WHERE uses field references (a
+top-level key, then keys and array indexes from the front below it: ``a.b[0]``), literals, arithmetic, the number functions ``abs sign sqrt ceil floor trunc round`` and
 casts to int or float over them (``native_arith``), the comparisons ``= != <> < <= > >=``,
 ``[NOT] BETWEEN``, ``[NOT] IN`` (a field and literals that are all numbers or all strings), ``IS [NOT] NULL``
 and ``AND / OR / NOT``, and whose select list holds such field references, literals or number expressions under
 keys that do not start with ``$``. ``compile_chain``
 returns the columns that classify each journal line::
 
-    f     = sbpy_json_fields(line, keys)       -- one JVM pass: each key's class + JSON text (+ number key
+    f     = sbpy_json_fields(line, keys)       -- one JVM pass: each path's class + JSON text (+ number key
                                                   for keys compared as numbers) (native_udf),
                                                   a column of its own so it runs once per line (a file
                                                   block's lines come with it done: sbpy_file_fields)
@@ -45,6 +45,7 @@ from sbpy.bql.ast import (
     Cast,
     FieldRef,
     FunctionCall,
+    IndexStep,
     InList,
     IsNull,
     KeyStep,
@@ -56,6 +57,7 @@ from sbpy.bql.runtime.stage_codegen import fast_parts
 from .native_arith import EXACT, FUNCTIONS, NotNumeric, NumberColumns, compiled, node_slots, number_node
 
 KEY_SEPARATOR = "\u0001"
+STEP_SEPARATOR = "\u0002"
 NUMBERS = (f"number expressions: fields, numeric literals, + - * / %, the functions {', '.join(FUNCTIONS)} "
            "and casts to int or float")
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -80,7 +82,7 @@ class NativeChain:
     """The compiled chain: the keys the JVM pass extracts and, per stage, its symbolic WHERE (or None)
     and its output ``[(key, _Value)]``; ``columns`` builds the Spark expressions from them."""
 
-    keys: tuple[str, ...]
+    keys: tuple[tuple[str | int, ...], ...]  # each a path: a top-level key, then member keys and indexes
     plan: tuple[tuple[Any, list[tuple[str, _Value]]], ...]
     numeric: frozenset[int] = frozenset()  # the slots some comparison reads as a number
 
@@ -90,11 +92,11 @@ class NativeChain:
 
     @property
     def key_spec(self) -> str:
-        """The keys the JVM pass extracts, as its functions take them (``JsonScan.Keys``): joined by U+0001,
+        """The paths the JVM pass extracts, as its functions take them (``JsonScan.Keys``): joined by U+0001,
         each prefixed by ``#`` when a comparison reads it as a number (its number key is wanted), else
-        ``=``."""
+        ``=``; a path is its top-level key, then per step below U+0002 and ``.key`` or ``[index``."""
         flags = ["#" if k in self.numeric else "=" for k in range(len(self.keys))]
-        return KEY_SEPARATOR.join(flag + key for flag, key in zip(flags, self.keys))
+        return KEY_SEPARATOR.join(flag + _path_spec(path) for flag, path in zip(flags, self.keys))
 
     def fields(self, line: Any) -> Any:
         """The JVM pass over the string column ``line``: ``sbpy_json_fields(line, keys)``."""
@@ -151,8 +153,14 @@ def stage_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str]:
 def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions: Any = None) -> NativeChain:
     """Compile stages given as ``(where, projections, alias)`` (``stage_parts``), first stage first;
     ``functions``: the registry their calls resolve in (None: the built-ins)."""
-    keys: list[str] = []
+    keys: list[tuple[str | int, ...]] = []
     row: dict[str, _Value] | None = None  # None: the journal line (any key is a source field)
+
+    def source(path: tuple[str | int, ...]) -> _Value:
+        if path not in keys:
+            keys.append(path)
+        return _Value(slot=keys.index(path))
+
     plan = []
     for where, projections, alias in parts:
         def value(e: Any, row: dict[str, _Value] | None = row, alias: str = alias) -> _Value:
@@ -161,16 +169,19 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
             if not isinstance(e, FieldRef):
                 raise Unsupported(f"{_what(e)} (only top-level fields, literals, number expressions, comparisons "
                                   f"and AND/OR/NOT compile; {NUMBERS})")
-            if e.stream not in (None, alias) or len(e.path) != 1 or type(e.path[0]) is not KeyStep:
-                raise Unsupported("a field other than a top-level key")
-            key = e.path[0].key
+            if e.stream not in (None, alias):
+                raise Unsupported("a field of another stream")
+            path = _path(e.path)
             if row is None:
-                if key not in keys:
-                    keys.append(key)
-                return _Value(slot=keys.index(key))
+                return source(path)
+            key = path[0]
             if key not in row:
                 raise Unsupported(f"field '{key}' is not in the previous stage's output")
-            return row[key]
+            if len(path) == 1:
+                return row[key]
+            if row[key].slot is None:  # a path into what an earlier stage projected from the line: the line's
+                raise Unsupported("a path into a value an earlier stage computed")
+            return source(keys[row[key].slot] + path[1:])
 
         pred = _predicate(where, value) if where is not None else None
         out: dict[str, _Value] = {}
@@ -220,6 +231,26 @@ def number_key(v: float) -> str:
     -0.0 is 0.0."""
     bits = struct.unpack(">q", struct.pack(">d", 0.0 if v == 0 else v))[0]
     return f"{(~bits if bits < 0 else bits | (1 << 63)):016x}"
+
+
+def _path(steps: Sequence[Any]) -> tuple[str | int, ...]:
+    """A field's path as the JVM pass follows it: keys (``.key``, ``["key"]``) and array indexes ``[i >= 0]``;
+    ``Unsupported`` for the rest (a negative index, a slice, ``..key``: Python's)."""
+    path: list[str | int] = []
+    for step in steps:
+        if type(step) is KeyStep and KEY_SEPARATOR not in step.key and STEP_SEPARATOR not in step.key:
+            path.append(step.key)
+        elif type(step) is IndexStep and step.index >= 0:
+            path.append(step.index)
+        else:
+            raise Unsupported("a path step other than a key or an index from the front (or a key holding "
+                              "U+0001 or U+0002)")
+    return tuple(path)
+
+
+def _path_spec(path: tuple[str | int, ...]) -> str:
+    return str(path[0]) + "".join(f"{STEP_SEPARATOR}.{s}" if type(s) is str else f"{STEP_SEPARATOR}[{s}"
+                                  for s in path[1:])
 
 
 def _what(e: Any) -> str:

@@ -34,7 +34,10 @@ def test_filter_and_projection_chain_is_native():
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE 2 BETWEEN 1 AND 3", "a comparison of two literals"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE exp(price) < 8", "the function exp (only top-level"),
     ("SELECT RSTREAM id::string AS s FROM src [RANGE 1 TUPLES]", "a cast"),
-    ("SELECT RSTREAM a.b AS c FROM src [RANGE 1 TUPLES]", "a field other than a top-level key"),
+    ("SELECT RSTREAM a[-1] AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
+    ("SELECT RSTREAM a[1:2] AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
+    ("SELECT RSTREAM a..b AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
+    ('SELECT RSTREAM a["x\u0002y"] AS c FROM src [RANGE 1 TUPLES]', "or a key holding U+0001 or U+0002"),
     ("SELECT RSTREAM * FROM src [RANGE 1 TUPLES]", "not RSTREAM over [RANGE 1 TUPLES] with a plain select list"),
     ('SELECT RSTREAM id AS ["$x"] FROM src [RANGE 1 TUPLES]', "an output key starting with '$'"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE flag", "in WHERE"),
@@ -73,6 +76,18 @@ def test_a_function_a_plugin_replaced_is_not_native():
     assert plan.stages[0].tier is Tier.VECTORIZED
     assert "the function abs (the topology's own, not the built-in)" in plan.stages[0].tier_why
     assert _tiers(("s1", text, ["src"]))[1] == [Tier.NATIVE]
+
+
+def test_paths_of_keys_and_indexes_are_native():
+    plan, tiers = _tiers(("s1", 'SELECT RSTREAM a.b AS x, a["c"][0] AS y, m FROM src [RANGE 1 TUPLES] WHERE a.b > 3',
+                          ["src"]),
+                         ("s2", "SELECT RSTREAM x, m.k[2].v AS v FROM s1 [RANGE 1 TUPLES]", ["s1"]))
+    assert tiers == [Tier.NATIVE, Tier.NATIVE]
+    from sbpy.bql.spark.native_query import chain_of
+    from sbpy.bql.spark.compile import query_spec_stages
+
+    spec = chain_of(query_spec_stages(plan)).key_spec  # s2's path continues the line's m
+    assert spec == "#a\u0002.b\u0001=a\u0002.c\u0002[0\u0001=m\u0001=m\u0002.k\u0002[2\u0002.v"
 
 
 def test_one_stage_outside_keeps_the_whole_chain_vectorized():

@@ -36,11 +36,28 @@ numbers = st.one_of(
                      "123456789012345", "1234567890123456", "0.1", "1.000000000000001"]))
 scalars = st.one_of(numbers, st.text(max_size=4), st.sampled_from(["x", "abc", "", "7", "\\u0041", 'q"t']),
                     st.booleans(), st.none())
-values = st.one_of(scalars, st.lists(scalars, max_size=2), st.dictionaries(st.sampled_from(KEYS), scalars, max_size=2))
+
+
+class Raw(tuple):
+    """A nested container written token by token (raw numbers, repeated keys): ``("[", items)`` or
+    ``("{", [(key, value), ...])``."""
+
+
+arrays = st.lists(scalars, max_size=3).map(lambda items: Raw(("[", items)))
+objects = st.lists(st.tuples(st.sampled_from(KEYS), st.one_of(scalars, scalars, arrays)), max_size=3) \
+    .map(lambda members: Raw(("{", members)))
+values = st.one_of(scalars, arrays, objects, st.lists(scalars, max_size=2),
+                   st.dictionaries(st.sampled_from(KEYS), scalars, max_size=2))
+# paths into those values (the JVM pass follows keys and indexes from the front)
+PATHS = ["a.b", "b.a", "a[0]", "b[1]", 'a["c"]', "c.b[0]", "a.a[2]"]
 
 
 def _token(v) -> str:
     """JSON text of a generated value; strings from ``numbers`` that look numeric are raw number tokens."""
+    if isinstance(v, Raw):
+        if v[0] == "[":
+            return "[" + ", ".join(_token(x) for x in v[1]) + "]"
+        return "{" + ",".join(f'"{k}": {_token(x)}' for k, x in v[1]) + "}"
     if isinstance(v, str) and v and (v[0].isdigit() or v[0] == "-") and v not in ("-",):
         try:
             float(v)
@@ -61,7 +78,7 @@ def lines(draw):
     return shape.replace("@", body) + "\n"
 
 
-FIELD = st.sampled_from(KEYS)
+FIELD = st.one_of(st.sampled_from(KEYS), st.sampled_from(KEYS), st.sampled_from(PATHS))
 NUM_LIT = st.one_of(st.integers(-10, 10), st.floats(-10, 10, allow_nan=False).map(lambda f: round(f, 2)))
 STR_LIT = st.sampled_from(['"x"', '"abc"', '""', '"7"'])
 LIT = st.one_of(NUM_LIT, STR_LIT)
@@ -119,6 +136,8 @@ def chains(draw):
     for k in range(draw(st.integers(1, 2))):
         items = draw(st.lists(st.one_of(st.sampled_from(keys), st.sampled_from(["1 AS one", '"s" AS lit',
                                                                               "2.5 AS f", "NULL AS n"]),
+                                        st.sampled_from(PATHS if k == 0 else ["a.b", "a[1]"]).map(
+                                            lambda p: f"{p} AS p"),
                                         arithmetic(1).map(lambda e: f"{e} AS x")),
                               min_size=1, max_size=3))
         if k == 0:
@@ -259,6 +278,43 @@ def test_functions_and_casts_are_decided_natively_and_equal(spark):
         texts = [("q", f"SELECT RSTREAM {select} FROM src [RANGE 1 TUPLES] WHERE {where}", ["src"])]
         assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE
         assert _check(spark, texts, list(enumerate(rows, start=1))) == 300, where
+
+
+def test_paths_are_decided_natively_and_equal(spark):
+    """Keys and indexes below the top level compile (the JVM pass follows them): typical nested rows never
+    take the kernel, and every decision is the kernel's, byte for byte — a later stage's path into a field
+    an earlier stage projected included."""
+    rows = [json.dumps({"id": i, "pos": {"x": i * 0.5, "y": [i, i + 1, {"z": f"t{i % 3}"}]}, "tags": [f"t{i % 4}"],
+                        "m": {"k": {"v": i % 7}}}) + "\n" for i in range(300)]
+    texts = [("q", 'SELECT RSTREAM id, pos.x AS x, pos.y[1] AS y1, pos["y"][2].z AS z, m.k.v AS k, tags[0] AS t '
+                   'FROM src [RANGE 1 TUPLES] WHERE pos.x < 100 AND tags[0] != "t1" OR m.k.v * 2 = 4', ["src"])]
+    assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE
+    assert _check(spark, texts, list(enumerate(rows, start=1))) == 300
+    chained = [("s1", "SELECT RSTREAM id, pos, m FROM src [RANGE 1 TUPLES] WHERE id % 2 = 0", ["src"]),
+               ("s2", "SELECT RSTREAM pos.y[0] + m.k.v AS s, pos.x AS x FROM s1 [RANGE 1 TUPLES] WHERE pos.y[1] > 9",
+                ["s1"])]
+    assert plan_query(["src"], chained).stages[0].tier is Tier.NATIVE
+    assert _check(spark, chained, list(enumerate(rows, start=1))) == 300
+
+
+def test_path_edges_fall_back_or_agree(spark):
+    """Repeated keys at any depth (the last wins), a path through a scalar, a string, an array where an
+    object is wanted and the reverse, an index past the end, missing steps, escapes below: each row is
+    refused or decided as the kernel decides it."""
+    odd = ['{"a": {"b": 1, "b": 2}}', '{"a": {"b": 1}, "a": {"c": 3}}', '{"a": {"b": 1}, "a": 5}',
+           '{"a": 5, "a": {"b": 7}}', '{"a": [1, 2]}', '{"a": "xyz"}', '{"a": {"b": [4, 5, 6]}}',
+           '{"a": {"b": {"b": 1}}}', '{"a": {"c": 1}}', '{"a": {}}', '{"a": []}', '{"a": null}', '{}',
+           '{"a": {"b": "q\\"t"}}', '{"a": {"x\\u0062": 1, "b": 3}}', '{"a": [{"b": 1}]}', '{"a": {"b": 8.50}}',
+           '{"a": {"b": true}}', '{"a": {"b": null}}', '{"a": {"b": -0.0}}', '{"b": {"a": 3}, "a": {"b": 4}}',
+           '{"a": {"b": 1, "c": [7, [8, 9]]}}', '{"a": {"b": 2, "c": [7, 9, {"d": 1}]}}']
+    batch = [(k + 1, line + "\n") for k, line in enumerate(odd)]
+    for items, where in (("a.b AS x", ""), ("a.b AS x, a.c[0] AS y", "a.b > 1"), ("a.c[1] AS x, a.c[2].d AS y", ""),
+                         ("a.b[2] AS x", "a.b[0] = 4"), ('a["b"] AS x, b.a AS y', "a.b IS NULL"),
+                         ("a.c[1][0] AS x", "a.b + 1 < 9")):
+        texts = [("q", f"SELECT RSTREAM {items} FROM src [RANGE 1 TUPLES]" + (f" WHERE {where}" if where else ""),
+                  ["src"])]
+        assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, items
+        assert _check(spark, texts, batch) >= 1, items
 
 
 def test_function_edges_fall_back_or_agree(spark):

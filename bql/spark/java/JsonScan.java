@@ -7,10 +7,11 @@ import org.apache.spark.unsafe.types.UTF8String;
  * The native tier's one pass over a JSON line's UTF-8 bytes (see bql/spark/native_stage.py): used by
  * {@code sbpy_json_fields} (JsonFields) and {@code sbpy_file_fields} (FileFields).
  *
- * <p>{@link #scan} writes three elements per wanted key, at {@code base + 3k}, {@code base + 3k + 1} and
- * {@code base + 3k + 2}, all null when the object has no such key:
+ * <p>{@link #scan} writes three elements per wanted path (a top-level key, then keys and array indexes
+ * below it: {@link Keys}), at {@code base + 3k}, {@code base + 3k + 1} and {@code base + 3k + 2}, all null
+ * when the object has nothing there (a step missing, or through a value of another kind):
  * <ul>
- *   <li>the class of the key's (last) value, one character;
+ *   <li>the class of the path's value (a repeated key's last, as Python reads it), one character;
  *   <li>its JSON text, a view of the line's bytes (no copy, no decode) — only for the classes whose text is
  *       what sbpy writes for the value, so a chain may write it back: null for {@code d} and {@code x};
  *   <li>for a key wanted as a number (prefixed by {@code #} in the key spec) whose class is {@code i},
@@ -55,7 +56,7 @@ final class JsonScan {
 
   private final byte[] text;
   private final int end;
-  private final byte[][] keys;
+  private final Node root;
   private final boolean[] numeric;
   private final UTF8String[] found;
   private final int base;
@@ -70,22 +71,25 @@ final class JsonScan {
     this.text = text;
     this.pos = from;
     this.end = to;
-    this.keys = keys.names;
+    this.root = keys.root;
     this.numeric = keys.numeric;
     this.found = found;
     this.base = base;
   }
 
-  /** The wanted keys as UTF-8 bytes, and which of them are wanted as numbers. */
+  /** The wanted paths as a tree of {@link Node}s, and which of them are wanted as numbers. */
   static final class Keys {
-    final byte[][] names;
+    final Node root = new Node();
     final boolean[] numeric;
 
-    /** A key spec: the names joined by U+0001, each prefixed by {@code =} (as read) or {@code #} (and as a
-     * number). */
+    /**
+     * A key spec: the paths joined by U+0001, each prefixed by {@code =} (as read) or {@code #} (and as a
+     * number); a path is a top-level key, then for each step below it U+0002 and {@code .key} (a member of
+     * an object) or {@code [i} (element {@code i >= 0} of an array): {@code =a} is {@code a},
+     * {@code #a\u0002.b\u0002[0} is {@code a.b[0]}.
+     */
     Keys(String spec) {
       String[] items = spec.isEmpty() ? new String[0] : spec.split("\u0001", -1);
-      names = new byte[items.length][];
       numeric = new boolean[items.length];
       for (int k = 0; k < items.length; k++) {
         char flag = items[k].isEmpty() ? '?' : items[k].charAt(0);
@@ -93,12 +97,80 @@ final class JsonScan {
           throw new IllegalArgumentException("sbpy: bad key spec '" + spec + "'");
         }
         numeric[k] = flag == '#';
-        names[k] = items[k].substring(1).getBytes(StandardCharsets.UTF_8);
+        String[] steps = items[k].substring(1).split("\u0002", -1);
+        Node node = root.named(steps[0].getBytes(StandardCharsets.UTF_8));
+        for (int i = 1; i < steps.length; i++) {
+          String step = steps[i];
+          if (step.startsWith(".")) {
+            node = node.named(step.substring(1).getBytes(StandardCharsets.UTF_8));
+          } else if (step.startsWith("[")) {
+            node = node.indexed(Integer.parseInt(step.substring(1)));
+          } else {
+            throw new IllegalArgumentException("sbpy: bad key spec '" + spec + "'");
+          }
+        }
+        node.slot = k;
       }
+      root.collect();
     }
 
     int width() {
-      return 3 * names.length;
+      return 3 * numeric.length;
+    }
+  }
+
+  /** One step of the wanted paths: the slot of the path ending here (or -1) and the steps below it. */
+  static final class Node {
+    int slot = -1;
+    byte[][] names = new byte[0][];
+    Node[] byName = new Node[0];
+    int[] indexes = new int[0];
+    Node[] byIndex = new Node[0];
+    int[] slots;  // every slot at or below this node (a value read again clears them: the last one wins)
+
+    Node named(byte[] name) {
+      for (int i = 0; i < names.length; i++) {
+        if (java.util.Arrays.equals(names[i], name)) {
+          return byName[i];
+        }
+      }
+      names = java.util.Arrays.copyOf(names, names.length + 1);
+      byName = java.util.Arrays.copyOf(byName, byName.length + 1);
+      names[names.length - 1] = name;
+      return byName[byName.length - 1] = new Node();
+    }
+
+    Node indexed(int index) {
+      for (int i = 0; i < indexes.length; i++) {
+        if (indexes[i] == index) {
+          return byIndex[i];
+        }
+      }
+      indexes = java.util.Arrays.copyOf(indexes, indexes.length + 1);
+      byIndex = java.util.Arrays.copyOf(byIndex, byIndex.length + 1);
+      indexes[indexes.length - 1] = index;
+      return byIndex[byIndex.length - 1] = new Node();
+    }
+
+    boolean leaf() {
+      return names.length == 0 && indexes.length == 0;
+    }
+
+    int[] collect() {
+      int[] out = slot >= 0 ? new int[] {slot} : new int[0];
+      for (Node c : byName) {
+        out = concat(out, c.collect());
+      }
+      for (Node c : byIndex) {
+        out = concat(out, c.collect());
+      }
+      return slots = out;
+    }
+
+    private static int[] concat(int[] a, int[] b) {
+      int[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+      System.arraycopy(b, 0, out, a.length, b.length);
+      return out;
     }
   }
 
@@ -153,25 +225,15 @@ final class JsonScan {
         if (!string()) {
           return false;
         }
-        int slot = slotOf(keyStart + 1, pos - 1);
+        Node node = child(root, keyStart + 1, pos - 1);
         ws();
         if (!at(':')) {
           return false;
         }
         pos++;
         ws();
-        int valueStart = pos;
-        byte cls = value(1);
-        if (cls == 0) {
+        if (!member(node, 1)) {
           return false;
-        }
-        if (slot >= 0) {
-          int at = base + 3 * slot;
-          found[at] = CLASS_NAMES[cls];
-          boolean written = cls != 'd' && cls != 'x';
-          found[at + 1] = written ? UTF8String.fromBytes(text, valueStart, pos - valueStart) : null;
-          found[at + 2] = numeric[slot] && (cls == 'i' || cls == 'f' || cls == 'd')
-              ? numberKey(numberValue(valueStart)) : null;
         }
         ws();
         if (pos >= end) {
@@ -191,15 +253,61 @@ final class JsonScan {
     return pos == end;
   }
 
-  private int slotOf(int from, int to) {
+  /** The node of the member whose key is {@code text[from, to)}, or null when no wanted path goes there. */
+  private Node child(Node node, int from, int to) {
+    if (node == null) {
+      return null;
+    }
     int len = to - from;
-    for (int k = 0; k < keys.length; k++) {
-      byte[] key = keys[k];
+    byte[][] names = node.names;
+    for (int k = 0; k < names.length; k++) {
+      byte[] key = names[k];
       if (key.length == len && matches(from, key)) {
-        return k;
+        return node.byName[k];
       }
     }
-    return -1;
+    return null;
+  }
+
+  private static Node element(Node node, int index) {
+    if (node == null) {
+      return null;
+    }
+    for (int k = 0; k < node.indexes.length; k++) {
+      if (node.indexes[k] == index) {
+        return node.byIndex[k];
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The value at {@code pos} of a member or element whose wanted paths go through {@code node} (or null):
+   * every slot below it is cleared first (a repeated key's last value wins, as in Python), then the value is
+   * read (descending into it for the paths below) and the node's own slot written. False: refused.
+   */
+  private boolean member(Node node, int depth) {
+    if (node != null) {
+      for (int s : node.slots) {
+        int at = base + 3 * s;
+        found[at] = found[at + 1] = found[at + 2] = null;
+      }
+    }
+    int valueStart = pos;
+    byte cls = value(depth, node == null || node.leaf() ? null : node);
+    if (cls == 0) {
+      return false;
+    }
+    if (node != null && node.slot >= 0) {
+      int slot = node.slot;
+      int at = base + 3 * slot;
+      found[at] = CLASS_NAMES[cls];
+      boolean written = cls != 'd' && cls != 'x';
+      found[at + 1] = written ? UTF8String.fromBytes(text, valueStart, pos - valueStart) : null;
+      found[at + 2] = numeric[slot] && (cls == 'i' || cls == 'f' || cls == 'd')
+          ? numberKey(numberValue(valueStart)) : null;
+    }
+    return true;
   }
 
   private boolean matches(int from, byte[] word) {
@@ -232,8 +340,9 @@ final class JsonScan {
     return false;
   }
 
-  /** One value at {@code pos}: its class, or 0 when the line is refused. */
-  private byte value(int depth) {
+  /** One value at {@code pos}: its class, or 0 when the line is refused; {@code below}: the wanted paths
+   * inside it (null: none). */
+  private byte value(int depth, Node below) {
     if (pos >= end) {
       return 0;
     }
@@ -248,9 +357,9 @@ final class JsonScan {
       case 'n':
         return word(NULL) ? (byte) 'n' : 0;
       case '[':
-        return container(depth + 1, false) ? (byte) 'x' : 0;
+        return container(depth + 1, false, below) ? (byte) 'x' : 0;
       case '{':
-        return container(depth + 1, true) ? (byte) 'x' : 0;
+        return container(depth + 1, true, below) ? (byte) 'x' : 0;
       default:
         return (c == '-' || (c >= '0' && c <= '9')) ? number() : 0;
     }
@@ -264,8 +373,9 @@ final class JsonScan {
     return false;
   }
 
-  /** An array or a nested object at {@code pos}, nested at most 64 deep. */
-  private boolean container(int depth, boolean object) {
+  /** An array or a nested object at {@code pos}, nested at most 64 deep; {@code below}: the wanted paths
+   * inside it (null: none). */
+  private boolean container(int depth, boolean object, Node below) {
     if (depth > 64) {
       return false;
     }
@@ -276,20 +386,25 @@ final class JsonScan {
       pos++;
       return true;
     }
-    while (true) {
+    for (int index = 0; ; index++) {
       ws();
+      Node node = null;
       if (object) {
+        int keyStart = pos;
         if (!string()) {
           return false;
         }
+        node = child(below, keyStart + 1, pos - 1);
         ws();
         if (!at(':')) {
           return false;
         }
         pos++;
         ws();
+      } else {
+        node = element(below, index);
       }
-      if (value(depth) == 0) {
+      if (node != null ? !member(node, depth) : value(depth, null) == 0) {
         return false;
       }
       ws();
