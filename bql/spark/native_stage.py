@@ -47,6 +47,7 @@ from sbpy.bql.ast import (
     FunctionCall,
     IndexStep,
     InList,
+    IsMissing,
     IsNull,
     KeyStep,
     Literal,
@@ -214,7 +215,7 @@ def _numeric_slots(plan: list) -> set[int]:
         elif p[0] == "cmp" and "arith" in (p[2][0], p[3][0]):  # every field read as a number
             for side in p[2:]:
                 out.update(node_slots(side[1]) if side[0] == "arith" else {side[1]} if side[0] == "field" else ())
-        elif p[0] == "cmp" and p[2][0] != "str" and p[3][0] != "str":
+        elif p[0] == "cmp" and {p[2][0], p[3][0]}.isdisjoint(("str", "bool")):
             out.update(side[1] for side in p[2:] if side[0] == "field")
 
     for pred, projections in plan:
@@ -276,10 +277,16 @@ def _predicate(e: Any, value: Any) -> tuple:
             return _cmp(_CMP[op], _operand(e.left, value), _operand(e.right, value))
     if isinstance(e, UnaryOp) and e.op.lower() == "not":
         return ("not", _predicate(e.operand, value))
-    if isinstance(e, (Between, InList, IsNull)):
+    if isinstance(e, (Between, InList, IsNull, IsMissing)):
         p = _sql_predicate(e, value)
         return ("not", p) if e.negated else p
-    raise Unsupported(f"{_what(e)} in WHERE (only comparisons, BETWEEN, IN, IS NULL and AND/OR/NOT compile)")
+    if isinstance(e, FieldRef):  # a bool field as the condition (any other value: the kernel's error)
+        x = _operand(e, value)
+        if x[0] != "field":
+            raise Unsupported("a condition other than a field of the input")
+        return ("truth", x[1])
+    raise Unsupported(f"{_what(e)} in WHERE (only comparisons, BETWEEN, IN, IS [NOT] NULL / MISSING, bool fields "
+                      "and AND/OR/NOT compile)")
 
 
 def _cmp(op: str, a: tuple, b: tuple) -> tuple:
@@ -289,6 +296,8 @@ def _cmp(op: str, a: tuple, b: tuple) -> tuple:
         raise Unsupported("a comparison of two literals")
     if kinds == {"arith", "str"}:
         raise Unsupported("a comparison of arithmetic with a string")
+    if "bool" in kinds and kinds != {"field", "bool"}:
+        raise Unsupported("a comparison of a bool literal with other than a field")
     return ("cmp", op, a, b)
 
 
@@ -297,10 +306,14 @@ def _sql_predicate(e: Any, value: Any) -> tuple:
     guards let through (present, never NULL, exact doubles or strings without escapes): ``x BETWEEN lo
     AND hi`` is ``x >= lo AND x <= hi`` (``predicates.between``); ``x IN (literals)`` is ``x = v1 OR x = v2
     ...`` when the literals are all numbers or all strings (``predicates.in_constants``: its sets hold the
-    items of ``x``'s type, and a miss is false without a NULL item); ``x IS NULL`` is ``x``'s class ``n``."""
+    items of ``x``'s type, and a miss is false without a NULL item); ``x IS NULL`` is ``x``'s class ``n``;
+    ``x IS MISSING`` is no class (the path finds nothing: a step absent or through a value of another kind,
+    where the kernel's path gives MISSING too)."""
     if isinstance(e, Between):
-        x = _operand(e.operand, value)
-        return ("and", _cmp(">=", x, _operand(e.low, value)), _cmp("<=", x, _operand(e.high, value)))
+        x, low, high = (_operand(v, value) for v in (e.operand, e.low, e.high))
+        if "bool" in (low[0], high[0]):
+            raise Unsupported("BETWEEN bools")
+        return ("and", _cmp(">=", x, low), _cmp("<=", x, high))
     if isinstance(e, InList):
         x = _operand(e.operand, value)
         items = [_operand(i, value) if type(i) is Literal else None for i in e.items]
@@ -312,8 +325,8 @@ def _sql_predicate(e: Any, value: Any) -> tuple:
         return p
     x = _operand(e.operand, value)
     if x[0] != "field":
-        raise Unsupported("IS NULL of other than a field")
-    return ("isnull", x[1])
+        raise Unsupported("IS NULL / MISSING of other than a field of the input")
+    return ("isnull" if isinstance(e, IsNull) else "ismissing", x[1])
 
 
 def _number(e: Any, value: Any, functions: Any) -> tuple:
@@ -333,6 +346,8 @@ def _operand(e: Any, value: Any) -> tuple:
             return ("num", v)
         if type(v) is str:
             return ("str", v)
+        if type(v) is bool:
+            return ("bool", v)
         raise Unsupported("a comparison with a literal of another type")
     val = value(e)
     if val.node is not None:
@@ -364,15 +379,20 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
             sides = [arith.double(s[1] if s[0] == "arith" else ("flt", s[1]) if s[0] == "num" else s)
                      for s in (a, b)]
             return _op(op, sides[0], sides[1])
-        if a[0] == "field" and b[0] == "field":
+        if a[0] == "field" and b[0] == "field":  # two numbers, two strings or two bools (false < true)
             both_num = numeric(a[1]) & numeric(b[1])
             both_str = (cls[a[1]] == "s") & (cls[b[1]] == "s")
-            guards.append(both_num | both_str)
+            both_bool = (cls[a[1]] == "b") & (cls[b[1]] == "b")
+            guards.append(both_num | both_str | both_bool)
             return F.when(both_num, _op(op, num[a[1]], num[b[1]])) \
-                .otherwise(_op(op, _unquote(text[a[1]]), _unquote(text[b[1]])))
+                .when(both_str, _op(op, _unquote(text[a[1]]), _unquote(text[b[1]]))) \
+                .otherwise(_op(op, text[a[1]], text[b[1]]))  # "false" < "true", as the bools
         field, lit, flipped = (a, b, False) if a[0] == "field" else (b, a, True)
         slot = field[1]
-        if lit[0] == "num":
+        if lit[0] == "bool":
+            guards.append(cls[slot] == "b")
+            x, y = text[slot], F.lit("true" if lit[1] else "false")
+        elif lit[0] == "num":
             guards.append(numeric(slot))
             x, y = num[slot], F.lit(number_key(lit[1]))
         else:
@@ -384,6 +404,11 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
         if p[0] == "isnull":
             guards.append(cls[p[1]].isNotNull())
             return cls[p[1]] == "n"
+        if p[0] == "ismissing":  # the path finds no value (a step absent, or through a value of another kind)
+            return cls[p[1]].isNull()
+        if p[0] == "truth":
+            guards.append(cls[p[1]] == "b")
+            return text[p[1]] == "true"
         if p[0] == "and":
             return predicate(p[1]) & predicate(p[2])
         if p[0] == "or":

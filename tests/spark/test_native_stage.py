@@ -111,7 +111,10 @@ def predicates(draw, depth=0):
         return f"NOT {text}" if draw(st.booleans()) else text
     a = draw(FIELD)
     b = draw(st.one_of(FIELD, LIT))
-    form = draw(st.sampled_from(["cmp", "cmp", "between", "in", "null", "arith"]))
+    form = draw(st.sampled_from(["cmp", "cmp", "between", "in", "null", "arith", "bool", "missing"]))
+    if form == "bool":  # a bool field as the condition, or compared with a bool literal or another field
+        op = draw(st.sampled_from(["=", "!=", "<", ">="]))
+        return draw(st.sampled_from([a, f"NOT {a}", f"{a} {op} true", f"false {op} {a}", f"{a} {op} {b}"]))
     if form == "arith":  # arithmetic on one side or both, against fields, numbers and strings
         op = draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="]))
         other = draw(st.one_of(arithmetic(), FIELD, LIT))
@@ -125,6 +128,8 @@ def predicates(draw, depth=0):
         return f"{a} {not_}IN ({', '.join(str(i) for i in items)})"
     if form == "null":
         return f"{a} IS {not_}NULL"
+    if form == "missing":
+        return f"{a} IS {not_}MISSING"
     op = draw(st.sampled_from(["=", "!=", "<>", "<", "<=", ">", ">="]))
     return f"{a} {op} {b}" if draw(st.booleans()) else f"{b} {op} {a}"
 
@@ -315,6 +320,26 @@ def test_path_edges_fall_back_or_agree(spark):
                   ["src"])]
         assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, items
         assert _check(spark, texts, batch) >= 1, items
+
+
+def test_bools_and_missing_are_decided_natively_and_equal(spark):
+    """A bool field as the condition, bools compared (false < true), IS [NOT] MISSING at any depth: typical
+    rows never take the kernel; odd ones (a bool where another type is, a path through a scalar) are
+    refused or decided as the kernel decides them."""
+    rows = [json.dumps({"id": i, "on": i % 3 == 0, "ok": i % 2 == 0, **({"opt": i} if i % 5 else {}),
+                        "pos": {"x": 1} if i % 7 else 5}) + "\n" for i in range(300)]
+    for where in ("on", "NOT on AND ok = true", "on < ok OR ok != false", "opt IS MISSING", "pos.x IS NOT MISSING",
+                  "opt IS NOT MISSING AND on >= ok", "on IN (true) OR id = 1"):
+        texts = [("q", f"SELECT RSTREAM id, ok FROM src [RANGE 1 TUPLES] WHERE {where}", ["src"])]
+        assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, where
+        assert _check(spark, texts, list(enumerate(rows, start=1))) == 300, where
+    odd = ['{"f": 1}', '{"f": "true"}', '{"f": null}', '{}', '{"f": [true]}', '{"f": {"g": true}}', '{"f": true}',
+           '{"f": false}', '{"f": "xyz"}', '{"f": true, "f": 0}', '{"f": 0, "f": true}']
+    batch = [(k + 1, line + "\n") for k, line in enumerate(odd)]
+    for where in ("f", "f = true", "f < true", "f.g IS MISSING", "f[0] IS NOT MISSING", "f[0]", "f.g != false"):
+        texts = [("q", f"SELECT RSTREAM 1 AS one FROM src [RANGE 1 TUPLES] WHERE {where}", ["src"])]
+        assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, where
+        assert _check(spark, texts, batch) >= 1, where
 
 
 def test_function_edges_fall_back_or_agree(spark):
