@@ -40,7 +40,9 @@ def test_filter_and_projection_chain_is_native():
     ('SELECT RSTREAM a["x\u0002y"] AS c FROM src [RANGE 1 TUPLES]', "or a key holding U+0001 or U+0002"),
     ("SELECT RSTREAM * FROM src [RANGE 1 TUPLES]", "not RSTREAM over [RANGE 1 TUPLES] with a plain select list"),
     ('SELECT RSTREAM id AS ["$x"] FROM src [RANGE 1 TUPLES]', "an output key starting with '$'"),
-    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE flag", "in WHERE"),
+    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE flag LIKE \"x%\"", "in WHERE"),
+    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE flag BETWEEN false AND true", "BETWEEN bools"),
+    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE id + 1 = true", "a bool literal with other than a field"),
 ])
 def test_chains_outside_the_subset_stay_vectorized_with_the_reason(text, why):
     plan, tiers = _tiers(("s1", text, ["src"]))

@@ -291,8 +291,9 @@ def test_paths_are_decided_natively_and_equal(spark):
     an earlier stage projected included."""
     rows = [json.dumps({"id": i, "pos": {"x": i * 0.5, "y": [i, i + 1, {"z": f"t{i % 3}"}]}, "tags": [f"t{i % 4}"],
                         "m": {"k": {"v": i % 7}}}) + "\n" for i in range(300)]
-    texts = [("q", 'SELECT RSTREAM id, pos.x AS x, pos.y[1] AS y1, pos["y"][2].z AS z, m.k.v AS k, tags[0] AS t '
-                   'FROM src [RANGE 1 TUPLES] WHERE pos.x < 100 AND tags[0] != "t1" OR m.k.v * 2 = 4', ["src"])]
+    query = ('SELECT RSTREAM id, pos.x AS x, pos.y[1] AS y1, pos["y"][2].z AS z, m.k.v AS k, tags[0] AS t '
+             'FROM src [RANGE 1 TUPLES] WHERE pos.x < 100 AND tags[0] != "t1" OR m.k.v * 2 = 4')
+    texts = [("q", query, ["src"])]
     assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE
     assert _check(spark, texts, list(enumerate(rows, start=1))) == 300
     chained = [("s1", "SELECT RSTREAM id, pos, m FROM src [RANGE 1 TUPLES] WHERE id % 2 = 0", ["src"]),
