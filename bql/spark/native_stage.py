@@ -40,32 +40,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from sbpy.bql.ast import (
-    Between,
-    BinaryOp,
-    Cast,
     FieldRef,
-    FunctionCall,
     IndexStep,
-    InList,
-    IsMissing,
-    IsNull,
     KeyStep,
     Literal,
-    UnaryOp,
 )
 from sbpy.bql.runtime.stage_codegen import fast_parts
 
-from .native_arith import EXACT, FUNCTIONS, NotNumeric, NumberColumns, compiled, node_slots, number_node
+from .native_arith import FUNCTIONS, NotNumeric, NumberColumns, compiled, node_slots, number_node
+from .native_where import Unsupported, predicate, what
 
 KEY_SEPARATOR = "\u0001"
 STEP_SEPARATOR = "\u0002"
 NUMBERS = (f"number expressions: fields, numeric literals, + - * / %, the functions {', '.join(FUNCTIONS)} "
            "and casts to int or float")
-_CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-
-
-class Unsupported(Exception):
-    """The chain uses something the native tier does not compile (the message says what)."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +156,7 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
             if compiled(e, functions):
                 return _Value(node=_number(e, value, functions))
             if not isinstance(e, FieldRef):
-                raise Unsupported(f"{_what(e)} (only top-level fields, literals, number expressions, comparisons "
+                raise Unsupported(f"{what(e)} (only top-level fields, literals, number expressions, comparisons "
                                   f"and AND/OR/NOT compile; {NUMBERS})")
             if e.stream not in (None, alias):
                 raise Unsupported("a field of another stream")
@@ -184,7 +172,7 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
                 raise Unsupported("a path into a value an earlier stage computed")
             return source(keys[row[key].slot] + path[1:])
 
-        pred = _predicate(where, value) if where is not None else None
+        pred = predicate(where, value) if where is not None else None
         out: dict[str, _Value] = {}
         for key, expr in projections:
             if key[:1] == "$":
@@ -254,107 +242,12 @@ def _path_spec(path: tuple[str | int, ...]) -> str:
                                   for s in path[1:])
 
 
-def _what(e: Any) -> str:
-    """A few words for an expression the native tier does not compile."""
-    if isinstance(e, (BinaryOp, UnaryOp)):
-        return f"the operator {e.op.upper()}"
-    if isinstance(e, FunctionCall):  # (one of FUNCTIONS here: the topology registered its own under the name)
-        return f"the function {e.name}" + (" (the topology's own, not the built-in)" if e.name in FUNCTIONS else "")
-    if isinstance(e, Cast):
-        return f"a cast to {e.type_name}"
-    return type(e).__name__
-
-
-# ---------------------------------------------------------------- predicates (symbolic, built later)
-
-
-def _predicate(e: Any, value: Any) -> tuple:
-    if isinstance(e, BinaryOp):
-        op = e.op.lower()
-        if op in ("and", "or"):
-            return (op, _predicate(e.left, value), _predicate(e.right, value))
-        if op in _CMP:
-            return _cmp(_CMP[op], _operand(e.left, value), _operand(e.right, value))
-    if isinstance(e, UnaryOp) and e.op.lower() == "not":
-        return ("not", _predicate(e.operand, value))
-    if isinstance(e, (Between, InList, IsNull, IsMissing)):
-        p = _sql_predicate(e, value)
-        return ("not", p) if e.negated else p
-    if isinstance(e, FieldRef):  # a bool field as the condition (any other value: the kernel's error)
-        x = _operand(e, value)
-        if x[0] != "field":
-            raise Unsupported("a condition other than a field of the input")
-        return ("truth", x[1])
-    raise Unsupported(f"{_what(e)} in WHERE (only comparisons, BETWEEN, IN, IS [NOT] NULL / MISSING, bool fields "
-                      "and AND/OR/NOT compile)")
-
-
-def _cmp(op: str, a: tuple, b: tuple) -> tuple:
-    """A comparison of two operands, one of them a field or arithmetic."""
-    kinds = {a[0], b[0]}
-    if kinds.isdisjoint(("field", "arith")):
-        raise Unsupported("a comparison of two literals")
-    if kinds == {"arith", "str"}:
-        raise Unsupported("a comparison of arithmetic with a string")
-    if "bool" in kinds and kinds != {"field", "bool"}:
-        raise Unsupported("a comparison of a bool literal with other than a field")
-    return ("cmp", op, a, b)
-
-
-def _sql_predicate(e: Any, value: Any) -> tuple:
-    """``BETWEEN``, ``IN`` and ``IS NULL`` (not negated) as the predicates they equal on the values the
-    guards let through (present, never NULL, exact doubles or strings without escapes): ``x BETWEEN lo
-    AND hi`` is ``x >= lo AND x <= hi`` (``predicates.between``); ``x IN (literals)`` is ``x = v1 OR x = v2
-    ...`` when the literals are all numbers or all strings (``predicates.in_constants``: its sets hold the
-    items of ``x``'s type, and a miss is false without a NULL item); ``x IS NULL`` is ``x``'s class ``n``;
-    ``x IS MISSING`` is no class (the path finds nothing: a step absent or through a value of another kind,
-    where the kernel's path gives MISSING too)."""
-    if isinstance(e, Between):
-        x, low, high = (_operand(v, value) for v in (e.operand, e.low, e.high))
-        if "bool" in (low[0], high[0]):
-            raise Unsupported("BETWEEN bools")
-        return ("and", _cmp(">=", x, low), _cmp("<=", x, high))
-    if isinstance(e, InList):
-        x = _operand(e.operand, value)
-        items = [_operand(i, value) if type(i) is Literal else None for i in e.items]
-        if x[0] != "field" or None in items or len({kind for kind, _v in items}) != 1:
-            raise Unsupported("IN over other than a field and literals all numbers or all strings")
-        p: tuple = ("cmp", "==", x, items[0])
-        for item in items[1:]:
-            p = ("or", p, ("cmp", "==", x, item))
-        return p
-    x = _operand(e.operand, value)
-    if x[0] != "field":
-        raise Unsupported("IS NULL / MISSING of other than a field of the input")
-    return ("isnull" if isinstance(e, IsNull) else "ismissing", x[1])
-
-
 def _number(e: Any, value: Any, functions: Any) -> tuple:
     """``native_arith.number_node`` of a number expression, or ``Unsupported``."""
     try:
         return number_node(e, value, functions)
     except NotNumeric as why:
         raise Unsupported(f"{why} in a number expression ({NUMBERS})") from None
-
-
-def _operand(e: Any, value: Any) -> tuple:
-    if isinstance(e, Literal):
-        v = e.value
-        if type(v) is int and abs(v) <= EXACT:
-            return ("num", float(v))
-        if type(v) is float and math.isfinite(v):
-            return ("num", v)
-        if type(v) is str:
-            return ("str", v)
-        if type(v) is bool:
-            return ("bool", v)
-        raise Unsupported("a comparison with a literal of another type")
-    val = value(e)
-    if val.node is not None:
-        return ("arith", val.node)
-    if val.slot is None:
-        raise Unsupported("a comparison with a literal projected by an earlier stage")
-    return ("field", val.slot)
 
 
 # ---------------------------------------------------------------- columns
