@@ -48,6 +48,7 @@ from sbpy.bql.ast import (
 from sbpy.bql.runtime.stage_codegen import fast_parts
 
 from .native_arith import FUNCTIONS, NotNumeric, NumberColumns, compiled, node_slots, number_node
+from .native_text import NotText, TextColumns, text_compiled, text_node, unquote
 from .native_where import Unsupported, predicate, what
 
 KEY_SEPARATOR = "\u0001"
@@ -64,6 +65,7 @@ class _Value:
     slot: int | None = None
     const: Any = None
     node: tuple | None = None  # arithmetic an earlier stage projected (``native_arith.number_node``)
+    text: tuple | None = None  # a string expression an earlier stage projected (``native_text.text_node``)
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,12 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
         def value(e: Any, row: dict[str, _Value] | None = row, alias: str = alias) -> _Value:
             if compiled(e, functions):
                 return _Value(node=_number(e, value, functions))
+            if text_compiled(e, functions):
+                try:
+                    return _Value(text=text_node(e, value, functions))
+                except NotText as why:
+                    raise Unsupported(f"{why} in a string expression (string expressions: fields, string "
+                                      f"literals, ||, lower and upper)") from None
             if not isinstance(e, FieldRef):
                 raise Unsupported(f"{what(e)} (only top-level fields, literals, number expressions, comparisons "
                                   f"and AND/OR/NOT compile; {NUMBERS})")
@@ -203,7 +211,7 @@ def _numeric_slots(plan: list) -> set[int]:
         elif p[0] == "cmp" and "arith" in (p[2][0], p[3][0]):  # every field read as a number
             for side in p[2:]:
                 out.update(node_slots(side[1]) if side[0] == "arith" else {side[1]} if side[0] == "field" else ())
-        elif p[0] == "cmp" and {p[2][0], p[3][0]}.isdisjoint(("str", "bool")):
+        elif p[0] == "cmp" and {p[2][0], p[3][0]}.isdisjoint(("str", "bool", "text")):
             out.update(side[1] for side in p[2:] if side[0] == "field")
 
     for pred, projections in plan:
@@ -262,12 +270,17 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
     text = [f[base + 3 * k + 1] for k in range(nkeys)]
     num = [f[base + 3 * k + 2] for k in range(nkeys)]  # set for the ``numbers`` slots holding i, f or d
     arith = NumberColumns(cls, text, num, guards)
+    strings = TextColumns(cls, text, guards)
 
     def numeric(slot: int) -> Any:
         assert slot in numbers, slot  # the JVM pass computes number keys for these slots only
         return num[slot].isNotNull()
 
     def compare(op: str, a: tuple, b: tuple) -> Any:
+        if a[0] == "text" or b[0] == "text":  # both sides as strings (no number or bool: ``_cmp``)
+            sides = [strings.raw(s[1] if s[0] == "text" else ("lit", s[1]) if s[0] == "str" else s)
+                     for s in (a, b)]
+            return _op(op, sides[0], sides[1])
         if a[0] == "arith" or b[0] == "arith":  # both sides as exact doubles (no string: ``_cmp``)
             sides = [arith.double(s[1] if s[0] == "arith" else ("flt", s[1]) if s[0] == "num" else s)
                      for s in (a, b)]
@@ -278,7 +291,7 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
             both_bool = (cls[a[1]] == "b") & (cls[b[1]] == "b")
             guards.append(both_num | both_str | both_bool)
             return F.when(both_num, _op(op, num[a[1]], num[b[1]])) \
-                .when(both_str, _op(op, _unquote(text[a[1]]), _unquote(text[b[1]]))) \
+                .when(both_str, _op(op, unquote(text[a[1]]), unquote(text[b[1]]))) \
                 .otherwise(_op(op, text[a[1]], text[b[1]]))  # "false" < "true", as the bools
         field, lit, flipped = (a, b, False) if a[0] == "field" else (b, a, True)
         slot = field[1]
@@ -290,7 +303,7 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
             x, y = num[slot], F.lit(number_key(lit[1]))
         else:
             guards.append(cls[slot] == "s")
-            x, y = _unquote(text[slot]), F.lit(lit[1])
+            x, y = unquote(text[slot]), F.lit(lit[1])
         return _op(op, y, x) if flipped else _op(op, x, y)
 
     def predicate(p: tuple) -> Any:
@@ -313,9 +326,11 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
     passes = [None if pred is None else predicate(pred) for pred, _out in plan]
     for _pred, out in plan[:-1]:  # an earlier stage's projection fails on a missing field (a drop)
         guards.extend(cls[val.slot].isNotNull() for _key, val in out if val.slot is not None)
-        for _key, val in out:  # and its arithmetic outside the guards (the kernel computes or raises)
+        for _key, val in out:  # and its expressions outside the guards (the kernel computes or raises)
             if val.node is not None:
                 arith.check(val.node)
+            if val.text is not None:
+                strings.raw(val.text)
     from sbpy.bql.jsonio import to_json
 
     pieces: list[Any] = []
@@ -323,6 +338,8 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
         pieces.append(F.lit(("{" if n == 0 else ",") + to_json(key) + ":"))
         if val.node is not None:
             pieces.append(arith.json(val.node))
+        elif val.text is not None:
+            pieces.append(strings.json(val.text))
         elif val.slot is None:
             pieces.append(F.lit(to_json(val.const)))
         else:
@@ -337,13 +354,6 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
     for g in guards[1:]:
         guard = guard & g
     return guard, depth, data, list(arith.pre.items())
-
-
-def _unquote(text: Any) -> Any:
-    """The string of a JSON string token without escapes: the text between its quotes."""
-    from pyspark.sql import functions as F
-
-    return text.substr(F.lit(2), F.length(text) - F.lit(2))
 
 
 def _op(op: str, x: Any, y: Any) -> Any:

@@ -2,7 +2,7 @@
 
 ``predicate(e, value)`` turns a WHERE into nested tuples — ``("and"|"or", p, q)``, ``("not", p)``,
 ``("cmp", op, a, b)`` over operands ``("field", slot)``, ``("arith", node)`` (``native_arith``),
-``("num", float)``, ``("str", s)`` or ``("bool", b)``, ``("isnull", slot)``, ``("ismissing", slot)`` and
+``("text", node)`` (``native_text``), ``("num", float)``, ``("str", s)`` or ``("bool", b)``, ``("isnull", slot)``, ``("ismissing", slot)`` and
 ``("truth", slot)`` (a bool field as the condition) — or raises ``Unsupported`` saying what does not
 compile. ``value(field_ref)`` is the compiling stage's ``_Value`` of a field (``native_stage``). Which rows
 each form may decide (its guards) is ``native_stage._build``'s part.
@@ -68,14 +68,16 @@ def predicate(e: Any, value: Any) -> tuple:
 
 
 def _cmp(op: str, a: tuple, b: tuple) -> tuple:
-    """A comparison of two operands, one of them a field or arithmetic."""
+    """A comparison of two operands, one of them a field, a number or a string expression."""
     kinds = {a[0], b[0]}
-    if kinds.isdisjoint(("field", "arith")):
+    if kinds.isdisjoint(("field", "arith", "text")):
         raise Unsupported("a comparison of two literals")
     if kinds == {"arith", "str"}:
         raise Unsupported("a comparison of arithmetic with a string")
     if "bool" in kinds and kinds != {"field", "bool"}:
         raise Unsupported("a comparison of a bool literal with other than a field")
+    if "text" in kinds and not kinds <= {"text", "field", "str"}:
+        raise Unsupported("a comparison of a string expression with other than a string")
     return ("cmp", op, a, b)
 
 
@@ -122,6 +124,8 @@ def _operand(e: Any, value: Any) -> tuple:
     val = value(e)
     if val.node is not None:
         return ("arith", val.node)
+    if val.text is not None:
+        return ("text", val.text)
     if val.slot is None:
         raise Unsupported("a comparison with a literal projected by an earlier stage")
     return ("field", val.slot)

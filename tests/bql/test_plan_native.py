@@ -92,6 +92,24 @@ def test_paths_of_keys_and_indexes_are_native():
     assert spec == "#a\u0002.b\u0001=a\u0002.c\u0002[0\u0001=m\u0001=m\u0002.k\u0002[2\u0002.v"
 
 
+def test_string_expressions_are_native():
+    _plan, tiers = _tiers(("s1", 'SELECT RSTREAM name || "-" || unit AS l, lower(name) AS n FROM src [RANGE 1 TUPLES] '
+                                 'WHERE upper(unit) = "EUR" AND name || "x" > unit', ["src"]),
+                         ("s2", 'SELECT RSTREAM upper(l) AS u FROM s1 [RANGE 1 TUPLES] WHERE n != "a"', ["s1"]))
+    assert tiers == [Tier.NATIVE, Tier.NATIVE]
+
+
+@pytest.mark.parametrize("text, why", [
+    ('SELECT RSTREAM lower("a\\b" || name) AS l FROM src [RANGE 1 TUPLES]', "a case map of a literal the JSON"),
+    ("SELECT RSTREAM name || 1 AS l FROM src [RANGE 1 TUPLES]", "a int literal in a string expression"),
+    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE lower(name) = 3", "a string expression with other than"),
+    ("SELECT RSTREAM lower(name) + 1 AS l FROM src [RANGE 1 TUPLES]", "the function lower in a number expression"),
+])
+def test_string_expressions_outside_the_subset(text, why):
+    plan, tiers = _tiers(("s1", text, ["src"]))
+    assert tiers == [Tier.VECTORIZED] and why in plan.stages[0].tier_why
+
+
 def test_one_stage_outside_keeps_the_whole_chain_vectorized():
     plan, tiers = _tiers(("s1", FILTER, ["src"]), ("s2", "SELECT RSTREAM id::string AS d FROM s1 [RANGE 1 TUPLES]", ["s1"]))
     assert tiers == [Tier.VECTORIZED, Tier.VECTORIZED] and "stage 's2'" in plan.stages[0].tier_why

@@ -28,12 +28,13 @@ ARITHMETIC = """
     CREATE STREAM y AS SELECT RSTREAM p, m + q AS s, -p AS n, id / (m - 1) AS r, id FROM x [RANGE 1 TUPLES]
         WHERE id >= 3 AND p / 2 < 4;"""
 
-# JSON paths below the top level and the number functions and casts (native_arith)
+# JSON paths below the top level, the number functions and casts (native_arith), strings (native_text)
 NESTED = """
     CREATE STREAM x AS SELECT RSTREAM id, pos.x AS px, pos.v[1] AS v1, round(price) AS r, abs(price - 4) AS a,
         price::int AS pi, name FROM src [RANGE 1 TUPLES] WHERE pos.v[0] < 9 AND (name != "skip" OR id > 100);
-    CREATE STREAM y AS SELECT RSTREAM px, sqrt(px) AS q, v1 * 2 AS w, sign(a - 2) AS s, ceil(r / 3) AS c, pi, id
-        FROM x [RANGE 1 TUPLES] WHERE id >= 3 AND floor(px) != 2;"""
+    CREATE STREAM y AS SELECT RSTREAM px, sqrt(px) AS q, v1 * 2 AS w, sign(a - 2) AS s, ceil(r / 3) AS c, pi, id,
+        upper(name) || "/" || name AS label FROM x [RANGE 1 TUPLES] WHERE id >= 3 AND floor(px) != 2
+        AND lower(name) != "s3";"""
 
 
 def _input(path):

@@ -102,6 +102,19 @@ def arithmetic(draw, depth=0):
     return f"({draw(arithmetic(depth + 1))} {op} {draw(arithmetic(depth + 1))})"
 
 
+STRING_LIT = st.sampled_from(['"x"', '"é"', '"<&>"', '"q""t"', '"a\\b"', '""', '"7"', '"AbC"'])
+
+
+@st.composite
+def strings(draw, depth=0):
+    """``||``, ``lower`` and ``upper`` over fields and string literals (native_text); BQL's ``""`` is a quote."""
+    if depth >= 2 or draw(st.integers(0, 2)) == 0:
+        return draw(st.one_of(FIELD, STRING_LIT))
+    if draw(st.booleans()):
+        return f"({draw(strings(depth + 1))} || {draw(strings(depth + 1))})"
+    return f"{draw(st.sampled_from(['lower', 'upper']))}({draw(strings(depth + 1))})"
+
+
 @st.composite
 def predicates(draw, depth=0):
     if depth < 2 and draw(st.booleans()):
@@ -111,7 +124,10 @@ def predicates(draw, depth=0):
         return f"NOT {text}" if draw(st.booleans()) else text
     a = draw(FIELD)
     b = draw(st.one_of(FIELD, LIT))
-    form = draw(st.sampled_from(["cmp", "cmp", "between", "in", "null", "arith", "bool", "missing"]))
+    form = draw(st.sampled_from(["cmp", "cmp", "between", "in", "null", "arith", "bool", "missing", "string"]))
+    if form == "string":  # a string expression against a string literal, a field or another
+        op = draw(st.sampled_from(["=", "!=", "<", ">="]))
+        return f"{draw(strings(1))} {op} {draw(st.one_of(strings(), STR_LIT, FIELD))}"
     if form == "bool":  # a bool field as the condition, or compared with a bool literal or another field
         op = draw(st.sampled_from(["=", "!=", "<", ">="]))
         return draw(st.sampled_from([a, f"NOT {a}", f"{a} {op} true", f"false {op} {a}", f"{a} {op} {b}"]))
@@ -143,7 +159,8 @@ def chains(draw):
                                                                               "2.5 AS f", "NULL AS n"]),
                                         st.sampled_from(PATHS if k == 0 else ["a.b", "a[1]"]).map(
                                             lambda p: f"{p} AS p"),
-                                        arithmetic(1).map(lambda e: f"{e} AS x")),
+                                        arithmetic(1).map(lambda e: f"{e} AS x"),
+                                        strings(1).map(lambda e: f"{e} AS t")),
                               min_size=1, max_size=3))
         if k == 0:
             items.append("a")  # the next stage's field
@@ -341,6 +358,29 @@ def test_bools_and_missing_are_decided_natively_and_equal(spark):
         texts = [("q", f"SELECT RSTREAM 1 AS one FROM src [RANGE 1 TUPLES] WHERE {where}", ["src"])]
         assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, where
         assert _check(spark, texts, batch) >= 1, where
+
+
+def test_strings_are_decided_natively_and_equal(spark):
+    """``||``, ``lower`` and ``upper`` (native_text): typical rows never take the kernel, and every decision
+    is the kernel's — literals the JSON text escapes (a quote, a backslash) concatenated, non-ASCII text
+    and escapes in the line refused or agreeing."""
+    rows = [json.dumps({"id": i, "name": f"Sensor-{i % 7}", "unit": "EUR" if i % 2 else "usd"}) + "\n"
+            for i in range(300)]
+    select = 'id, name || "/" || unit AS label, lower(name) AS l, upper(unit || "x") AS u, "é" || unit AS e, "q""t" || unit AS q'
+    for where in ('lower(unit) = "eur"', 'upper(name) >= "SENSOR-3" OR name || unit < "Sensor-2"',
+                  'lower(name) BETWEEN "sensor-2" AND name', 'name || "a\\b" != unit'):
+        texts = [("q", f"SELECT RSTREAM {select} FROM src [RANGE 1 TUPLES] WHERE {where}", ["src"])]
+        assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, where
+        assert _check(spark, texts, list(enumerate(rows, start=1))) == 300, where
+    odd = ['{"a": "Ünï"}', '{"a": "x\\u0041"}', '{"a": "AbC"}', '{"a": 7}', '{"a": null}', '{}', '{"a": true}',
+           '{"a": ["x"]}', '{"a": ""}', '{"a": "<&>"}', '{"a": "ß"}', '{"a": "İ"}']
+    batch = [(k + 1, line + "\n") for k, line in enumerate(odd)]
+    for items, where in (("lower(a) AS x, upper(a) AS y", ""), ('a || "q""t" AS x', 'upper(a) = "ABC"'),
+                         ('"é" || a AS x', 'lower(a) < "b"')):
+        texts = [("q", f"SELECT RSTREAM {items} FROM src [RANGE 1 TUPLES]" + (f" WHERE {where}" if where else ""),
+                  ["src"])]
+        assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, items
+        assert _check(spark, texts, batch) >= 3, items
 
 
 def test_function_edges_fall_back_or_agree(spark):
