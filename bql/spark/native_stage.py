@@ -164,8 +164,8 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
                     raise Unsupported(f"{why} in a string expression (string expressions: fields, string "
                                       f"literals, ||, lower and upper)") from None
             if not isinstance(e, FieldRef):
-                raise Unsupported(f"{what(e)} (only top-level fields, literals, number expressions, comparisons "
-                                  f"and AND/OR/NOT compile; {NUMBERS})")
+                raise Unsupported(f"{what(e)} (only fields, literals, number and string expressions, comparisons "
+                                  f"and AND/OR/NOT compile; {NUMBERS}; string expressions: ||, lower and upper)")
             if e.stream not in (None, alias):
                 raise Unsupported("a field of another stream")
             path = _path(e.path)

@@ -32,7 +32,7 @@ def test_filter_and_projection_chain_is_native():
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE price + 1 = \"x\"", "arithmetic with a string"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE 1 = 1", "a comparison of two literals"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE 2 BETWEEN 1 AND 3", "a comparison of two literals"),
-    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE exp(price) < 8", "the function exp (only top-level"),
+    ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE exp(price) < 8", "the function exp (only fields, literals"),
     ("SELECT RSTREAM id::string AS s FROM src [RANGE 1 TUPLES]", "a cast"),
     ("SELECT RSTREAM a[-1] AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
     ("SELECT RSTREAM a[1:2] AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
