@@ -302,6 +302,18 @@ def test_functions_and_casts_are_decided_natively_and_equal(spark):
         assert _check(spark, texts, list(enumerate(rows, start=1))) == 300, where
 
 
+def _edges(spark, odd, cases, least=1):
+    """Each ``(select list, WHERE or "")`` over the lines ``odd``: planned native, every natively decided
+    row the kernel's (``_check``), and at least ``least`` rows decided natively (the table is not all
+    refusals)."""
+    batch = [(k + 1, line + "\n") for k, line in enumerate(odd)]
+    for items, where in cases:
+        texts = [("q", f"SELECT RSTREAM {items} FROM src [RANGE 1 TUPLES]" + (f" WHERE {where}" if where else ""),
+                  ["src"])]
+        assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, items
+        assert _check(spark, texts, batch) >= least, (items, where)
+
+
 def test_paths_are_decided_natively_and_equal(spark):
     """Keys and indexes below the top level compile (the JVM pass follows them): typical nested rows never
     take the kernel, and every decision is the kernel's, byte for byte — a later stage's path into a field
@@ -330,14 +342,9 @@ def test_path_edges_fall_back_or_agree(spark):
            '{"a": {"b": "q\\"t"}}', '{"a": {"x\\u0062": 1, "b": 3}}', '{"a": [{"b": 1}]}', '{"a": {"b": 8.50}}',
            '{"a": {"b": true}}', '{"a": {"b": null}}', '{"a": {"b": -0.0}}', '{"b": {"a": 3}, "a": {"b": 4}}',
            '{"a": {"b": 1, "c": [7, [8, 9]]}}', '{"a": {"b": 2, "c": [7, 9, {"d": 1}]}}']
-    batch = [(k + 1, line + "\n") for k, line in enumerate(odd)]
-    for items, where in (("a.b AS x", ""), ("a.b AS x, a.c[0] AS y", "a.b > 1"), ("a.c[1] AS x, a.c[2].d AS y", ""),
-                         ("a.b[2] AS x", "a.b[0] = 4"), ('a["b"] AS x, b.a AS y', "a.b IS NULL"),
-                         ("a.c[1][0] AS x", "a.b + 1 < 9")):
-        texts = [("q", f"SELECT RSTREAM {items} FROM src [RANGE 1 TUPLES]" + (f" WHERE {where}" if where else ""),
-                  ["src"])]
-        assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, items
-        assert _check(spark, texts, batch) >= 1, items
+    _edges(spark, odd, (("a.b AS x", ""), ("a.b AS x, a.c[0] AS y", "a.b > 1"), ("a.c[1] AS x, a.c[2].d AS y", ""),
+                        ("a.b[2] AS x", "a.b[0] = 4"), ('a["b"] AS x, b.a AS y', "a.b IS NULL"),
+                        ("a.c[1][0] AS x", "a.b + 1 < 9")))
 
 
 def test_bools_and_missing_are_decided_natively_and_equal(spark):
@@ -353,11 +360,8 @@ def test_bools_and_missing_are_decided_natively_and_equal(spark):
         assert _check(spark, texts, list(enumerate(rows, start=1))) == 300, where
     odd = ['{"f": 1}', '{"f": "true"}', '{"f": null}', '{}', '{"f": [true]}', '{"f": {"g": true}}', '{"f": true}',
            '{"f": false}', '{"f": "xyz"}', '{"f": true, "f": 0}', '{"f": 0, "f": true}']
-    batch = [(k + 1, line + "\n") for k, line in enumerate(odd)]
-    for where in ("f", "f = true", "f < true", "f.g IS MISSING", "f[0] IS NOT MISSING", "f[0]", "f.g != false"):
-        texts = [("q", f"SELECT RSTREAM 1 AS one FROM src [RANGE 1 TUPLES] WHERE {where}", ["src"])]
-        assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, where
-        assert _check(spark, texts, batch) >= 1, where
+    _edges(spark, odd, [("1 AS one", where) for where in ("f", "f = true", "f < true", "f.g IS MISSING",
+                                                          "f[0] IS NOT MISSING", "f[0]", "f.g != false")])
 
 
 def test_strings_are_decided_natively_and_equal(spark):
@@ -374,13 +378,8 @@ def test_strings_are_decided_natively_and_equal(spark):
         assert _check(spark, texts, list(enumerate(rows, start=1))) == 300, where
     odd = ['{"a": "Ünï"}', '{"a": "x\\u0041"}', '{"a": "AbC"}', '{"a": 7}', '{"a": null}', '{}', '{"a": true}',
            '{"a": ["x"]}', '{"a": ""}', '{"a": "<&>"}', '{"a": "ß"}', '{"a": "İ"}']
-    batch = [(k + 1, line + "\n") for k, line in enumerate(odd)]
-    for items, where in (("lower(a) AS x, upper(a) AS y", ""), ('a || "q""t" AS x', 'upper(a) = "ABC"'),
-                         ('"é" || a AS x', 'lower(a) < "b"')):
-        texts = [("q", f"SELECT RSTREAM {items} FROM src [RANGE 1 TUPLES]" + (f" WHERE {where}" if where else ""),
-                  ["src"])]
-        assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, items
-        assert _check(spark, texts, batch) >= 3, items
+    _edges(spark, odd, (("lower(a) AS x, upper(a) AS y", ""), ('a || "q""t" AS x', 'upper(a) = "ABC"'),
+                        ('"é" || a AS x', 'lower(a) < "b"')), least=3)
 
 
 def test_function_edges_fall_back_or_agree(spark):
@@ -394,18 +393,13 @@ def test_function_edges_fall_back_or_agree(spark):
            '{"a": 4611686018427387904.0}', '{"a": 9223372036854775808.0}', '{"a": -9223372036854775808.0}',
            '{"a": 1e300}', '{"a": -4}', '{"a": -4.0}', '{"a": 2}', '{"a": "x"}', '{"a": "3"}', '{"a": true}',
            '{"a": null}', '{}', '{"a": 1e-320}', '{"a": -1e-320}', '{"a": 123456789.987654321}']
-    batch = [(k + 1, line + "\n") for k, line in enumerate(odd)]
     big = "4503599627370496.0"  # 2^52: its products reach the doubles that are their own rounding
-    for items, where in (("abs(a) AS x, sign(a) AS s", "abs(a) > 1"), ("ceil(a) AS x, floor(a) AS y", "ceil(a) >= 0"),
-                         ("trunc(a) AS x, round(a) AS y", "round(a) != trunc(a)"), ("sqrt(a) AS x", "sqrt(a) < 2"),
-                         ("a::int AS x, a::float AS y", "a::int = 0"), ("-round(-a) AS x, abs(-a) AS y", ""),
-                         (f"round(a * {big}) AS r, ceil(a * {big}) AS c", f"floor(a * {big}) > 0"),
-                         (f"trunc(-a * {big}) AS t, (a * 1000000000000000000.0)::int AS i", ""),
-                         ("(a * 10000000000000000000.0)::int AS j, sign(a * 0.0) AS z", "")):
-        texts = [("q", f"SELECT RSTREAM {items} FROM src [RANGE 1 TUPLES]" + (f" WHERE {where}" if where else ""),
-                  ["src"])]
-        assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE
-        assert _check(spark, texts, batch) >= 4, items  # some plain numbers at least: decided natively
+    _edges(spark, odd, (("abs(a) AS x, sign(a) AS s", "abs(a) > 1"), ("ceil(a) AS x, floor(a) AS y", "ceil(a) >= 0"),
+                        ("trunc(a) AS x, round(a) AS y", "round(a) != trunc(a)"), ("sqrt(a) AS x", "sqrt(a) < 2"),
+                        ("a::int AS x, a::float AS y", "a::int = 0"), ("-round(-a) AS x, abs(-a) AS y", ""),
+                        (f"round(a * {big}) AS r, ceil(a * {big}) AS c", f"floor(a * {big}) > 0"),
+                        (f"trunc(-a * {big}) AS t, (a * 1000000000000000000.0)::int AS i", ""),
+                        ("(a * 10000000000000000000.0)::int AS j, sign(a * 0.0) AS z", "")), least=4)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
