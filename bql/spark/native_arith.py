@@ -61,13 +61,18 @@ def compiled(e: Any, functions: Any = None) -> bool:
         return True
     if type(e) is Cast:
         return e.type_name in CASTS
-    if type(e) is FunctionCall and e.name in FUNCTIONS and len(e.args) == 1 and not e.order_by \
-            and not e.distinct:
-        from sbpy.bql.functions import builtin_registry
+    return builtin_call(e, FUNCTIONS, functions)
 
-        registry = functions if functions is not None else builtin_registry()
-        return registry.get(e.name) is builtin_registry().get(e.name)
-    return False
+
+def builtin_call(e: Any, names: tuple[str, ...], functions: Any = None) -> bool:
+    """Whether ``e`` is a plain one-argument call of one of ``names`` that ``functions`` (the topology's
+    registry; None: the built-ins) resolves to the built-in (a plugin's function under the name: False)."""
+    if type(e) is not FunctionCall or e.name not in names or len(e.args) != 1 or e.order_by or e.distinct:
+        return False
+    from sbpy.bql.functions import builtin_registry
+
+    registry = functions if functions is not None else builtin_registry()
+    return registry.get(e.name) is builtin_registry().get(e.name)
 
 
 class NotNumeric(Exception):
@@ -89,7 +94,7 @@ def number_node(e: Any, value: Any, functions: Any = None) -> tuple:
             return val.node
         return _literal(val.const)
     if not compiled(e, functions):
-        raise NotNumeric(_what(e))
+        raise NotNumeric(describe(e))
     if type(e) is FunctionCall:
         return ("fn", e.name, number_node(e.args[0], value, functions))
     if type(e) is Cast:
@@ -100,7 +105,8 @@ def number_node(e: Any, value: Any, functions: Any = None) -> tuple:
     return ("op", e.op, number_node(e.left, value, functions), number_node(e.right, value, functions))
 
 
-def _what(e: Any) -> str:
+def describe(e: Any) -> str:
+    """A few words for an expression: ``the function f``, ``a cast to t``, else its node's name."""
     if type(e) is FunctionCall:
         return f"the function {e.name}"
     if type(e) is Cast:

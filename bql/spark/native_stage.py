@@ -2,11 +2,13 @@
 
 A chain qualifies when every stage is a fast SELECT (``stage_codegen.fast_parts``: RSTREAM over
 ``[RANGE 1 TUPLES]`` of the previous stage or the journal input) whose WHERE uses field references (a
-top-level key, then keys and array indexes from the front below it: ``a.b[0]``), literals, arithmetic, the number functions ``abs sign sqrt ceil floor trunc round`` and
-casts to int or float over them (``native_arith``), the comparisons ``= != <> < <= > >=``,
-``[NOT] BETWEEN``, ``[NOT] IN`` (a field and literals that are all numbers or all strings), ``IS [NOT] NULL``
-and ``AND / OR / NOT``, and whose select list holds such field references, literals or number expressions under
-keys that do not start with ``$``. ``compile_chain``
+top-level key, then keys and array indexes from the front below it: ``a.b[0]``), literals, number
+expressions over them (arithmetic, ``abs sign sqrt ceil floor trunc round``, casts to int or float:
+``native_arith``), string expressions (``||``, ``lower``, ``upper``: ``native_text``), the comparisons
+``= != <> < <= > >=``, ``[NOT] BETWEEN``, ``[NOT] IN`` (a field and literals that are all numbers or all
+strings), ``IS [NOT] NULL / MISSING``, bool fields and ``AND / OR / NOT`` (``native_where``), and whose
+select list holds such field references, literals or expressions under keys that do not start with
+``$``. ``compile_chain``
 returns the columns that classify each journal line::
 
     f     = sbpy_json_fields(line, keys)       -- one JVM pass: each path's class + JSON text (+ number key
@@ -176,7 +178,7 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
                 raise Unsupported(f"field '{key}' is not in the previous stage's output")
             if len(path) == 1:
                 return row[key]
-            if row[key].slot is None:  # a path into what an earlier stage projected from the line: the line's
+            if row[key].slot is None:  # a path continues into a field projected from the line, not a computed one
                 raise Unsupported("a path into a value an earlier stage computed")
             return source(keys[row[key].slot] + path[1:])
 

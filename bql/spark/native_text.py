@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sbpy.bql.ast import BinaryOp, FieldRef, FunctionCall, Literal
+from sbpy.bql.ast import BinaryOp, FieldRef, Literal
+
+from .native_arith import builtin_call, describe
 
 CASE_FUNCTIONS = ("lower", "upper")
 
@@ -38,13 +40,7 @@ def text_compiled(e: Any, functions: Any = None) -> bool:
     ``functions`` (the topology's registry; None: the built-ins) resolves to the built-in."""
     if type(e) is BinaryOp:
         return e.op == "||"
-    if type(e) is FunctionCall and e.name in CASE_FUNCTIONS and len(e.args) == 1 and not e.order_by \
-            and not e.distinct:
-        from sbpy.bql.functions import builtin_registry
-
-        registry = functions if functions is not None else builtin_registry()
-        return registry.get(e.name) is builtin_registry().get(e.name)
-    return False
+    return builtin_call(e, CASE_FUNCTIONS, functions)
 
 
 def text_node(e: Any, value: Any, functions: Any = None) -> tuple:
@@ -64,7 +60,7 @@ def text_node(e: Any, value: Any, functions: Any = None) -> tuple:
             return ("lit", val.const)
         raise NotText("a value an earlier stage computed other than a string")
     if not text_compiled(e, functions):
-        raise NotText(type(e).__name__ if type(e) is not FunctionCall else f"the function {e.name}")
+        raise NotText(describe(e))
     if type(e) is BinaryOp:
         return ("cat", text_node(e.left, value, functions), text_node(e.right, value, functions))
     inner = text_node(e.args[0], value, functions)
@@ -82,17 +78,6 @@ def _plain(node: tuple) -> bool:
     if node[0] == "cat":
         return _plain(node[1]) and _plain(node[2])
     return True
-
-
-def text_slots(node: tuple) -> set[int]:
-    """The source slots a text node reads."""
-    if node[0] == "field":
-        return {node[1]}
-    if node[0] == "cat":
-        return text_slots(node[1]) | text_slots(node[2])
-    if node[0] == "case":
-        return text_slots(node[2])
-    return set()
 
 
 class TextColumns:

@@ -15,7 +15,6 @@ from typing import Any
 from sbpy.bql.ast import (
     Between,
     BinaryOp,
-    Cast,
     FieldRef,
     FunctionCall,
     InList,
@@ -25,7 +24,7 @@ from sbpy.bql.ast import (
     UnaryOp,
 )
 
-from .native_arith import EXACT, FUNCTIONS
+from .native_arith import EXACT, FUNCTIONS, describe
 
 _CMP = {"=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
@@ -38,11 +37,9 @@ def what(e: Any) -> str:
     """A few words for an expression the native tier does not compile."""
     if isinstance(e, (BinaryOp, UnaryOp)):
         return f"the operator {e.op.upper()}"
-    if isinstance(e, FunctionCall):  # (one of FUNCTIONS here: the topology registered its own under the name)
-        return f"the function {e.name}" + (" (the topology's own, not the built-in)" if e.name in FUNCTIONS else "")
-    if isinstance(e, Cast):
-        return f"a cast to {e.type_name}"
-    return type(e).__name__
+    if isinstance(e, FunctionCall) and e.name in FUNCTIONS:  # (not compiled: the topology registered its own)
+        return f"{describe(e)} (the topology's own, not the built-in)"
+    return describe(e)
 
 
 def predicate(e: Any, value: Any) -> tuple:

@@ -282,7 +282,7 @@ final class JsonScan {
   }
 
   /**
-   * The value at {@code pos} of a member or element whose wanted paths go through {@code node} (or null):
+   * The value at {@code pos} of a member or element whose wanted paths go through {@code node} (null: none):
    * every slot below it is cleared first (a repeated key's last value wins, as in Python), then the value is
    * read (descending into it for the paths below) and the node's own slot written. False: refused.
    */
@@ -404,7 +404,7 @@ final class JsonScan {
       } else {
         node = element(below, index);
       }
-      if (node != null ? !member(node, depth) : value(depth, null) == 0) {
+      if (!member(node, depth)) {
         return false;
       }
       ws();
