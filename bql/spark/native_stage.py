@@ -76,7 +76,7 @@ class NativeChain:
     and its output ``[(key, _Value)]``; ``columns`` builds the Spark expressions from them."""
 
     keys: tuple[tuple[str | int, ...], ...]  # each a path: a top-level key, then member keys and indexes
-    plan: tuple[tuple[Any, list[tuple[str, _Value]]], ...]
+    plan: tuple[tuple[Any, list[tuple[str, _Value]], tuple[_Value, ...]], ...]  # ... and the values it replaced
     numeric: frozenset[int] = frozenset()  # the slots some comparison reads as a number
 
     @property
@@ -184,7 +184,10 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
 
         pred = predicate(where, value) if where is not None else None
         out: dict[str, _Value] = {}
+        shadowed: list[_Value] = []  # values a later one under the same key replaces: still computed (or raise)
         for key, expr in projections:
+            if key in out:
+                shadowed.append(out[key])
             if key[:1] == "$":
                 raise Unsupported("an output key starting with '$'")
             if isinstance(expr, Literal):
@@ -194,7 +197,7 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
                 out[key] = _Value(const=expr.value)
             else:  # a repeated key keeps its first position and its last value, as the kernel's dict
                 out[key] = value(expr)
-        plan.append((pred, list(out.items())))
+        plan.append((pred, list(out.items()), tuple(shadowed)))
         row = out
     return NativeChain(tuple(keys), tuple(plan), frozenset(_numeric_slots(plan)))
 
@@ -216,10 +219,10 @@ def _numeric_slots(plan: list) -> set[int]:
         elif p[0] == "cmp" and {p[2][0], p[3][0]}.isdisjoint(("str", "bool", "text")):
             out.update(side[1] for side in p[2:] if side[0] == "field")
 
-    for pred, projections in plan:
+    for pred, projections, shadowed in plan:
         if pred is not None:
             walk(pred)
-        for _key, val in projections:  # arithmetic reads its fields' number keys
+        for val in [val for _key, val in projections] + list(shadowed):  # arithmetic reads number keys
             if val.node is not None:
                 out.update(node_slots(val.node))
     return out
@@ -325,14 +328,16 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
             return ~predicate(p[1])
         return compare(p[1], p[2], p[3])
 
-    passes = [None if pred is None else predicate(pred) for pred, _out in plan]
-    for _pred, out in plan[:-1]:  # an earlier stage's projection fails on a missing field (a drop)
-        guards.extend(cls[val.slot].isNotNull() for _key, val in out if val.slot is not None)
-        for _key, val in out:  # and its expressions outside the guards (the kernel computes or raises)
-            if val.node is not None:
-                arith.check(val.node)
-            if val.text is not None:
-                strings.raw(val.text)
+    passes = [None if pred is None else predicate(pred) for pred, _out, _shadowed in plan]
+    computed = [val for _pred, out, _shadowed in plan[:-1] for _key, val in out]
+    computed += [val for _pred, _out, shadowed in plan for val in shadowed]
+    for val in computed:  # a projection no sink line shows fails on a missing field (a drop) ...
+        if val.slot is not None:
+            guards.append(cls[val.slot].isNotNull())
+        if val.node is not None:  # ... and on expressions outside the guards (the kernel computes or raises)
+            arith.check(val.node)
+        if val.text is not None:
+            strings.raw(val.text)
     from sbpy.bql.jsonio import to_json
 
     pieces: list[Any] = []

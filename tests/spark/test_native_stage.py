@@ -347,6 +347,20 @@ def test_path_edges_fall_back_or_agree(spark):
                         ("a.c[1][0] AS x", "a.b + 1 < 9")))
 
 
+def test_repeated_output_keys_still_compute_what_they_replace(spark):
+    """``b AS x, a AS x``: the sink shows the last value, but the kernel computes (and fails on) each one — a
+    missing field, a failing expression or a replaced value in an earlier stage drops the row, never outputs it."""
+    odd = ['{"a": 0}', '{"a": 1, "b": 2}', '{"b": 3}', '{"a": "s", "b": 1}', '{"a": 9223372036854775807, "b": 1}',
+           '{"a": 2, "b": [1]}', '{"a": 2, "b": null}']
+    _edges(spark, odd, (("b AS x, a AS x, a", ""), ("a * 2 AS x, b AS x", ""), ('lower(a) AS x, b AS x', ""),
+                        ("(a + 1)::int AS y, 1 AS y, b", "b > 0"), ("a AS a, b AS a", "")))
+    chained = [("s1", "SELECT RSTREAM b AS x, a AS x, a FROM src [RANGE 1 TUPLES]", ["src"]),
+               ("s2", "SELECT RSTREAM x FROM s1 [RANGE 1 TUPLES]", ["s1"])]
+    batch = [(k + 1, line + "\n") for k, line in enumerate(odd)]
+    assert plan_query(["src"], chained).stages[0].tier is Tier.NATIVE
+    assert _check(spark, chained, batch) >= 1
+
+
 def test_bools_and_missing_are_decided_natively_and_equal(spark):
     """A bool field as the condition, bools compared (false < true), IS [NOT] MISSING at any depth: typical
     rows never take the kernel; odd ones (a bool where another type is, a path through a scalar) are
