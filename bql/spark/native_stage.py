@@ -8,7 +8,8 @@ expressions over them (arithmetic, ``abs sign sqrt ceil floor trunc round``, cas
 ``= != <> < <= > >=``, ``[NOT] BETWEEN``, ``[NOT] IN`` (a field and literals that are all numbers or all
 strings), ``IS [NOT] NULL / MISSING``, bool fields and ``AND / OR / NOT`` (``native_where``), and whose
 select list holds such field references, literals or expressions under keys that do not start with
-``$``. ``compile_chain``
+``$``, maybe after ``*`` or ``alias:*`` (the input map: a canonical line's own compact text, the JVM pass
+vouching for it, with the keys set after it appended where the line lacks them). ``compile_chain``
 returns the columns that classify each journal line::
 
     f     = sbpy_json_fields(line, keys)       -- one JVM pass: each path's class + JSON text (+ number key
@@ -75,8 +76,11 @@ class NativeChain:
     """The compiled chain: the keys the JVM pass extracts and, per stage, its symbolic WHERE (or None)
     and its output ``[(key, _Value)]``; ``columns`` builds the Spark expressions from them."""
 
-    keys: tuple[tuple[str | int, ...], ...]  # each a path: a top-level key, then member keys and indexes
-    plan: tuple[tuple[Any, list[tuple[str, _Value]], tuple[_Value, ...]], ...]  # ... and the values it replaced
+    keys: tuple[tuple[str | int, ...], ...]  # each a path: a top-level key, then member keys and indexes;
+    # ``()``: the whole line (its canonical text)
+    # per stage: its WHERE, its output row, the values it computed and replaced under a repeated key, and
+    # whether its output is the line with the row's keys set on it (``*`` all the way; the row: only those)
+    plan: tuple[tuple[Any, list[tuple[str, _Value]], tuple[_Value, ...], bool], ...]
     numeric: frozenset[int] = frozenset()  # the slots some comparison reads as a number
 
     @property
@@ -89,7 +93,7 @@ class NativeChain:
         each prefixed by ``#`` when a comparison reads it as a number (its number key is wanted), else
         ``=``; a path is its top-level key, then per step below U+0002 and ``.key`` or ``[index``."""
         flags = ["#" if k in self.numeric else "=" for k in range(len(self.keys))]
-        return KEY_SEPARATOR.join(flag + _path_spec(path) for flag, path in zip(flags, self.keys))
+        return KEY_SEPARATOR.join(flag + _path_spec(path) if path else "*" for flag, path in zip(flags, self.keys))
 
     def fields(self, line: Any) -> Any:
         """The JVM pass over the string column ``line``: ``sbpy_json_fields(line, keys)``."""
@@ -107,7 +111,7 @@ class NativeChain:
         it a column of its own (``native_query.classify`` does) and the JVM pass runs once per line:
         written inline, Spark's common-subexpression elimination does not reach into the CASE
         branches that build ``data``, and the pass would run again there."""
-        return _build(list(self.plan), fields, len(self.keys), "\n" if newline else "", base, self.numeric)
+        return _build(list(self.plan), fields, self.keys, "\n" if newline else "", base, self.numeric)
 
 
 def compile_stages(stages: Sequence[tuple[str, Any]], context: Any = None) -> NativeChain:
@@ -131,23 +135,34 @@ def compile_stages(stages: Sequence[tuple[str, Any]], context: Any = None) -> Na
     return chain
 
 
-def stage_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str]:
-    """``fast_parts`` of a stage's processor, or ``Unsupported``."""
+def stage_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str, bool]:
+    """``(where, [(output key, expr)], alias, star)`` of a stage's processor in its fast form (``fast_parts``;
+    ``star``: the select list starts from ``*`` or ``alias:*``, the input map, and then sets each key), or
+    ``Unsupported``."""
+    from sbpy.bql.ast import Wildcard
     from sbpy.bql.runtime.kernel import SelectProcessor
 
     if not isinstance(proc, SelectProcessor):
         raise Unsupported("not a SELECT")
     parts = fast_parts(proc)
-    if parts is None:
-        raise Unsupported("not RSTREAM over [RANGE 1 TUPLES] with a plain select list")
-    return parts
+    if parts is not None:
+        return (*parts, False)
+    sl, alias = proc.select_list, proc.aliases[0] if len(proc.aliases) == 1 else None
+    if proc.fast and alias is not None and sl is not None and len(sl.wild) == 1 and \
+            sl.wild[0][0] == "star" and sl.wild[0][1] in (None, alias):
+        exprs = [p.expr for p in proc.select.projections if not isinstance(p.expr, Wildcard)]
+        if len(exprs) == len(sl.explicit) and all(len(steps) == 1 and type(steps[0]) is KeyStep
+                                                  for steps, _fn in sl.explicit):
+            return proc.select.where, [(steps[0].key, e) for (steps, _fn), e in zip(sl.explicit, exprs)], alias, True
+    raise Unsupported("not RSTREAM over [RANGE 1 TUPLES] with a plain select list")
 
 
-def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions: Any = None) -> NativeChain:
-    """Compile stages given as ``(where, projections, alias)`` (``stage_parts``), first stage first;
+def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str, bool]], functions: Any = None) -> NativeChain:
+    """Compile stages given as ``(where, projections, alias, star)`` (``stage_parts``), first stage first;
     ``functions``: the registry their calls resolve in (None: the built-ins)."""
     keys: list[tuple[str | int, ...]] = []
-    row: dict[str, _Value] | None = None  # None: the journal line (any key is a source field)
+    row: dict[str, _Value] = {}
+    line = True  # the row is the journal line with ``row``'s keys set on it (any other key is a source field)
 
     def source(path: tuple[str | int, ...]) -> _Value:
         if path not in keys:
@@ -155,8 +170,8 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
         return _Value(slot=keys.index(path))
 
     plan = []
-    for where, projections, alias in parts:
-        def value(e: Any, row: dict[str, _Value] | None = row, alias: str = alias) -> _Value:
+    for where, projections, alias, star in parts:
+        def value(e: Any, row: dict[str, _Value] = row, line: bool = line, alias: str = alias) -> _Value:
             if compiled(e, functions):
                 return _Value(node=_number(e, value, functions))
             if text_compiled(e, functions):
@@ -171,10 +186,10 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
             if e.stream not in (None, alias):
                 raise Unsupported("a field of another stream")
             path = _path(e.path)
-            if row is None:
-                return source(path)
             key = path[0]
             if key not in row:
+                if line:
+                    return source(path)
                 raise Unsupported(f"field '{key}' is not in the previous stage's output")
             if len(path) == 1:
                 return row[key]
@@ -183,11 +198,13 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
             return source(keys[row[key].slot] + path[1:])
 
         pred = predicate(where, value) if where is not None else None
-        out: dict[str, _Value] = {}
+        out: dict[str, _Value] = dict(row) if star else {}  # ``*``: the input map, its keys then set
         shadowed: list[_Value] = []  # values a later one under the same key replaces: still computed (or raise)
+        set_here: set[str] = set()
         for key, expr in projections:
-            if key in out:
+            if key in set_here:
                 shadowed.append(out[key])
+            set_here.add(key)
             if key[:1] == "$":
                 raise Unsupported("an output key starting with '$'")
             if isinstance(expr, Literal):
@@ -197,8 +214,12 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str]], functions
                 out[key] = _Value(const=expr.value)
             else:  # a repeated key keeps its first position and its last value, as the kernel's dict
                 out[key] = value(expr)
-        plan.append((pred, list(out.items()), tuple(shadowed)))
+        line = line and star
+        plan.append((pred, list(out.items()), tuple(shadowed), line))
         row = out
+    if line:  # the output is the line's canonical text, the keys set on it absent from the line
+        for path in [()] + [(key,) for key in row]:
+            source(path)
     return NativeChain(tuple(keys), tuple(plan), frozenset(_numeric_slots(plan)))
 
 
@@ -219,7 +240,7 @@ def _numeric_slots(plan: list) -> set[int]:
         elif p[0] == "cmp" and {p[2][0], p[3][0]}.isdisjoint(("str", "bool", "text")):
             out.update(side[1] for side in p[2:] if side[0] == "field")
 
-    for pred, projections, shadowed in plan:
+    for pred, projections, shadowed, _line in plan:
         if pred is not None:
             walk(pred)
         for val in [val for _key, val in projections] + list(shadowed):  # arithmetic reads number keys
@@ -266,10 +287,11 @@ def _number(e: Any, value: Any, functions: Any) -> tuple:
 # ---------------------------------------------------------------- columns
 
 
-def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
+def _build(plan: list, f: Any, keys: tuple, end: str, base: int,
            numbers: frozenset[int]) -> tuple[Any, Any, Any, list]:
     from pyspark.sql import functions as F
 
+    nkeys = len(keys)
     guards: list[Any] = [f.isNotNull()]
     cls = [f[base + 3 * k] for k in range(nkeys)]
     text = [f[base + 3 * k + 1] for k in range(nkeys)]
@@ -328,9 +350,9 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
             return ~predicate(p[1])
         return compare(p[1], p[2], p[3])
 
-    passes = [None if pred is None else predicate(pred) for pred, _out, _shadowed in plan]
-    computed = [val for _pred, out, _shadowed in plan[:-1] for _key, val in out]
-    computed += [val for _pred, _out, shadowed in plan for val in shadowed]
+    passes = [None if pred is None else predicate(pred) for pred, _out, _shadowed, _line in plan]
+    computed = [val for _pred, out, _shadowed, _line in plan[:-1] for _key, val in out]
+    computed += [val for _pred, _out, shadowed, _line in plan for val in shadowed]
     for val in computed:  # a projection no sink line shows fails on a missing field (a drop) ...
         if val.slot is not None:
             guards.append(cls[val.slot].isNotNull())
@@ -341,8 +363,16 @@ def _build(plan: list, f: Any, nkeys: int, end: str, base: int,
     from sbpy.bql.jsonio import to_json
 
     pieces: list[Any] = []
-    for n, (key, val) in enumerate(plan[-1][1]):
-        pieces.append(F.lit(("{" if n == 0 else ",") + to_json(key) + ":"))
+    _pred, out, _shadowed, line = plan[-1]
+    if line:  # the line's canonical text, then the keys set on it (guarded absent from the line)
+        whole = text[keys.index(())]
+        guards.append(whole.isNotNull())
+        guards.extend(cls[keys.index((key,))].isNull() for key, _val in out)
+        opened = whole.substr(F.lit(1), F.length(whole) - 1)  # without its "}"
+        pieces.append(F.when(whole == F.lit("{}"), F.lit("{")).otherwise(F.concat(opened, F.lit(",")))
+                      if out else opened)
+    for n, (key, val) in enumerate(out):
+        pieces.append(F.lit(("," if n else "" if line else "{") + to_json(key) + ":"))
         if val.node is not None:
             pieces.append(arith.json(val.node))
         elif val.text is not None:

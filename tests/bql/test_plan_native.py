@@ -38,7 +38,8 @@ def test_filter_and_projection_chain_is_native():
     ("SELECT RSTREAM a[1:2] AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
     ("SELECT RSTREAM a..b AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
     ('SELECT RSTREAM a["x\u0002y"] AS c FROM src [RANGE 1 TUPLES]', "or a key holding U+0001 or U+0002"),
-    ("SELECT RSTREAM * FROM src [RANGE 1 TUPLES]", "not RSTREAM over [RANGE 1 TUPLES] with a plain select list"),
+    ("SELECT RSTREAM a AS *, id FROM src [RANGE 1 TUPLES]", "not RSTREAM over [RANGE 1 TUPLES] with a plain select list"),
+    ("SELECT RSTREAM *, id AS x.y FROM src [RANGE 1 TUPLES]", "not RSTREAM over [RANGE 1 TUPLES] with a plain select list"),
     ('SELECT RSTREAM id AS ["$x"] FROM src [RANGE 1 TUPLES]', "an output key starting with '$'"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE flag LIKE \"x%\"", "in WHERE"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE flag BETWEEN false AND true", "BETWEEN bools"),
@@ -48,6 +49,13 @@ def test_chains_outside_the_subset_stay_vectorized_with_the_reason(text, why):
     plan, tiers = _tiers(("s1", text, ["src"]))
     assert tiers == [Tier.VECTORIZED] and plan.stages[0].where is Where.EXECUTOR
     assert plan.stages[0].tier_why.startswith("native tier not used: stage 's1': ") and why in plan.stages[0].tier_why
+
+
+def test_star_is_native():
+    _plan, tiers = _tiers(("s1", "SELECT RSTREAM * FROM src [RANGE 1 TUPLES] WHERE price < 8", ["src"]),
+                          ("s2", "SELECT RSTREAM s1:*, price * 2 AS p FROM s1 [RANGE 1 TUPLES]", ["s1"]),
+                          ("s3", "SELECT RSTREAM *, p + 1 AS q FROM s2 [RANGE 1 TUPLES]", ["s2"]))
+    assert tiers == [Tier.NATIVE] * 3
 
 
 def test_arithmetic_is_native():

@@ -36,6 +36,12 @@ NESTED = """
         upper(name) || "/" || name AS label FROM x [RANGE 1 TUPLES] WHERE id >= 3 AND floor(px) != 2
         AND lower(name) != "s3";"""
 
+# ``*``: the line's map as sbpy writes it (compacted by the JVM pass), keys set after it appended
+STAR = """
+    CREATE STREAM x AS SELECT RSTREAM *, price * 2 AS p2 FROM src [RANGE 1 TUPLES]
+        WHERE price < 8 AND (name != "skip" OR id > 100);
+    CREATE STREAM y AS SELECT RSTREAM x:*, p2 + id AS t FROM x [RANGE 1 TUPLES] WHERE id >= 3;"""
+
 
 def _input(path):
     lines = []
@@ -90,7 +96,7 @@ def _run(server_context, tmp_path, name, src, monkeypatch, force=None, native=Tr
     return tiers, out.read_bytes(), sorted((d["node_name"], str(d["data"]), d.get("error")) for d in drops), stats
 
 
-@pytest.mark.parametrize("streams", [STREAMS, ARITHMETIC, NESTED], ids=["filter", "arithmetic", "nested"])
+@pytest.mark.parametrize("streams", [STREAMS, ARITHMETIC, NESTED, STAR], ids=["filter", "arithmetic", "nested", "star"])
 def test_native_equals_sequential_byte_for_byte(server_context, tmp_path, monkeypatch, streams):
     src = tmp_path / "in.jsonl"
     _input(src)

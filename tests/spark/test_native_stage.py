@@ -70,7 +70,7 @@ def _token(v) -> str:
 @st.composite
 def lines(draw):
     """A line: mostly a JSON object over KEYS (duplicates, spaces, nesting), sometimes broken."""
-    members = draw(st.lists(st.tuples(st.sampled_from(KEYS + ["zz"]), values), max_size=5))
+    members = draw(st.lists(st.tuples(st.sampled_from(KEYS + ["zz", "$d"]), values), max_size=5))
     sep = draw(st.sampled_from([",", ", ", " , "]))
     colon = draw(st.sampled_from([":", ": ", " :"]))
     body = sep.join(f'"{k}"{colon}{_token(v)}' for k, v in members)
@@ -152,7 +152,7 @@ def predicates(draw, depth=0):
 
 @st.composite
 def chains(draw):
-    """One or two stages: WHERE (maybe) and a select list of fields and literals."""
+    """One or two stages: WHERE (maybe) and a select list of fields and literals, maybe after ``*``."""
     stages, source, keys = [], "src", KEYS
     for k in range(draw(st.integers(1, 2))):
         items = draw(st.lists(st.one_of(st.sampled_from(keys), st.sampled_from(["1 AS one", '"s" AS lit',
@@ -164,6 +164,8 @@ def chains(draw):
                               min_size=1, max_size=3))
         if k == 0:
             items.append("a")  # the next stage's field
+        if draw(st.booleans()):
+            items.insert(0, draw(st.sampled_from(["*", f"{source}:*"])))
         where = f" WHERE {draw(predicates())}" if draw(st.booleans()) and k == 0 else ""
         name = f"s{k + 1}"
         stages.append((name, f"SELECT RSTREAM {', '.join(items)} FROM {source} [RANGE 1 TUPLES]{where}", [source]))
@@ -345,6 +347,31 @@ def test_path_edges_fall_back_or_agree(spark):
     _edges(spark, odd, (("a.b AS x", ""), ("a.b AS x, a.c[0] AS y", "a.b > 1"), ("a.c[1] AS x, a.c[2].d AS y", ""),
                         ("a.b[2] AS x", "a.b[0] = 4"), ('a["b"] AS x, b.a AS y', "a.b IS NULL"),
                         ("a.c[1][0] AS x", "a.b + 1 < 9")))
+
+
+def test_star_is_decided_natively_and_equal(spark):
+    """``*`` (and ``src:*``) writes the line's map as sbpy would: a canonical line (compact or not, nested
+    containers included) is decided natively, keys set after ``*`` are appended when the line lacks them;
+    repeated keys, ``$`` keys, numbers not written as read, escapes and keys the line already has take the
+    kernel (or agree) — a later stage reads the line's fields and the keys set on it."""
+    rows = [json.dumps({"id": i, "price": (i * 7 % 16) * 0.75, "pos": {"x": [i, {"y": None}], "ok": i % 2 == 0},
+                        "name": f"n{i}"}, separators=(",", ":") if i % 2 else (", ", ": ")) + "\n" for i in range(300)]
+    for query in ("SELECT RSTREAM * FROM src [RANGE 1 TUPLES] WHERE price < 8",
+                  "SELECT RSTREAM src:*, price * 2 AS p2, lower(name) AS l FROM src [RANGE 1 TUPLES]"):
+        texts = [("q", query, ["src"])]
+        assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE, query
+        assert _check(spark, texts, list(enumerate(rows, start=1))) == 300, query
+    chained = [("s1", "SELECT RSTREAM *, id % 3 AS m FROM src [RANGE 1 TUPLES] WHERE id > 4", ["src"]),
+               ("s2", "SELECT RSTREAM *, m + price AS t FROM s1 [RANGE 1 TUPLES] WHERE m != 1", ["s1"]),
+               ("s3", "SELECT RSTREAM pos.x[0] AS x, t, m FROM s2 [RANGE 1 TUPLES]", ["s2"])]
+    for stages in (chained[:2], chained):
+        assert plan_query(["src"], stages).stages[0].tier is Tier.NATIVE
+        assert _check(spark, stages, list(enumerate(rows, start=1))) == 300
+    odd = ['{}', ' { } ', '{"a": 1, "a": 2}', '{"a": {"b": 1, "b": 2}}', '{"$a": 1}', '{"a": {"$b": 1}}',
+           '{"a": 7.50}', '{"a": -0}', '{"a": [-0.0, 1.0, 123456789012345678]}', '{"a": "x\\"y"}',
+           '{"a": 1e5}', '{"m": 1, "a": 2}', '{"a": {"m": 1}}', '{"a":\t[ ] ,"b" :{}}', '{"a": "é ü"}',
+           '{"a": 0.00001}', '{"a": 0.000001}', '{"a": [1, {"a": 1, "b": [true, false, null]}]}']
+    _edges(spark, odd, (("*", ""), ("*, 1 AS m", ""), ("src:*, a AS m", "a IS NOT NULL")), least=2)
 
 
 def test_repeated_output_keys_still_compute_what_they_replace(spark):

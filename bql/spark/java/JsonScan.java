@@ -17,6 +17,11 @@ import org.apache.spark.unsafe.types.UTF8String;
  *   <li>for a key wanted as a number (prefixed by {@code #} in the key spec) whose class is {@code i},
  *       {@code f} or {@code d}: its number key ({@link #numberKey}).
  * </ul>
+ * A spec item {@code *} asks for the whole line instead: class {@code x} and, when the line is canonical —
+ * every scalar written as sbpy writes its value ({@code i} and longer integers but -0, {@code f}, {@code s},
+ * {@code b}, {@code n}: no {@code d}), no repeated key and no key starting with {@code $} in any object —
+ * its compact text (whitespace outside strings removed), which is then what sbpy writes for the line's map,
+ * plain and tagged; null text otherwise.
  * Classes: {@code i} an integer of at most 15 digits (not -0: exact as a double, written as read), {@code f}
  * a plain decimal whose text is what sbpy writes for its float (at most 15 digits, no trailing zero except
  * {@code .0}, not below 1e-5), {@code d} any other plain decimal (exact as a double, not written as read),
@@ -60,6 +65,11 @@ final class JsonScan {
   private final boolean[] numeric;
   private final UTF8String[] found;
   private final int base;
+  private final int whole;  // the slot of the whole line's canonical text (-1: not wanted)
+  private boolean canonical = true;  // with whole >= 0: every value so far as sbpy writes it (see the class comment)
+  private boolean spaced;  // whitespace outside strings seen
+  private int[] keyStack;  // with whole >= 0: (start, length) of the keys of the objects being read
+  private int keyTop;
   private int pos;
   // the last number read: sign, integer digits, fraction digits (-1: none)
   private boolean numNegative;
@@ -75,12 +85,15 @@ final class JsonScan {
     this.numeric = keys.numeric;
     this.found = found;
     this.base = base;
+    this.whole = keys.whole;
+    this.keyStack = whole >= 0 ? new int[32] : null;
   }
 
   /** The wanted paths as a tree of {@link Node}s, and which of them are wanted as numbers. */
   static final class Keys {
     final Node root = new Node();
     final boolean[] numeric;
+    int whole = -1;  // the slot of a {@code *} item: the whole line
 
     /**
      * A key spec: the paths joined by U+0001, each prefixed by {@code =} (as read) or {@code #} (and as a
@@ -93,6 +106,10 @@ final class JsonScan {
       numeric = new boolean[items.length];
       for (int k = 0; k < items.length; k++) {
         char flag = items[k].isEmpty() ? '?' : items[k].charAt(0);
+        if (items[k].equals("*")) {
+          whole = k;
+          continue;
+        }
         if (flag != '=' && flag != '#') {
           throw new IllegalArgumentException("sbpy: bad key spec '" + spec + "'");
         }
@@ -176,7 +193,67 @@ final class JsonScan {
 
   /** Scan {@code text[from, to)}; see the class comment. {@code found} must have room for the keys. */
   static boolean scan(byte[] text, int from, int to, Keys keys, UTF8String[] found, int base) {
-    return new JsonScan(text, from, to, keys, found, base).object();
+    JsonScan scan = new JsonScan(text, from, to, keys, found, base);
+    if (!scan.object()) {
+      return false;
+    }
+    if (scan.whole >= 0) {
+      int at = base + 3 * scan.whole;
+      found[at] = CLASS_NAMES['x'];
+      found[at + 1] = scan.canonical ? scan.compact(from, to) : null;
+      found[at + 2] = null;
+    }
+    return true;
+  }
+
+  /** The line's bytes without whitespace outside strings (strings hold no escape: each quote opens or
+   * closes one). */
+  private UTF8String compact(int from, int to) {
+    if (!spaced) {
+      return UTF8String.fromBytes(text, from, to - from);
+    }
+    byte[] out = new byte[to - from];
+    int n = 0;
+    boolean inString = false;
+    for (int i = from; i < to; i++) {
+      byte c = text[i];
+      if (c == '"') {
+        inString = !inString;
+      } else if (!inString && (c == ' ' || c == '\t' || c == '\r' || c == '\n')) {
+        continue;
+      }
+      out[n++] = c;
+    }
+    return UTF8String.fromBytes(out, 0, n);
+  }
+
+  /** With the whole line wanted: note the key {@code text[from, to)} of the object whose keys start at
+   * {@code mark} in the key stack — a repeated key or one starting with {@code $} makes the line not
+   * canonical. */
+  private void key(int mark, int from, int to) {
+    if (whole < 0 || !canonical) {
+      return;
+    }
+    int len = to - from;
+    if (len > 0 && text[from] == '$') {
+      canonical = false;
+      return;
+    }
+    for (int k = mark; k < keyTop; k += 2) {
+      if (keyStack[k + 1] == len && java.util.Arrays.equals(text, keyStack[k], keyStack[k] + len, text, from, to)) {
+        canonical = false;
+        return;
+      }
+    }
+    if (keyTop - mark >= 128) {  // more than 64 keys in one object: not checked, refused
+      canonical = false;
+      return;
+    }
+    if (keyTop + 2 > keyStack.length) {
+      keyStack = java.util.Arrays.copyOf(keyStack, keyStack.length * 2);
+    }
+    keyStack[keyTop++] = from;
+    keyStack[keyTop++] = len;
   }
 
   /**
@@ -201,6 +278,7 @@ final class JsonScan {
       if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
         return;
       }
+      spaced = true;
       pos++;
     }
   }
@@ -225,6 +303,7 @@ final class JsonScan {
         if (!string()) {
           return false;
         }
+        key(0, keyStart + 1, pos - 1);
         Node node = child(root, keyStart + 1, pos - 1);
         ws();
         if (!at(':')) {
@@ -386,6 +465,7 @@ final class JsonScan {
       pos++;
       return true;
     }
+    int mark = keyTop;
     for (int index = 0; ; index++) {
       ws();
       Node node = null;
@@ -394,6 +474,7 @@ final class JsonScan {
         if (!string()) {
           return false;
         }
+        key(mark, keyStart + 1, pos - 1);
         node = child(below, keyStart + 1, pos - 1);
         ws();
         if (!at(':')) {
@@ -413,6 +494,7 @@ final class JsonScan {
       }
       byte c = text[pos++];
       if (c == close) {
+        keyTop = mark;
         return true;
       }
       if (c != ',') {
@@ -481,12 +563,17 @@ final class JsonScan {
     numIntDigits = intDigits;
     numFracDigits = fracDigits;
     if (fracDigits < 0) {
-      if (intDigits > 15 || (negative && zeroInt)) {
+      if (negative && zeroInt) {  // -0 is the int 0, written "0"
+        canonical = false;
         return 'x';
       }
-      return 'i';
+      return intDigits > 15 ? (byte) 'x' : (byte) 'i';  // a longer int is written as read, but not exact
     }
-    return canonicalFloat(intDigits, zeroInt, fracStart, fracDigits) ? (byte) 'f' : (byte) 'd';
+    if (canonicalFloat(intDigits, zeroInt, fracStart, fracDigits)) {
+      return 'f';
+    }
+    canonical = false;
+    return 'd';
   }
 
   /** Whether sbpy writes the float of this decimal exactly as it is written here. */
