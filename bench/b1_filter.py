@@ -48,6 +48,7 @@ SHAPES = {
               "price * 2 + 1 < 17", ["id", "price * 1.1 AS price"]),
     "func": (("SELECT RSTREAM id, abs(price - 20) AS price FROM src [RANGE 1 TUPLES] WHERE floor(price) < 8 "
               "AND id::float >= 0"), "floor(price) < 8 AND CAST(id AS double) >= 0", ["id", "abs(price - 20) AS price"]),
+    "star": ("SELECT RSTREAM * FROM src [RANGE 1 TUPLES] WHERE price < 8", "price < 8", ["*"]),
 }
 REF_WHERE, REF_SELECT = SHAPES["b1"][1], SHAPES["b1"][2]
 SCHEMA = "id long, price double, name string, k long, unit string, note string"
@@ -164,7 +165,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--keep", action="store_true", help="keep the temp folder")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="b1",
-                    help="arith: arithmetic in WHERE and the select list; func: functions and a cast "
+                    help="arith: arithmetic in WHERE and the select list; star: SELECT *; func: functions and a cast "
                          "(same rows as B1)")
     ap.add_argument("--tier", choices=("auto", "vectorized"), default="auto",
                     help="vectorized: keep the stateless chain off the native tier (SBPY_NATIVE=0)")
