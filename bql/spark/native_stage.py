@@ -26,8 +26,9 @@ exponent, int literals within 2^53) — where BQL's int/float comparison is a do
 pass hands each such double over as its number key (``number_key``: text whose byte order and equality
 are the doubles'), so Spark compares bytes and parses nothing. Strings
 (no escapes) compare as UTF-8 bytes, which is code-point order. Output text is the input's own text
-only for classes whose text is what ``jsonio.to_json`` writes (``JsonScan.java``: ``i f s b n``; it
-gives no text for the others);
+only for classes whose text is what ``jsonio.to_json`` writes (``JsonScan.java``: ``i f s b n``, and
+``x`` — a container, a long integer — as its compact text when every value in it is written as read and
+no object in it repeats a key or has a ``$`` key; no text for the others);
 literals are written by ``to_json`` at compile time. Any row outside the guards (a NULL, MISSING, a
 bool in a comparison, mixed types, a container, an escape, a line the JVM pass refuses) is ``guard =
 false``: it takes the Python kernel (``native_query``), so values, drops and errors stay the kernel's.

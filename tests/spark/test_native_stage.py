@@ -374,6 +374,21 @@ def test_star_is_decided_natively_and_equal(spark):
     _edges(spark, odd, (("*", ""), ("*, 1 AS m", ""), ("src:*, a AS m", "a IS NOT NULL")), least=2)
 
 
+def test_containers_and_long_ints_are_written_back(spark):
+    """A projected object, array or integer of 16-18 digits is written as its compact text when every value in
+    it is written as read (no repeated or ``$`` key inside): typical rows never take the kernel."""
+    rows = [json.dumps({"id": i, "pos": {"x": i * 0.5, "v": [i, {"z": None, "t": [True]}]}, "tags": [f"t{i % 4}"],
+                        "big": 1234567890123456 + i, "e": {} if i % 2 else []}) + "\n" for i in range(300)]
+    texts = [("q", "SELECT RSTREAM pos, pos.v AS v, pos.v[1] AS w, tags, big, e FROM src [RANGE 1 TUPLES] "
+              "WHERE id % 3 != 1", ["src"])]
+    assert plan_query(["src"], texts).stages[0].tier is Tier.NATIVE
+    assert _check(spark, texts, list(enumerate(rows, start=1))) == 300
+    odd = ['{"a": {"b": 1, "b": 2}}', '{"a": [{"$b": 1}]}', '{"a": [7.50]}', '{"a": [-0]}', '{"a": -0}',
+           '{"a": [1, {"c": [2, {"c": 3, "d": 4}]}]}', '{"a": { "c" : [ ] , "d":{}} }', '{"a": 123456789012345678}',
+           '{"a": {"b": "x\\"y"}}', '{"a": [0.000001]}', '{"a": {"c": 1}, "a": [2]}', '{"a": [1], "a": {"c": 2}}']
+    _edges(spark, odd, (("a", ""), ("a AS x, a.c AS y", "a IS NOT NULL"), ("a[1] AS x", "")), least=1)
+
+
 def test_repeated_output_keys_still_compute_what_they_replace(spark):
     """``b AS x, a AS x``: the sink shows the last value, but the kernel computes (and fails on) each one — a
     missing field, a failing expression or a replaced value in an earlier stage drops the row, never outputs it."""

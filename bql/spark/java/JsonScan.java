@@ -12,8 +12,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * when the object has nothing there (a step missing, or through a value of another kind):
  * <ul>
  *   <li>the class of the path's value (a repeated key's last, as Python reads it), one character;
- *   <li>its JSON text, a view of the line's bytes (no copy, no decode) — only for the classes whose text is
- *       what sbpy writes for the value, so a chain may write it back: null for {@code d} and {@code x};
+ *   <li>its JSON text, a view of the line's bytes (no copy, no decode) — only where it is what sbpy writes
+ *       for the value, so a chain may write it back: null for {@code d}; for {@code x} (a container, a long
+ *       integer) its compact text when the value is canonical (as for {@code *} below), else null;
  *   <li>for a key wanted as a number (prefixed by {@code #} in the key spec) whose class is {@code i},
  *       {@code f} or {@code d}: its number key ({@link #numberKey}).
  * </ul>
@@ -66,9 +67,9 @@ final class JsonScan {
   private final UTF8String[] found;
   private final int base;
   private final int whole;  // the slot of the whole line's canonical text (-1: not wanted)
-  private boolean canonical = true;  // with whole >= 0: every value so far as sbpy writes it (see the class comment)
-  private boolean spaced;  // whitespace outside strings seen
-  private int[] keyStack;  // with whole >= 0: (start, length) of the keys of the objects being read
+  private boolean canonical = true;  // every value read so far (or since a container began) as sbpy writes it
+  private int checking;  // > 0: inside a container whose text is wanted (its keys are checked)
+  private int[] keyStack;  // while checking: (start, length) of the keys of the objects being read
   private int keyTop;
   private int pos;
   // the last number read: sign, integer digits, fraction digits (-1: none)
@@ -86,7 +87,7 @@ final class JsonScan {
     this.found = found;
     this.base = base;
     this.whole = keys.whole;
-    this.keyStack = whole >= 0 ? new int[32] : null;
+    this.checking = whole >= 0 ? 1 : 0;
   }
 
   /** The wanted paths as a tree of {@link Node}s, and which of them are wanted as numbers. */
@@ -200,19 +201,16 @@ final class JsonScan {
     if (scan.whole >= 0) {
       int at = base + 3 * scan.whole;
       found[at] = CLASS_NAMES['x'];
-      found[at + 1] = scan.canonical ? scan.compact(from, to) : null;
+      found[at + 1] = scan.canonical ? scan.compact(from, to) : null;  // (from, to): the line's value
       found[at + 2] = null;
     }
     return true;
   }
 
-  /** The line's bytes without whitespace outside strings (strings hold no escape: each quote opens or
-   * closes one). */
+  /** The bytes {@code text[from, to)} of a value read without whitespace outside strings (strings hold no
+   * escape: each quote opens or closes one); a view when there is none. */
   private UTF8String compact(int from, int to) {
-    if (!spaced) {
-      return UTF8String.fromBytes(text, from, to - from);
-    }
-    byte[] out = new byte[to - from];
+    byte[] out = null;
     int n = 0;
     boolean inString = false;
     for (int i = from; i < to; i++) {
@@ -220,18 +218,25 @@ final class JsonScan {
       if (c == '"') {
         inString = !inString;
       } else if (!inString && (c == ' ' || c == '\t' || c == '\r' || c == '\n')) {
+        if (out == null) {
+          out = new byte[to - from];
+          n = i - from;
+          System.arraycopy(text, from, out, 0, n);
+        }
         continue;
       }
-      out[n++] = c;
+      if (out != null) {
+        out[n++] = c;
+      }
     }
-    return UTF8String.fromBytes(out, 0, n);
+    return out == null ? UTF8String.fromBytes(text, from, to - from) : UTF8String.fromBytes(out, 0, n);
   }
 
   /** With the whole line wanted: note the key {@code text[from, to)} of the object whose keys start at
    * {@code mark} in the key stack — a repeated key or one starting with {@code $} makes the line not
    * canonical. */
   private void key(int mark, int from, int to) {
-    if (whole < 0 || !canonical) {
+    if (checking == 0 || !canonical) {
       return;
     }
     int len = to - from;
@@ -249,7 +254,9 @@ final class JsonScan {
       canonical = false;
       return;
     }
-    if (keyTop + 2 > keyStack.length) {
+    if (keyStack == null) {
+      keyStack = new int[32];
+    } else if (keyTop + 2 > keyStack.length) {
       keyStack = java.util.Arrays.copyOf(keyStack, keyStack.length * 2);
     }
     keyStack[keyTop++] = from;
@@ -278,7 +285,6 @@ final class JsonScan {
       if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
         return;
       }
-      spaced = true;
       pos++;
     }
   }
@@ -373,16 +379,28 @@ final class JsonScan {
       }
     }
     int valueStart = pos;
+    boolean wanted = node != null && node.slot >= 0;
+    boolean before = canonical;
+    canonical = true;
+    if (wanted) {
+      checking++;
+    }
     byte cls = value(depth, node == null || node.leaf() ? null : node);
+    if (wanted) {
+      checking--;
+    }
+    boolean asRead = canonical;  // this value (a container: all of it) is written as sbpy writes it
+    canonical = before && asRead;
     if (cls == 0) {
       return false;
     }
-    if (node != null && node.slot >= 0) {
+    if (wanted) {
       int slot = node.slot;
       int at = base + 3 * slot;
       found[at] = CLASS_NAMES[cls];
       boolean written = cls != 'd' && cls != 'x';
-      found[at + 1] = written ? UTF8String.fromBytes(text, valueStart, pos - valueStart) : null;
+      found[at + 1] = written ? UTF8String.fromBytes(text, valueStart, pos - valueStart)
+          : cls == 'x' && asRead ? compact(valueStart, pos) : null;
       found[at + 2] = numeric[slot] && (cls == 'i' || cls == 'f' || cls == 'd')
           ? numberKey(numberValue(valueStart)) : null;
     }
