@@ -180,10 +180,10 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str, bool]], fun
                     return _Value(text=text_node(e, value, functions))
                 except NotText as why:
                     raise Unsupported(f"{why} in a string expression (string expressions: fields, string "
-                                      f"literals, ||, lower and upper)") from None
+                                      f"literals, ||, lower, upper and casts to string)") from None
             if not isinstance(e, FieldRef):
                 raise Unsupported(f"{what(e)} (only fields, literals, number and string expressions, comparisons "
-                                  f"and AND/OR/NOT compile; {NUMBERS}; string expressions: ||, lower and upper)")
+                                  f"and AND/OR/NOT compile; {NUMBERS}; string expressions: ||, lower, upper and casts to string)")
             if e.stream not in (None, alias):
                 raise Unsupported("a field of another stream")
             path = _path(e.path)

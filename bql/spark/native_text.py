@@ -2,6 +2,7 @@
 
 ``native_stage`` compiles a string expression of a WHERE or a select list into a *text node*
 (``text_node``): ``("field", slot)`` (a field of class ``s``: a JSON string without escapes),
+``("string", slot)`` (a field cast to string: a string, an int's digits, ``true``/``false``),
 ``("lit", s)``, ``("cat", x, y)`` (``x || y``) or ``("case", "lower"|"upper", x)``. Its columns
 (``TextColumns.value``) are two:
 
@@ -16,7 +17,9 @@
 The kernel's ``||`` (``operators.concat``) concatenates two strings and gives NULL for a NULL operand
 (an error for other types), ``lower``/``upper`` (``builtin_string._case_map``) map an ASCII string with
 Python's ASCII case map, which Spark's ``lower``/``upper`` apply to ASCII text too; anything else —
-a NULL, another type, a non-ASCII case map — is refused (NULL), so the row takes the kernel. A case map
+a NULL, another type, a non-ASCII case map — is refused (NULL), so the row takes the kernel. A cast to
+string (``conversions.to_string``) keeps a string, writes an int's digits and a bool's word (the JSON
+texts of those classes); a float (SensorBee's format), NULL or a container is refused. A case map
 is compiled only over parts whose body is the string itself (no literal that JSON escapes), so the
 mapped string is its own body.
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sbpy.bql.ast import BinaryOp, FieldRef, Literal
+from sbpy.bql.ast import BinaryOp, Cast, FieldRef, Literal
 
 from .native_arith import builtin_call, describe
 
@@ -40,6 +43,8 @@ def text_compiled(e: Any, functions: Any = None) -> bool:
     ``functions`` (the topology's registry; None: the built-ins) resolves to the built-in."""
     if type(e) is BinaryOp:
         return e.op == "||"
+    if type(e) is Cast:
+        return e.type_name == "string"
     return builtin_call(e, CASE_FUNCTIONS, functions)
 
 
@@ -63,10 +68,23 @@ def text_node(e: Any, value: Any, functions: Any = None) -> tuple:
         raise NotText(describe(e))
     if type(e) is BinaryOp:
         return ("cat", text_node(e.left, value, functions), text_node(e.right, value, functions))
+    if type(e) is Cast:
+        return _string_cast(e.operand, value, functions)
     inner = text_node(e.args[0], value, functions)
     if not _plain(inner):
         raise NotText("a case map of a literal the JSON text escapes")
     return ("case", e.name, inner)
+
+
+def _string_cast(e: Any, value: Any, functions: Any) -> tuple:
+    """The text node of ``e::string``."""
+    if type(e) is Literal and type(e.value) in (int, bool):
+        return ("lit", str(e.value).lower() if type(e.value) is bool else str(e.value))
+    if type(e) is FieldRef:
+        val = value(e)
+        if val.slot is not None:
+            return ("string", val.slot)
+    return text_node(e, value, functions)  # a string stays itself; anything else is refused there
 
 
 def _plain(node: tuple) -> bool:
@@ -98,6 +116,10 @@ class TextColumns:
         if kind == "field":
             slot = node[1]
             raw = F.when(self.cls[slot] == "s", unquote(self.text[slot]))
+            return raw, raw
+        if kind == "string":  # a string's own text, an int's digits, a bool's word: each its own JSON body
+            cls, text = self.cls[node[1]], self.text[node[1]]
+            raw = F.when(cls == "s", unquote(text)).when((cls == "i") | (cls == "b"), text)
             return raw, raw
         if kind == "cat":
             (rx, bx), (ry, by) = self.value(node[1]), self.value(node[2])

@@ -33,7 +33,8 @@ def test_filter_and_projection_chain_is_native():
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE 1 = 1", "a comparison of two literals"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE 2 BETWEEN 1 AND 3", "a comparison of two literals"),
     ("SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE exp(price) < 8", "the function exp (only fields, literals"),
-    ("SELECT RSTREAM id::string AS s FROM src [RANGE 1 TUPLES]", "a cast"),
+    ("SELECT RSTREAM id::bool AS s FROM src [RANGE 1 TUPLES]", "a cast to bool"),
+    ("SELECT RSTREAM (id + 1)::string AS s FROM src [RANGE 1 TUPLES]", "in a string expression"),
     ("SELECT RSTREAM a[-1] AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
     ("SELECT RSTREAM a[1:2] AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
     ("SELECT RSTREAM a..b AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
@@ -119,7 +120,7 @@ def test_string_expressions_outside_the_subset(text, why):
 
 
 def test_one_stage_outside_keeps_the_whole_chain_vectorized():
-    plan, tiers = _tiers(("s1", FILTER, ["src"]), ("s2", "SELECT RSTREAM id::string AS d FROM s1 [RANGE 1 TUPLES]", ["s1"]))
+    plan, tiers = _tiers(("s1", FILTER, ["src"]), ("s2", "SELECT RSTREAM sin(id) AS d FROM s1 [RANGE 1 TUPLES]", ["s1"]))
     assert tiers == [Tier.VECTORIZED, Tier.VECTORIZED] and "stage 's2'" in plan.stages[0].tier_why
 
 

@@ -109,7 +109,8 @@ STRING_LIT = st.sampled_from(['"x"', '"é"', '"<&>"', '"q""t"', '"a\\b"', '""', 
 def strings(draw, depth=0):
     """``||``, ``lower`` and ``upper`` over fields and string literals (native_text); BQL's ``""`` is a quote."""
     if depth >= 2 or draw(st.integers(0, 2)) == 0:
-        return draw(st.one_of(FIELD, STRING_LIT))
+        return draw(st.one_of(FIELD, STRING_LIT, FIELD.map(lambda f: f"{f}::string"),
+                              st.sampled_from(["7::string", "true::string", '"s"::string'])))
     if draw(st.booleans()):
         return f"({draw(strings(depth + 1))} || {draw(strings(depth + 1))})"
     return f"{draw(st.sampled_from(['lower', 'upper']))}({draw(strings(depth + 1))})"
@@ -436,6 +437,10 @@ def test_strings_are_decided_natively_and_equal(spark):
            '{"a": ["x"]}', '{"a": ""}', '{"a": "<&>"}', '{"a": "ß"}', '{"a": "İ"}']
     _edges(spark, odd, (("lower(a) AS x, upper(a) AS y", ""), ('a || "q""t" AS x', 'upper(a) = "ABC"'),
                         ('"é" || a AS x', 'lower(a) < "b"')), least=3)
+    casts = odd + ['{"a": 7.5}', '{"a": -12}', '{"a": false}', '{"a": 1234567890123456}', '{"a": -0}', '{"a": 7.50}',
+                   '{"a": {"b": 1}}', '{"a": [1]}', '{"a": 1.0}', '{"a": "a<b&c>"}']
+    _edges(spark, casts, (("a::string AS x, upper(a::string) AS y", ""), ("a::string || 1::string AS x", 'a::string < "7"'),
+                          ("true::string || a::string AS x", "a::string = a")), least=4)
 
 
 def test_function_edges_fall_back_or_agree(spark):
