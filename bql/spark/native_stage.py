@@ -7,8 +7,8 @@ expressions over them (arithmetic, ``abs sign sqrt ceil floor trunc round``, cas
 ``native_arith``), string expressions (``||``, ``lower``, ``upper``: ``native_text``), the comparisons
 ``= != <> < <= > >=``, ``[NOT] BETWEEN``, ``[NOT] IN`` (a field and literals that are all numbers or all
 strings), ``IS [NOT] NULL / MISSING``, bool fields and ``AND / OR / NOT`` (``native_where``), and whose
-select list holds such field references, literals or expressions under keys that do not start with
-``$``, maybe after ``*`` or ``alias:*`` (the input map: a canonical line's own compact text, the JVM pass
+select list holds such field references, literals, expressions or conditions (their bool) under keys
+that do not start with ``$``, maybe after ``*`` or ``alias:*`` (the input map: a canonical line's own compact text, the JVM pass
 vouching for it, with the keys set after it appended where the line lacks them). ``compile_chain``
 returns the columns that classify each journal line::
 
@@ -53,7 +53,7 @@ from sbpy.bql.runtime.stage_codegen import fast_parts
 
 from .native_arith import FUNCTIONS, NotNumeric, NumberColumns, compiled, node_slots, number_node
 from .native_text import NotText, TextColumns, text_compiled, text_node, unquote
-from .native_where import Unsupported, predicate, what
+from .native_where import Unsupported, is_condition, predicate, what
 
 KEY_SEPARATOR = "\u0001"
 STEP_SEPARATOR = "\u0002"
@@ -64,12 +64,14 @@ NUMBERS = (f"number expressions: fields, numeric literals, + - * / %, the functi
 @dataclass(frozen=True)
 class _Value:
     """A value of the current stage's input row: a source field (``slot`` in the JVM pass's result), a
-    literal projected by an earlier stage (``const``) or arithmetic an earlier stage projected (``node``)."""
+    literal projected by an earlier stage (``const``), or arithmetic, a string expression or a condition an
+    earlier stage projected (``node``, ``text``, ``pred``)."""
 
     slot: int | None = None
     const: Any = None
     node: tuple | None = None  # arithmetic an earlier stage projected (``native_arith.number_node``)
     text: tuple | None = None  # a string expression an earlier stage projected (``native_text.text_node``)
+    pred: tuple | None = None  # a condition (its bool) an earlier stage projected (``native_where.predicate``)
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,8 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str, bool]], fun
                 except NotText as why:
                     raise Unsupported(f"{why} in a string expression (string expressions: fields, string "
                                       f"literals, ||, lower, upper and casts to string)") from None
+            if is_condition(e):  # its bool: true or false on every row the guards let through
+                return _Value(pred=predicate(e, value))
             if not isinstance(e, FieldRef):
                 raise Unsupported(f"{what(e)} (only fields, literals, number and string expressions, comparisons "
                                   f"and AND/OR/NOT compile; {NUMBERS}; string expressions: ||, lower, upper and casts to string)")
@@ -247,6 +251,8 @@ def _numeric_slots(plan: list) -> set[int]:
         for val in [val for _key, val in projections] + list(shadowed):  # arithmetic reads number keys
             if val.node is not None:
                 out.update(node_slots(val.node))
+            if val.pred is not None:
+                walk(val.pred)
     return out
 
 
@@ -361,6 +367,8 @@ def _build(plan: list, f: Any, keys: tuple, end: str, base: int,
             arith.check(val.node)
         if val.text is not None:
             strings.raw(val.text)
+        if val.pred is not None:
+            predicate(val.pred)
     from sbpy.bql.jsonio import to_json
 
     pieces: list[Any] = []
@@ -378,6 +386,8 @@ def _build(plan: list, f: Any, keys: tuple, end: str, base: int,
             pieces.append(arith.json(val.node))
         elif val.text is not None:
             pieces.append(strings.json(val.text))
+        elif val.pred is not None:
+            pieces.append(F.when(predicate(val.pred), F.lit("true")).otherwise(F.lit("false")))
         elif val.slot is None:
             pieces.append(F.lit(to_json(val.const)))
         else:

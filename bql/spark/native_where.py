@@ -3,7 +3,7 @@
 ``predicate(e, value)`` turns a WHERE into nested tuples — ``("and"|"or", p, q)``, ``("not", p)``,
 ``("cmp", op, a, b)`` over operands ``("field", slot)``, ``("arith", node)`` (``native_arith``),
 ``("text", node)`` (``native_text``), ``("num", float)``, ``("str", s)`` or ``("bool", b)``, ``("isnull", slot)``, ``("ismissing", slot)`` and
-``("truth", slot)`` (a bool field as the condition) — or raises ``Unsupported`` saying what does not
+``("truth", slot)`` (a bool field as the condition; a condition an earlier stage projected is its tree) — or raises ``Unsupported`` saying what does not
 compile. ``value(field_ref)`` is the compiling stage's ``_Value`` of a field (``native_stage``). Which rows
 each form may decide (its guards) is ``native_stage._build``'s part.
 """
@@ -42,6 +42,16 @@ def what(e: Any) -> str:
     return describe(e)
 
 
+def is_condition(e: Any) -> bool:
+    """Whether ``e`` is a condition at its top (a comparison, AND/OR/NOT, BETWEEN, IN, IS NULL / MISSING):
+    in a select list, its bool is the value."""
+    if isinstance(e, BinaryOp):
+        return e.op.lower() in ("and", "or") or e.op.lower() in _CMP
+    if isinstance(e, UnaryOp):
+        return e.op.lower() == "not"
+    return isinstance(e, (Between, InList, IsNull, IsMissing))
+
+
 def predicate(e: Any, value: Any) -> tuple:
     """The symbolic condition of WHERE ``e`` (see the module doc), or ``Unsupported``."""
     if isinstance(e, BinaryOp):
@@ -56,6 +66,9 @@ def predicate(e: Any, value: Any) -> tuple:
         p = _sql_predicate(e, value)
         return ("not", p) if e.negated else p
     if isinstance(e, FieldRef):  # a bool field as the condition (any other value: the kernel's error)
+        val = value(e)
+        if val.pred is not None:  # a condition an earlier stage projected: its bool
+            return val.pred
         x = _operand(e, value)
         if x[0] != "field":
             raise Unsupported("a condition other than a field of the input")
@@ -119,6 +132,8 @@ def _operand(e: Any, value: Any) -> tuple:
             return ("bool", v)
         raise Unsupported("a comparison with a literal of another type")
     val = value(e)
+    if val.pred is not None:
+        raise Unsupported("a comparison with a condition an earlier stage computed")
     if val.node is not None:
         return ("arith", val.node)
     if val.text is not None:

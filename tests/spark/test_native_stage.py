@@ -161,7 +161,8 @@ def chains(draw):
                                         st.sampled_from(PATHS if k == 0 else ["a.b", "a[1]"]).map(
                                             lambda p: f"{p} AS p"),
                                         arithmetic(1).map(lambda e: f"{e} AS x"),
-                                        strings(1).map(lambda e: f"{e} AS t")),
+                                        strings(1).map(lambda e: f"{e} AS t"),
+                                        predicates(1).map(lambda e: f"({e}) AS c")),
                               min_size=1, max_size=3))
         if k == 0:
             items.append("a")  # the next stage's field
@@ -388,6 +389,27 @@ def test_containers_and_long_ints_are_written_back(spark):
            '{"a": [1, {"c": [2, {"c": 3, "d": 4}]}]}', '{"a": { "c" : [ ] , "d":{}} }', '{"a": 123456789012345678}',
            '{"a": {"b": "x\\"y"}}', '{"a": [0.000001]}', '{"a": {"c": 1}, "a": [2]}', '{"a": [1], "a": {"c": 2}}']
     _edges(spark, odd, (("a", ""), ("a AS x, a.c AS y", "a IS NOT NULL"), ("a[1] AS x", "")), least=1)
+
+
+def test_conditions_as_values_are_decided_natively_and_equal(spark):
+    """A condition in the select list is its bool (``price < 8 AS cheap``); a later stage may test it in WHERE:
+    typical rows never take the kernel, and odd ones (NULL, MISSING, mixed types) are refused or agree."""
+    rows = [json.dumps({"id": i, "price": (i * 7 % 16) * 0.75, "name": f"n{i % 3}", "ok": i % 2 == 0}) + "\n"
+            for i in range(300)]
+    chained = [("s1", 'SELECT RSTREAM id, price < 8 AS cheap, name = "n1" OR NOT ok AS odd, price BETWEEN 2 AND 5 AS mid, '
+                      'id IN (1, 2, 3) AS low, name IS NULL AS nn, pos IS MISSING AS nopos FROM src [RANGE 1 TUPLES]',
+                ["src"]),
+               ("s2", "SELECT RSTREAM id, cheap, mid, nopos FROM s1 [RANGE 1 TUPLES] WHERE cheap OR low AND NOT odd",
+                ["s1"])]
+    for stages in (chained[:1], chained):
+        assert plan_query(["src"], stages).stages[0].tier is Tier.NATIVE
+        assert _check(spark, stages, list(enumerate(rows, start=1))) == 300
+    odd = ['{"a": 1}', '{"a": null}', '{}', '{"a": "x"}', '{"a": true}', '{"a": [1]}', '{"a": 7.50}', '{"a": 9}']
+    _edges(spark, odd, (("a < 8 AS x, a IS NULL AS y, a IS NOT MISSING AS z", ""), ("a AS a, a = 1 AS b", "a > 0")),
+           least=2)
+    texts = [("s1", "SELECT RSTREAM a > 2 AS f FROM src [RANGE 1 TUPLES]", ["src"]),
+             ("s2", "SELECT RSTREAM f FROM s1 [RANGE 1 TUPLES] WHERE f = true", ["s1"])]
+    assert "a comparison with a condition an earlier stage computed" in plan_query(["src"], texts).stages[0].tier_why
 
 
 def test_repeated_output_keys_still_compute_what_they_replace(spark):
