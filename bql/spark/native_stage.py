@@ -223,7 +223,7 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str, bool]], fun
         plan.append((pred, list(out.items()), tuple(shadowed), line))
         row = out
     if line:  # the output is the line's canonical text, the keys set on it absent from the line
-        for path in [()] + [(key,) for key in row]:
+        for path in [()] + [_path([KeyStep(key)]) for key in row]:
             source(path)
     return NativeChain(tuple(keys), tuple(plan), frozenset(_numeric_slots(plan)))
 

@@ -39,6 +39,7 @@ def test_filter_and_projection_chain_is_native():
     ("SELECT RSTREAM a[1:2] AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
     ("SELECT RSTREAM a..b AS c FROM src [RANGE 1 TUPLES]", "a path step other than a key or an index"),
     ('SELECT RSTREAM a["x\u0002y"] AS c FROM src [RANGE 1 TUPLES]', "or a key holding U+0001 or U+0002"),
+    ('SELECT RSTREAM *, 1 AS ["x\u0001y"] FROM src [RANGE 1 TUPLES]', "or a key holding U+0001 or U+0002"),
     ("SELECT RSTREAM a AS *, id FROM src [RANGE 1 TUPLES]", "not RSTREAM over [RANGE 1 TUPLES] with a plain select list"),
     ("SELECT RSTREAM *, id AS x.y FROM src [RANGE 1 TUPLES]", "not RSTREAM over [RANGE 1 TUPLES] with a plain select list"),
     ('SELECT RSTREAM id AS ["$x"] FROM src [RANGE 1 TUPLES]', "an output key starting with '$'"),
