@@ -134,13 +134,14 @@ def test_file_fields_are_the_lines_with_their_json_pass(spark, tmp_path, case, d
 
 
 def test_file_fields_decide_plain_lines(spark, tmp_path):
-    """The usual lines are accepted, with views of the right bytes (multi-byte text before them too)."""
+    """The usual lines are accepted, with views of the right bytes (multi-byte text before them too); a
+    canonical container comes with its text too."""
     raw = '{"a": 1, "é": "日本", "b": 7.5}\n{"b": "x", "a": [1]}\r\n{"a": "\\u0041"}\n{"a":true}'.encode()
     path, seg = _segment(tmp_path, raw)
     ((got, _want),) = _fields(spark, [(str(path), _spec(seg))])
     lines = raw.decode().splitlines(keepends=True)
     assert got == [[lines[0], "", "i", "1", None, "f", "7.5", number_key(7.5), "s", '"日本"', None],
-                   [lines[1], "", "x", None, None, "s", '"x"', None, None, None, None],
+                   [lines[1], "", "x", "[1]", None, "s", '"x"', None, None, None, None],
                    [lines[2]], [lines[3], "", "b", "true", None] + [None] * 6]
     path.write_bytes(raw[:-3])
     with _failing_task(spark), pytest.raises(Exception, match="sbpy_file_fields: .*the file is shorter"):
