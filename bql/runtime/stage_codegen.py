@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, TimestampRef, UnaryOp
+from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, TimestampRef, UnaryOp, Wildcard
 from sbpy.bql.eval import Env, Scope, compile_expr, is_volatile
 from sbpy.bql.eval.operators import mod
 from sbpy.bql.eval.paths import MISSING
@@ -346,11 +346,27 @@ def row_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str] | None:
     sl = proc.select_list
     if len(proc.aliases) != 1 or sl is None or sl.wild:
         return None
-    exprs = [p.expr for p in proc.select.projections]
-    if len(exprs) != len(sl.explicit):
+    return _keyed_parts(proc, [p.expr for p in proc.select.projections])
+
+
+def star_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str] | None:
+    """``fast_parts`` of a select list that starts from ``*`` or ``alias:*`` (the input map) and then sets
+    each of its other projections under one top-level key, or None."""
+    sl = proc.select_list
+    if not proc.fast or len(proc.aliases) != 1 or sl is None or \
+            sl.wild not in ([("star", None)], [("star", proc.aliases[0])]):
+        return None
+    return _keyed_parts(proc, [p.expr for p in proc.select.projections  # (the star: a Wildcard without AS)
+                               if not (isinstance(p.expr, Wildcard) and p.alias is None)])
+
+
+def _keyed_parts(proc: Any, exprs: list[Any]) -> tuple[Any, list[tuple[str, Any]], str] | None:
+    """``(where, [(key, expr)], alias)`` when each of ``exprs``, the select list's explicit items, sets one
+    top-level key; else None."""
+    if len(exprs) != len(proc.select_list.explicit):
         return None
     projections = []
-    for (steps, _fn), expr in zip(sl.explicit, exprs):
+    for (steps, _fn), expr in zip(proc.select_list.explicit, exprs):
         if len(steps) != 1 or type(steps[0]) is not KeyStep:
             return None
         projections.append((steps[0].key, expr))

@@ -49,7 +49,7 @@ from sbpy.bql.ast import (
     KeyStep,
     Literal,
 )
-from sbpy.bql.runtime.stage_codegen import fast_parts
+from sbpy.bql.runtime.stage_codegen import fast_parts, star_parts
 
 from .native_arith import FUNCTIONS, NotNumeric, NumberColumns, compiled, node_slots, number_node
 from .native_text import NotText, TextColumns, text_compiled, text_node, unquote
@@ -142,7 +142,6 @@ def stage_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str, bool]:
     """``(where, [(output key, expr)], alias, star)`` of a stage's processor in its fast form (``fast_parts``;
     ``star``: the select list starts from ``*`` or ``alias:*``, the input map, and then sets each key), or
     ``Unsupported``."""
-    from sbpy.bql.ast import Wildcard
     from sbpy.bql.runtime.kernel import SelectProcessor
 
     if not isinstance(proc, SelectProcessor):
@@ -150,13 +149,9 @@ def stage_parts(proc: Any) -> tuple[Any, list[tuple[str, Any]], str, bool]:
     parts = fast_parts(proc)
     if parts is not None:
         return (*parts, False)
-    sl, alias = proc.select_list, proc.aliases[0] if len(proc.aliases) == 1 else None
-    if proc.fast and alias is not None and sl is not None and len(sl.wild) == 1 and \
-            sl.wild[0][0] == "star" and sl.wild[0][1] in (None, alias):
-        exprs = [p.expr for p in proc.select.projections if not isinstance(p.expr, Wildcard)]
-        if len(exprs) == len(sl.explicit) and all(len(steps) == 1 and type(steps[0]) is KeyStep
-                                                  for steps, _fn in sl.explicit):
-            return proc.select.where, [(steps[0].key, e) for (steps, _fn), e in zip(sl.explicit, exprs)], alias, True
+    parts = star_parts(proc)
+    if parts is not None:
+        return (*parts, True)
     raise Unsupported("not RSTREAM over [RANGE 1 TUPLES] with a plain select list")
 
 
@@ -360,7 +355,8 @@ def _build(plan: list, f: Any, keys: tuple, end: str, base: int,
     passes = [None if pred is None else predicate(pred) for pred, _out, _shadowed, _line in plan]
     computed = [val for _pred, out, _shadowed, _line in plan[:-1] for _key, val in out]
     computed += [val for _pred, _out, shadowed, _line in plan for val in shadowed]
-    for val in computed:  # a projection no sink line shows fails on a missing field (a drop) ...
+    for val in dict.fromkeys(computed):  # (once each: a ``*`` stage carries the values before it on)
+        # a projection no sink line shows fails on a missing field (a drop) ...
         if val.slot is not None:
             guards.append(cls[val.slot].isNotNull())
         if val.node is not None:  # ... and on expressions outside the guards (the kernel computes or raises)

@@ -69,7 +69,7 @@ def predicate(e: Any, value: Any) -> tuple:
         val = value(e)
         if val.pred is not None:  # a condition an earlier stage projected: its bool
             return val.pred
-        x = _operand(e, value)
+        x = _value_operand(val)
         if x[0] != "field":
             raise Unsupported("a condition other than a field of the input")
         return ("truth", x[1])
@@ -131,7 +131,11 @@ def _operand(e: Any, value: Any) -> tuple:
         if type(v) is bool:
             return ("bool", v)
         raise Unsupported("a comparison with a literal of another type")
-    val = value(e)
+    return _value_operand(value(e))
+
+
+def _value_operand(val: Any) -> tuple:
+    """The operand of a field's ``_Value`` (``native_stage``)."""
     if val.pred is not None:
         raise Unsupported("a comparison with a condition an earlier stage computed")
     if val.node is not None:

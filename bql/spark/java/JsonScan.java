@@ -232,9 +232,9 @@ final class JsonScan {
     return out == null ? UTF8String.fromBytes(text, from, to - from) : UTF8String.fromBytes(out, 0, n);
   }
 
-  /** With the whole line wanted: note the key {@code text[from, to)} of the object whose keys start at
-   * {@code mark} in the key stack — a repeated key or one starting with {@code $} makes the line not
-   * canonical. */
+  /** While checking (the whole line, or a value whose text is wanted): note the key {@code text[from, to)}
+   * of the object whose keys start at {@code mark} in the key stack — a repeated key or one starting with
+   * {@code $} makes the value being read not canonical. */
   private void key(int mark, int from, int to) {
     if (checking == 0 || !canonical) {
       return;
