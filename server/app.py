@@ -141,7 +141,8 @@ def create_app(config: Config | None = None, context_factory: ContextFactory | N
                 install_uds_storage(ctx, config)
                 install_file_roots(ctx, config)
                 if getattr(ctx, "data_dir", None) is not None:
-                    persistence.install(manager)
+                    persistence.install(manager, release=ctx.release_state if isinstance(ctx, ServerContext)
+                                        else None)
                 await anyio.to_thread.run_sync(manager.check_config, config)
             except StartupError as err:
                 log.error("startup failed: %s", err)

@@ -24,6 +24,7 @@ from typing import Any
 
 from sbpy.bql.spark.native_udf import with_jar as with_native_jar
 from sbpy.bql.spark.spark_home import shadow_home
+from sbpy.bql.spark.state_release import release_under
 
 from . import gateway
 from .spark_noise import driver_java_options, executor_java_options
@@ -136,6 +137,15 @@ class ServerContext:
     def generation(self) -> int:
         """How many sessions this context has created (a re-created session has a higher number)."""
         return self._generation
+
+    def release_state(self, folder: str | Path) -> int:
+        """Before ``folder`` is deleted: close the JVM's state-store providers of checkpoints under it
+        (``state_release``: a stopped query's maintenance would otherwise upload into the deleted folder
+        later). Nothing to do before the session exists or after its JVM died."""
+        session = self._session
+        if session is None or not gateway.jvm_alive():
+            return 0
+        return release_under(session, folder)
 
     def jvm_pid(self) -> int | None:
         """The pid of the Spark driver JVM this process launched (None before Spark starts)."""

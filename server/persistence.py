@@ -12,11 +12,13 @@ are removed) and its persisted copy is ignored.
 Removing a topology's folder (a DROP, or a new topology over an old folder) first renames it to a unique
 tombstone ``<data_dir>/dropped/<name>-<random>`` (atomic), then deletes the tombstone: a crash half-way
 leaves no half-deleted topology to restore (``install`` sweeps leftover tombstones), and the manager
-does not let a re-CREATE of a name start before the DROP of that name has finished.
+does not let a re-CREATE of a name start before the DROP of that name has finished. Before the rename,
+``release`` (the server's ``ServerContext.release_state``) closes the JVM's state stores of the folder's
+checkpoints, whose later maintenance would otherwise write a snapshot into it (``state_release``).
 
 Wiring (the server's lifespan)::
 
-    persistence.install(manager)         # before manager.load_from_config(config)
+    persistence.install(manager, release=ctx.release_state)  # before manager.load_from_config(config)
     manager.load_from_config(config)
     persistence.restore(manager, config) # the remaining persisted topologies
 """
@@ -27,6 +29,7 @@ import os
 import shutil
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +48,12 @@ _SKIPPED = (ast.Select, ast.SelectUnion, ast.Eval, ast.Explain)
 
 
 class Persistence:
-    """The manager hooks writing statements; ``restoring`` names topologies being rebuilt."""
+    """The manager hooks writing statements; ``restoring`` names topologies being rebuilt. ``release``
+    (``ServerContext.release_state``) runs on a topology folder before it is deleted."""
 
-    def __init__(self, data_dir: str | Path):
+    def __init__(self, data_dir: str | Path, release: Callable[[Path], Any] | None = None):
         self.data_dir = Path(data_dir)
+        self.release = release
         self.restoring: set[str] = set()
         self._lock = threading.Lock()
 
@@ -75,6 +80,8 @@ class Persistence:
         tombs = self.data_dir / TOMBSTONES
         tombs.mkdir(parents=True, exist_ok=True)
         tomb = tombs / f"{folder.name}-{uuid.uuid4().hex}"
+        if self.release is not None and folder.exists():
+            self.release(folder)  # a stopped query's state stores would write into it later
         try:
             os.rename(folder, tomb)
         except FileNotFoundError:
@@ -118,11 +125,13 @@ class Persistence:
         return sorted(p.parent.name for p in root.glob(f"*/{STATEMENTS_FILE}"))
 
 
-def install(manager: Any, data_dir: str | Path | None = None) -> Persistence:
-    """Attach the persistence hooks to ``manager`` (data dir: the manager's context's)."""
+def install(manager: Any, data_dir: str | Path | None = None,
+            release: Callable[[Path], Any] | None = None) -> Persistence:
+    """Attach the persistence hooks to ``manager`` (data dir: the manager's context's; ``release``: see
+    ``Persistence``)."""
     if data_dir is None:
         data_dir = manager.ctx.data_dir
-    p = Persistence(data_dir)
+    p = Persistence(data_dir, release=release)
     p.sweep()
     manager.hooks.topology_created = p.created
     manager.hooks.topology_dropped = p.dropped

@@ -38,6 +38,7 @@ from sbpy.bql.parsed import ParsedStatement
 from sbpy.bql.spark import journal_format as jf
 
 from . import history
+from .context import ServerContext
 from .journal import JournalWriter
 from .node_update import fail
 from .nodes import from_create, graph, replan
@@ -242,7 +243,7 @@ class Topology(TopologyStatements, TopologyQueries, TopologyViews):
         takes the state a re-plan handed over to it from its checkpoint, if any (``replan.handed_state``)."""
         self.name_query(consumer)
         if consumer.temporary or not (self.recovering or consumer.resume_seq is not None):
-            shutil.rmtree(consumer.checkpoint_dir, ignore_errors=True)
+            self.remove_checkpoint(consumer.checkpoint_dir)
         elif self.recovering and consumer.initial_state is None:
             consumer.initial_state = replan.handed_state(consumer.checkpoint_dir)
         self.consumers[consumer.id] = consumer
@@ -261,6 +262,18 @@ class Topology(TopologyStatements, TopologyQueries, TopologyViews):
             return
         consumer.start(journal.head if consumer.resume_seq is None else consumer.resume_seq)
         self._ensure_monitor()
+
+    def release_checkpoint(self, folder: Path) -> None:
+        """Close the JVM's state stores of a query checkpoint about to be deleted or replaced: a stopped
+        query's maintenance would otherwise write a snapshot into it, or into its successor, later
+        (``state_release``; nothing to do without a Spark session)."""
+        if isinstance(self.context, ServerContext):
+            self.context.release_state(folder)
+
+    def remove_checkpoint(self, folder: Path) -> None:
+        """Delete a query checkpoint, its state stores released first."""
+        self.release_checkpoint(folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
     def _detach(self, consumer: Consumer, remove_checkpoint: bool) -> None:
         self.consumers.pop(consumer.id, None)

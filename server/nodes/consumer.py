@@ -21,7 +21,6 @@ outputs for good (found by ``tests/stress/crash_random.py``); the cap bounds the
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from typing import Any
 
@@ -130,7 +129,7 @@ class Consumer:
             else:
                 log.info("query '%s' of topology '%s' stopped", self.id, self.topology.name)
         if (remove_checkpoint or self.temporary) and self.checkpoint_dir is not None:
-            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+            self.topology.remove_checkpoint(self.checkpoint_dir)
 
     def stop_later(self) -> None:
         """Stop from a helper thread (the caller may be the query's own foreachBatch), then prune the journal

@@ -197,6 +197,9 @@ def split(topology: Any, owner: Any, stream: str) -> bool:
     owner.initial_state = handoff.split_snapshot(snap, old_stages, owner.stage_names)
     topology.name_query(owner)
     own_state = handoff.split_snapshot(snap, old_stages, own)
+    for folder in (old_ck, owner.checkpoint_dir, computing.checkpoint_dir):
+        if folder is not None:  # the stopped query's state stores: nothing of them written later
+            topology.release_checkpoint(folder)
     prepare(owner.checkpoint_dir, pos, owner.initial_state)
     prepare(computing.checkpoint_dir, pos, own_state)  # the commit point (module doc)
 
@@ -209,6 +212,6 @@ def split(topology: Any, owner: Any, stream: str) -> bool:
         log.error("stream '%s' split: its query's checkpoint %s is not the prepared %s", stream,
                   started.checkpoint_dir, computing.checkpoint_dir)
     if old_ck is not None and old_ck != owner.checkpoint_dir:
-        shutil.rmtree(old_ck, ignore_errors=True)
+        shutil.rmtree(old_ck, ignore_errors=True)  # released above
     log.info("stream '%s' split out of query '%s' at seq %d", stream, owner.id, pos)
     return True

@@ -71,7 +71,8 @@ def test_kill_9_and_restart_exactly_once_on_the_logged_layout(tmp_path):
     got = [json.loads(x) for x in text.splitlines()]  # no torn line, no blank line
     assert len(got) == len(expected)
     assert got == expected  # every output exactly once, in order
-    assert not (tmp_path / "data/topologies/rec").exists()
+    left = tmp_path / "data/topologies/rec"
+    assert not left.exists(), sorted(str(p.relative_to(left)) for p in left.rglob("*"))
 
 
 def test_split_on_spark_keeps_logged_window_state(server_context, tmp_path):

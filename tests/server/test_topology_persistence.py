@@ -58,3 +58,17 @@ def test_config_topology_wins(tmp_path):
     m2 = TopologyManager(ctx, topology_factory=factory)
     persistence.install(m2)
     assert persistence.restore(m2, Cfg()) == []
+
+
+def test_a_drop_releases_the_folder_before_removing_it(tmp_path):
+    """``release`` (the server's ``ServerContext.release_state``: the JVM's state stores of the folder's
+    checkpoints) runs on the topology's folder while it still exists, once per drop."""
+    seen = []
+    m = TopologyManager(Ctx(tmp_path / "data"), topology_factory=factory)
+    persistence.install(m, release=lambda folder: seen.append((folder, folder.exists())))
+    m.run_script(m.create("r1"), "CREATE SINK k TYPE stdout;")
+    m.delete("r1")
+    assert seen == [(tmp_path / "data/topologies/r1", True)]
+    assert not (tmp_path / "data/topologies/r1").exists()
+    m.delete("r1")  # nothing left to release
+    assert len(seen) == 1
