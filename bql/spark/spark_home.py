@@ -15,7 +15,8 @@ interpreter compiles the source as before (modules under ``tests/`` get none: no
 server (``ServerContext``) launches the JVM with ``SPARK_HOME`` set to it; the worker daemon reads
 pyspark from the installed package instead of its zip, as it does for the real home's. It is built
 once per pyspark installation and interpreter under the cache folder (``$SBPY_CACHE_DIR`` or
-``~/.cache/sbpy``), into a temporary folder renamed into place, so concurrent servers share it. Not used
+``~/.cache/sbpy``), into a temporary folder renamed into place, so concurrent servers share it; building
+one deletes the shadows of installations that are gone (``prune_shadows``). Not used
 when ``SPARK_HOME`` names another Spark, or with ``SBPY_SPARK_HOME=0``.
 """
 from __future__ import annotations
@@ -74,7 +75,26 @@ def shadow_home() -> Path | None:
     except (OSError, zipfile.BadZipFile) as e:
         log.warning("cannot prepare a Spark home with compiled Python zips (%s); using %s", e, home)
         return None
+    prune_shadows(target.parent)
     return target
+
+
+def prune_shadows(cache: Path) -> list[Path]:
+    """Delete the shadows in ``cache`` whose real home is gone (each install of pyspark — a new virtual
+    environment, a fresh clone's — builds its own, ~8 MB, and nothing else would ever free it); returns
+    them. Run when a new shadow has been built. A shadow is deleted only when its marker names a folder
+    that no longer exists: no server can run from it (its links point into that folder). Half-built ones
+    (no marker yet) are another process's build in progress and stay."""
+    gone = []
+    for folder in sorted(cache.glob("spark-home-*")):
+        real = shadow_of(str(folder / "python" / "lib"))
+        if real is None or os.path.isdir(real):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        gone.append(folder)
+    if gone:
+        log.info("removed %d Spark home shadow(s) of pyspark installations that are gone", len(gone))
+    return gone
 
 
 def is_shadow_of(folder: Path, home: Path) -> bool:

@@ -111,6 +111,27 @@ def test_an_incomplete_shadow_is_not_taken_for_one(cache, tmp_path):
 
 
 @pytest.mark.spark
+def _fake_shadow(cache, name, real):
+    lib = cache / name / "python" / "lib"
+    lib.mkdir(parents=True)
+    if real is not None:
+        (lib / sh.MARKER).write_text(str(real))
+    return cache / name
+
+
+def test_building_a_shadow_deletes_those_of_installations_that_are_gone(cache, tmp_path):
+    kept_home = tmp_path / "still-installed"
+    kept_home.mkdir()
+    orphan = _fake_shadow(cache, "spark-home-0000000000000001", tmp_path / "removed-venv")
+    kept = _fake_shadow(cache, "spark-home-0000000000000002", kept_home)
+    building = _fake_shadow(cache, "spark-home-0000000000000003.x1y2", None)  # another process's build
+    shadow = sh.shadow_home()
+    assert shadow is not None and sh.is_shadow_of(shadow, sh.pyspark_home())
+    assert not orphan.exists()
+    assert kept.exists() and building.exists()
+    assert sh.prune_shadows(cache) == []  # the rest all stand for installed homes or are being built
+
+
 def test_the_sessions_jvm_runs_with_the_shadow_home(spark):
     jvm_home = spark.sparkContext._jvm.java.lang.System.getenv("SPARK_HOME")
     assert jvm_home == os.environ["SPARK_HOME"]
