@@ -43,7 +43,7 @@ from sbpy.bql.values import INT_MAX, INT_MIN
 from .native_udf import DOUBLE_FUNCTION, KEY_FUNCTION
 
 EXACT = 2 ** 53  # every int of at most this magnitude is exact as a double
-ZERO_KEY = "8000000000000000"  # ``native_stage.number_key(0.0)``: the key of 0.0 and of -0.0
+ZERO_KEY = "8000000000000000"  # ``native_keys.number_key(0.0)``: the key of 0.0 and of -0.0
 # the one-argument built-ins compiled here (``builtin_numeric``): the JVM's ``Math.abs``/``sqrt`` and
 # integer rounding are Python's exactly; ``exp``, ``ln``, the trigonometric functions ... are not (the
 # JVM's and libm's last bits differ), so they stay in Python

@@ -38,25 +38,18 @@ right side, a later stage of a row filtered earlier): that only sends more rows 
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sbpy.bql.ast import (
-    FieldRef,
-    IndexStep,
-    KeyStep,
-    Literal,
-)
+from sbpy.bql.ast import FieldRef, KeyStep, Literal
 from sbpy.bql.runtime.stage_codegen import fast_parts, star_parts
 
 from .native_arith import FUNCTIONS, NotNumeric, NumberColumns, compiled, node_slots, number_node
+from .native_keys import KEY_SEPARATOR, key_path, number_key, path_spec
 from .native_text import NotText, TextColumns, text_compiled, text_node, unquote
 from .native_where import Unsupported, is_condition, predicate, what
 
-KEY_SEPARATOR = "\u0001"
-STEP_SEPARATOR = "\u0002"
 NUMBERS = (f"number expressions: fields, numeric literals, + - * / %, the functions {', '.join(FUNCTIONS)} "
            "and casts to int or float")
 
@@ -96,7 +89,7 @@ class NativeChain:
         each prefixed by ``#`` when a comparison reads it as a number (its number key is wanted), else
         ``=``; a path is its top-level key, then per step below U+0002 and ``.key`` or ``[index``."""
         flags = ["#" if k in self.numeric else "=" for k in range(len(self.keys))]
-        return KEY_SEPARATOR.join(flag + _path_spec(path) if path else "*" for flag, path in zip(flags, self.keys))
+        return KEY_SEPARATOR.join(flag + path_spec(path) if path else "*" for flag, path in zip(flags, self.keys))
 
     def fields(self, line: Any) -> Any:
         """The JVM pass over the string column ``line``: ``sbpy_json_fields(line, keys)``."""
@@ -185,7 +178,7 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str, bool]], fun
                                   f"and AND/OR/NOT compile; {NUMBERS}; string expressions: ||, lower, upper and casts to string)")
             if e.stream not in (None, alias):
                 raise Unsupported("a field of another stream")
-            path = _path(e.path)
+            path = key_path(e.path)
             key = path[0]
             if key not in row:
                 if line:
@@ -218,7 +211,7 @@ def compile_chain(parts: list[tuple[Any, list[tuple[str, Any]], str, bool]], fun
         plan.append((pred, list(out.items()), tuple(shadowed), line))
         row = out
     if line:  # the output is the line's canonical text, the keys set on it absent from the line
-        for path in [()] + [_path([KeyStep(key)]) for key in row]:
+        for path in [()] + [key_path([KeyStep(key)]) for key in row]:
             source(path)
     return NativeChain(tuple(keys), tuple(plan), frozenset(_numeric_slots(plan)))
 
@@ -249,33 +242,6 @@ def _numeric_slots(plan: list) -> set[int]:
             if val.pred is not None:
                 walk(val.pred)
     return out
-
-
-def number_key(v: float) -> str:
-    """``JsonScan.numberKey``: 16 hex digits whose order and equality are those of the (finite) doubles;
-    -0.0 is 0.0."""
-    bits = struct.unpack(">q", struct.pack(">d", 0.0 if v == 0 else v))[0]
-    return f"{(~bits if bits < 0 else bits | (1 << 63)):016x}"
-
-
-def _path(steps: Sequence[Any]) -> tuple[str | int, ...]:
-    """A field's path as the JVM pass follows it: keys (``.key``, ``["key"]``) and array indexes ``[i >= 0]``;
-    ``Unsupported`` for the rest (a negative index, a slice, ``..key``: Python's)."""
-    path: list[str | int] = []
-    for step in steps:
-        if type(step) is KeyStep and KEY_SEPARATOR not in step.key and STEP_SEPARATOR not in step.key:
-            path.append(step.key)
-        elif type(step) is IndexStep and step.index >= 0:
-            path.append(step.index)
-        else:
-            raise Unsupported("a path step other than a key or an index from the front (or a key holding "
-                              "U+0001 or U+0002)")
-    return tuple(path)
-
-
-def _path_spec(path: tuple[str | int, ...]) -> str:
-    return str(path[0]) + "".join(f"{STEP_SEPARATOR}.{s}" if type(s) is str else f"{STEP_SEPARATOR}[{s}"
-                                  for s in path[1:])
 
 
 def _number(e: Any, value: Any, functions: Any) -> tuple:

@@ -139,6 +139,6 @@ def test_stateful_chains_do_not_ask():
 
 def test_the_zero_key_is_the_number_key_of_both_zeros():
     from sbpy.bql.spark.native_arith import ZERO_KEY
-    from sbpy.bql.spark.native_stage import number_key
+    from sbpy.bql.spark.native_keys import number_key
 
     assert ZERO_KEY == number_key(0.0) == number_key(-0.0) != number_key(5e-324)

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sbpy.bql.spark import journal_segments as js
 from sbpy.bql.spark.native_source import LineBlock, SegmentLines, block_batch, descriptor_row, segment_lines
-from sbpy.bql.spark.native_stage import number_key
+from sbpy.bql.spark.native_keys import number_key
 from sbpy.bql.spark.native_udf import (
     FIELDS_FUNCTION,
     LINES_FUNCTION,

@@ -1,6 +1,6 @@
 """Number keys: the JVM pass's exact doubles as text that Spark compares byte for byte.
 
-A native comparison of two numbers compares their number keys (``native_stage.number_key`` in Python,
+A native comparison of two numbers compares their number keys (``native_keys.number_key`` in Python,
 ``JsonScan.numberKey`` in the JVM). That is BQL's comparison only if (1) the JVM reads each number as the
 double Python's ``float`` reads — its fast path (digits as a long over a power of ten) and its
 ``parseDouble`` fallback alike — and (2) the keys' byte order and equality are the doubles' order and
@@ -15,7 +15,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sbpy.bql.spark.native_stage import number_key
+from sbpy.bql.spark.native_keys import number_key
 from sbpy.bql.spark.native_udf import status
 
 digits = st.text(alphabet="0123456789", min_size=1, max_size=19)
