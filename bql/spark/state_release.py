@@ -29,6 +29,7 @@ log = logging.getLogger("sbpy.spark")
 STATE_STORE = "org.apache.spark.sql.execution.streaming.state.StateStore$"
 WAIT_S = 30.0  # at most this long for a maintenance already running on a released provider
 POLL_S = 0.02
+ATTEMPTS = 3
 
 
 class _StateStore:
@@ -92,26 +93,33 @@ def release_under(spark: Any, root: str | Path) -> int:
     """Close every state-store provider of this JVM whose checkpoint lies under ``root`` (module doc);
     returns how many. Never raises: a failure is logged and the caller deletes the folder anyway."""
     base = Path(root).resolve()
-    try:
-        store = _StateStore(spark)
-        released = 0
-        _wait_idle(store, base)
-        for provider_id in store.loaded():
-            if _under(provider_id, base):
-                store.module.removeFromLoadedProvidersAndClose(provider_id)
-                released += 1
-        queue = store.private("unloadedProvidersToClose")
-        for entry in store.pending_close():
-            if _under(entry._1(), base) and queue.remove(entry):
-                entry._2().close()
-                released += 1
-        _wait_idle(store, base)
-        if released:
-            log.info("released %d state-store provider(s) under %s", released, base)
-        return released
-    except Exception as e:  # noqa: BLE001 - another Spark's internals, a JVM going away: delete anyway
-        log.warning("could not release the state stores under %s before deleting it: %s", base, e)
-        return 0
+    for attempt in range(ATTEMPTS):
+        try:
+            return _release(spark, base)
+        except Exception as e:  # noqa: BLE001 - another Spark's internals, a JVM going away: delete anyway
+            # the maps are read without Spark's lock: a read racing a maintenance pass may fail; try again
+            if attempt + 1 == ATTEMPTS:
+                log.warning("could not release the state stores under %s before deleting it: %s", base, e)
+    return 0
+
+
+def _release(spark: Any, base: Path) -> int:
+    store = _StateStore(spark)
+    released = 0
+    _wait_idle(store, base)
+    for provider_id in store.loaded():
+        if _under(provider_id, base):
+            store.module.removeFromLoadedProvidersAndClose(provider_id)
+            released += 1
+    queue = store.private("unloadedProvidersToClose")
+    for entry in store.pending_close():
+        if _under(entry._1(), base) and queue.remove(entry):
+            entry._2().close()
+            released += 1
+    _wait_idle(store, base)
+    if released:
+        log.info("released %d state-store provider(s) under %s", released, base)
+    return released
 
 
 def _wait_idle(store: _StateStore, base: Path) -> None:

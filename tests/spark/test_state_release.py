@@ -63,3 +63,14 @@ def test_release_leaves_other_checkpoints_loaded(spark, tmp_path):
     assert loaded_under(spark, tmp_path / "stopped") == 0
     running.stop()
     assert release_under(spark, tmp_path / "nothing-here") == 0
+
+
+def test_a_spark_without_those_internals_releases_nothing_and_says_so(tmp_path, caplog):
+    class NoGateway:  # what a Spark whose StateStore lacks the members read here looks like to the module
+        @property
+        def sparkContext(self):
+            raise RuntimeError("no such member")
+
+    with caplog.at_level("WARNING", logger="sbpy.spark"):
+        assert release_under(NoGateway(), tmp_path) == 0
+    assert "could not release the state stores" in caplog.text
