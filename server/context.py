@@ -141,9 +141,10 @@ class ServerContext:
     def release_state(self, folder: str | Path) -> int:
         """Before ``folder`` is deleted: close the JVM's state-store providers of checkpoints under it
         (``state_release``: a stopped query's maintenance would otherwise upload into the deleted folder
-        later). Nothing to do before the session exists or after its JVM died."""
+        later). Nothing to do before the session exists, after its JVM died, or for a folder that is not
+        there (a new query's fresh checkpoint: every deletion of one released its stores first)."""
         session = self._session
-        if session is None or not gateway.jvm_alive():
+        if session is None or not gateway.jvm_alive() or not Path(folder).exists():
             return 0
         return release_under(session, folder)
 

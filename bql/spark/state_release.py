@@ -50,8 +50,7 @@ class _StateStore:
 
     def loaded(self) -> list[Any]:
         """The ids of the loaded providers (a copy of the map's keys)."""
-        keys = self.private("loadedProviders").keys().toList()
-        return [keys.apply(i) for i in range(keys.size())]
+        return _items(self.private("loadedProviders").keys())
 
     def pending_close(self) -> list[Any]:
         """The (id, provider, request) entries of providers unloaded but not yet closed."""
@@ -59,11 +58,13 @@ class _StateStore:
 
     def busy(self) -> list[Any]:
         """The ids a maintenance thread works on now (snapshot upload or cleanup)."""
-        ids = []
-        for name in ("snapshotPartitions", "cleanupPartitions"):
-            members = self.private(name).toList()
-            ids += [members.apply(i) for i in range(members.size())]
-        return ids
+        return [i for name in ("snapshotPartitions", "cleanupPartitions") for i in _items(self.private(name))]
+
+
+def _items(collection: Any) -> list[Any]:
+    """The elements of a Scala collection (copied into a Scala list first)."""
+    items = collection.toList()
+    return [items.apply(i) for i in range(items.size())]
 
 
 def _location(provider_id: Any) -> Path:

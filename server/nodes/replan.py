@@ -197,7 +197,7 @@ def split(topology: Any, owner: Any, stream: str) -> bool:
     owner.initial_state = handoff.split_snapshot(snap, old_stages, owner.stage_names)
     topology.name_query(owner)
     own_state = handoff.split_snapshot(snap, old_stages, own)
-    for folder in (old_ck, owner.checkpoint_dir, computing.checkpoint_dir):
+    for folder in dict.fromkeys((old_ck, owner.checkpoint_dir, computing.checkpoint_dir)):
         if folder is not None:  # the stopped query's state stores: nothing of them written later
             topology.release_checkpoint(folder)
     prepare(owner.checkpoint_dir, pos, owner.initial_state)
