@@ -36,7 +36,7 @@ CLASS = "sbpy.spark.JsonFields"
 LINES_FUNCTION = "sbpy_file_lines"
 LINES_CLASS = "sbpy.spark.FileLines"
 FIELDS_FUNCTION = "sbpy_file_fields"
-FIELDS_CLASS = "sbpy.spark.FileFields"
+FIELDS_BUILDER = "sbpy.spark.FileFields$Builder"  # a function builder, not a UDF (see FileFields.java)
 DOUBLE_FUNCTION = "sbpy_json_double"
 DOUBLE_CLASS = "sbpy.spark.JsonDouble"
 KEY_FUNCTION = "sbpy_key_double"
@@ -60,12 +60,14 @@ def _javac() -> str | None:
 
 def _spark_jars() -> list[Path]:
     """The Spark jars the sources compile against: the UDF interfaces, ``UTF8String`` (which needs
-    Kryo's interfaces on the class path) and Jackson's core (its Schubfach double formatting)."""
+    Kryo's interfaces on the class path), Jackson's core (its Schubfach double formatting), and Catalyst
+    with Scala's library (``FileFields``: a function builder making ``StaticInvoke`` expressions)."""
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
     out = []
-    for pattern in ("spark-sql-api_*.jar", "spark-unsafe_*.jar", "kryo*.jar", "jackson-core-*.jar"):
+    for pattern in ("spark-sql-api_*.jar", "spark-unsafe_*.jar", "kryo*.jar", "jackson-core-*.jar",
+                    "spark-catalyst_*.jar", "scala-library-*.jar"):
         found = sorted(jars.glob(pattern))
         if not found:
             raise FileNotFoundError(f"no {pattern} under {jars}")
@@ -143,14 +145,26 @@ def register(spark: Any) -> bool:
         log.warning("the native function is not available in this session: %s", e)
         return False
     for name, cls, kind in ((LINES_FUNCTION, LINES_CLASS, ArrayType(StringType())),
-                            (FIELDS_FUNCTION, FIELDS_CLASS, ArrayType(ArrayType(StringType()))),
                             (DOUBLE_FUNCTION, DOUBLE_CLASS, StringType()),
                             (KEY_FUNCTION, KEY_CLASS, DoubleType())):
         try:
             spark.udf.registerJavaFunction(name, cls, kind)
         except Exception as e:  # noqa: BLE001 - an older jar: an older reader mode, or no native tier
             log.warning("%s is not available in this session: %s", name, e)
+    try:
+        _register_builder(spark, FIELDS_FUNCTION, FIELDS_BUILDER)
+    except Exception as e:  # noqa: BLE001 - an older jar or another Spark: the reader's older mode
+        log.warning("%s is not available in this session: %s", FIELDS_FUNCTION, e)
     return True
+
+
+def _register_builder(spark: Any, name: str, builder_class: str) -> None:
+    """Register the JVM class ``builder_class`` (a ``Seq[Expression] => Expression``) as the session's
+    temporary function ``name``, as ``registerJavaFunction`` registers a UDF's."""
+    jvm = spark.sparkContext._jvm
+    loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+    builder = jvm.java.lang.Class.forName(builder_class, True, loader).newInstance()
+    spark._jsparkSession.sessionState().functionRegistry().createOrReplaceTempFunction(name, builder, "java_udf")
 
 
 def registered(spark: Any) -> bool:

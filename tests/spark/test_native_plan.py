@@ -70,7 +70,9 @@ def test_the_inline_columns_would_call_it_more_than_once(spark):
 @pytest.mark.parametrize("form", [classify, pack], ids=["classify", "pack"])
 def test_a_block_is_split_and_scanned_in_one_call(spark, tmp_path, form):
     """Descriptor rows (``fields`` mode): ``sbpy_file_fields`` runs once per block and decides the lines
-    itself; ``sbpy_json_fields`` stays in the plan for lines that come as text, but no block line takes it."""
+    itself — a direct call of ``FileFields.fields`` (``StaticInvoke``: its arrays reach Catalyst without a
+    UDF's conversion) —; ``sbpy_json_fields`` stays in the plan for lines that come as text, but no block
+    line takes it."""
     from sbpy.bql.spark import journal_segments as js
     from sbpy.bql.spark.native_query import expand_lines
     from sbpy.bql.spark.native_source import descriptor_row, segment_lines
@@ -89,4 +91,5 @@ def test_a_block_is_split_and_scanned_in_one_call(spark, tmp_path, form):
     else:
         assert len(got) == 8 and all(r["k"] is None for r in got)
     plan = _executed_plan(form(df, chain))
-    assert plan.count("sbpy_file_fields(") == 1 and plan.count("sbpy_json_fields(") == 1, plan
+    assert plan.count("static_invoke(sbpy.spark.FileFields.fields(") == 1, plan
+    assert plan.count("sbpy_json_fields(") == 1, plan
