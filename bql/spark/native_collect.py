@@ -7,7 +7,7 @@ alone). So ``native_query.pack`` ships three, ``k``, ``seq`` and ``data``:
 =================  ==========  ===========  ===================================================
 row                ``k``       ``seq``      ``data``
 =================  ==========  ===========  ===================================================
-native output      NULL        its seq      the output (the sink's line and its newline, or tagged JSON)
+native output      NULL        its seq      the output (the sink's line, or tagged JSON)
 refused line       ``K_FB``    its seq      the raw line (the kernel decides it here)
 skipped line       1 + depth   NULL         NULL (only counted: it passed ``depth`` stages)
 any other row      ``K_OTHER`` its seq      JSON of the row's ``OUTPUT_COLUMNS``
@@ -22,9 +22,14 @@ any other row      ``K_OTHER`` its seq      JSON of the row's ``OUTPUT_COLUMNS``
 The refused lines are parsed exactly as the file source's reader parses them
 (``journal_segments.parse_line``) and run through the chain's pipeline, so their outputs, drops and
 errors are the kernel's; everything is merged by ``(seq, idx)``, which restores arrival order.
+
+A large micro-batch for a JSON-lines sink is not collected through Arrow at all when nothing needs that
+merge: the executors write its rows and the driver reads the files (``native_written``).
 """
 from __future__ import annotations
 
+import shutil
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -32,6 +37,7 @@ from sbpy.bql.jsonio import JsonLines
 
 from . import journal_format as jf
 from . import journal_segments as js
+from . import native_written as nw
 from .operator import OUTPUT_COLUMNS
 from .query import QuerySpec
 
@@ -49,7 +55,51 @@ class NativeCollector:
         self.nodes = [s.node for s in spec.stages]
         self.inputs = [s.inputs[0] for s in spec.stages]
 
-    def __call__(self, batch_df: Any) -> Any:
+    def __call__(self, batch_df: Any, batch_id: int) -> Any:
+        if self.spec.out_format == "json" and self._large(batch_id):
+            written = self._written(batch_df)
+            if written is not None:
+                return written
+        return self._collected(batch_df)
+
+    def _large(self, batch_id: int) -> bool:
+        """Whether batch ``batch_id`` covers at least ``WRITE_MIN_SEQS`` journal seqs (offset log)."""
+        from .driver_query import batch_range
+
+        seqs = batch_range(self.spec.checkpoint_dir, batch_id)
+        return seqs is not None and seqs[1] - seqs[0] >= nw.WRITE_MIN_SEQS
+
+    def _written(self, batch_df: Any) -> Any:
+        """The batch written by the executors and read back (``native_written``), or None where the
+        driver must merge rows by seq (refused lines, Python-tier outputs, blocks out of order)."""
+        from .stateless_query import EncodedBatch
+
+        folder = nw.batch_folder(self.spec.checkpoint_dir)
+        try:
+            rows = nw.read_rows(nw.write_rows(batch_df, folder))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        others: list[dict[str, Any]] = []
+        depths: Counter[int] = Counter()
+        for row in rows.marked:
+            k = row.get("k")
+            if k is None:
+                raise ValueError("a native output line is NULL")
+            if k == K_OTHER:
+                others.append(_other(row["data"]))
+            elif k == K_FB:
+                return None
+            else:
+                depths[k - SKIP_BASE] += 1
+        segs = [r for r in others if r["kind"] == "seg"]
+        if any(r["kind"] == "out" for r in others) or any(a["seq"] >= b["seq"] for a, b in zip(segs, segs[1:])):
+            return None
+        others = sorted((r for r in others if r["kind"] != "seg"), key=_order)
+        stats = self._native_stats(len(rows.lines), depths, segs, 0)
+        return EncodedBatch(rows.lines, stats + _decoded(others))
+
+    def _collected(self, batch_df: Any) -> Any:
+        """The batch through Arrow (``toArrow``), merged by ``(seq, idx)`` on the driver."""
         import pyarrow.compute as pc
 
         table = batch_df.toArrow()
@@ -58,7 +108,9 @@ class NativeCollector:
         segs = sorted((r for r in others if r["kind"] == "seg"), key=lambda r: r["seq"])
         others = [r for r in others if r["kind"] != "seg"]
         fb = table.filter(pc.equal(k, K_FB))
-        stats = self._native_stats(k, segs, fb.num_rows)
+        skipped = pc.value_counts(pc.subtract(k.filter(pc.greater(k, SKIP_BASE)), SKIP_BASE))
+        depths = dict(zip(skipped.field("values").to_pylist(), skipped.field("counts").to_pylist()))
+        stats = self._native_stats(pc.sum(pc.is_null(k)).as_py() or 0, depths, segs, fb.num_rows)
         outs = _in_order(table.filter(pc.is_null(k)))
         json = self.spec.out_format == "json"
         if json and not fb.num_rows and not any(r["kind"] == "out" for r in others):
@@ -66,7 +118,7 @@ class NativeCollector:
 
             others.sort(key=_order)
             return EncodedBatch(_json_lines(outs.column("data")), stats + _decoded(others))
-        rows = _native_rows(outs, segs, self.nodes[-1], json) + [tuple(r[c] for c in OUTPUT_COLUMNS) for r in others]
+        rows = _native_rows(outs, segs, self.nodes[-1]) + [tuple(r[c] for c in OUTPUT_COLUMNS) for r in others]
         rows.extend(self._fallback(fb, segs))
         rows.sort(key=lambda r: (r[2], r[3]))
         if json:
@@ -76,19 +128,18 @@ class NativeCollector:
             return EncodedBatch(lines, stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"]))
         return stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows])
 
-    def _native_stats(self, k: Any, segs: list[dict[str, Any]], refused: int) -> list[dict[str, Any]]:
+    def _native_stats(self, full: int, depths: dict[int, int], segs: list[dict[str, Any]],
+                      refused: int) -> list[dict[str, Any]]:
         """``stat`` rows of the lines the native tier decided: every line of the blocks read but the
-        refused ones entered the first stage; an output passed every stage, a skipped line its depth."""
-        import pyarrow.compute as pc
-
+        refused ones entered the first stage; ``full`` outputs passed every stage, ``depths[j]`` skipped
+        lines passed ``j`` stages."""
         lines = sum(int(s["event"]) - s["seq"] + 1 for s in segs)
         decided = lines - refused
         if decided <= 0:
             return []
-        full = pc.sum(pc.is_null(k)).as_py() or 0
-        depth = pc.subtract(k.filter(pc.greater(k, SKIP_BASE)), SKIP_BASE)
-        counts = [decided] + [full + (pc.sum(pc.greater_equal(depth, j)).as_py() or 0)
-                              for j in range(1, len(self.nodes) + 1)]
+        counts = [decided]
+        for j in range(1, len(self.nodes) + 1):  # entered stage j + 1: outputs and lines past j stages
+            counts.append(full + sum(n for depth, n in depths.items() if depth >= j))
         stats = []
         for j, node in enumerate(self.nodes):
             if counts[j]:
@@ -134,26 +185,28 @@ def _blocks(seq: Any, segs: list[dict[str, Any]]) -> Any:
     return np.searchsorted(firsts, seq.to_numpy(zero_copy_only=False), side="right") - 1
 
 
-def _native_rows(outs: Any, segs: list[dict[str, Any]], input_name: str, lines: bool) -> list[tuple]:
+def _native_rows(outs: Any, segs: list[dict[str, Any]], input_name: str) -> list[tuple]:
     """The native outputs as ``OUTPUT_COLUMNS`` tuples, as the kernel's last stage emits them: ``ts``
-    their block's, ``input`` that stage's name (``lines``: the data are sink lines; their newline cut)."""
+    their block's, ``input`` that stage's name."""
     if not outs.num_rows:
         return []
     seqs = outs.column("seq").to_pylist()
     block = _blocks(outs.column("seq"), segs).tolist()
     ts = [s["ts"] for s in segs]
     data = outs.column("data").to_pylist()
-    if lines:
-        data = [d[:-1] for d in data]
     return [("out", None, seq, 0, ts[b], d, None, input_name, None) for seq, b, d in zip(seqs, block, data)]
 
 
 def _json_lines(column: Any) -> JsonLines:
-    """The sink lines of a string column whose values each end in a newline, as ``JsonLines`` over the
-    Arrow value buffers themselves (no per-line step)."""
+    """The sink lines of a string column (each value a line without its newline), as ``JsonLines`` over
+    Arrow value buffers (the newlines added in one vectorized step, no per-line Python step)."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    if column.null_count:
+        raise ValueError("a native output line is NULL")
+    column = pc.binary_join_element_wise(column, "", "\n")
     parts = []
     for chunk in column.chunks:
         n = len(chunk)

@@ -34,6 +34,7 @@ from .native_source import DESCRIPTOR, LINES_OPTION
 from .native_source import NAME as SOURCE_NAME
 from .native_source import register as register_source
 from .native_stage import NativeChain, compile_stages
+from .native_written import clear as clear_written
 from .operator import OUTPUT_COLUMNS, StageSpec
 from .query import QueryHandle, QuerySpec, _ensure_listener, start_writer
 
@@ -81,9 +82,8 @@ def expand_lines(df: Any, keys: str | None = None) -> Any:
         F.col("idx"), F.col("ts"), line.alias("data"), F.col("error"), F.col("input"), F.col("event"), *extra)
 
 
-def _decide(df: Any, chain: NativeChain, newline: bool = False) -> tuple[Any, dict[str, Any]]:
-    """``df`` with the chain's columns over its ``line`` rows, and the conditions that classify a row
-    (``newline``: the output data ends in ``\n``)."""
+def _decide(df: Any, chain: NativeChain) -> tuple[Any, dict[str, Any]]:
+    """``df`` with the chain's columns over its ``line`` rows, and the conditions that classify a row."""
     from pyspark.sql import functions as F
 
     is_line = F.col("kind") == "line"
@@ -95,7 +95,7 @@ def _decide(df: Any, chain: NativeChain, newline: bool = False) -> tuple[Any, di
     else:
         df = df.withColumn("_f", F.when(is_line, chain.fields(F.col("data"))))
         base = 0
-    guard, depth, data, pre = chain.columns(F.col("_f"), newline, base)
+    guard, depth, data, pre = chain.columns(F.col("_f"), False, base)
     for name, column in pre:  # computed once per line, as ``_f`` (see ``NativeChain.columns``); NULL where
         df = df.withColumn(name, column)  # ``_f`` is (rows other than lines)
     df = df.withColumn("_guard", F.when(is_line, guard)).withColumn("_depth", F.when(is_line, depth))
@@ -121,13 +121,12 @@ def classify(df: Any, chain: NativeChain) -> Any:
     return df.select(*cols)
 
 
-def pack(df: Any, chain: NativeChain, lines: bool = False) -> Any:
-    """The classified rows in the three columns the driver receives (``native_collect``'s table);
-    ``lines``: the outputs are a JSON sink's lines, each shipped with its newline (so the driver writes
-    the batch's text as Arrow holds it)."""
+def pack(df: Any, chain: NativeChain) -> Any:
+    """The classified rows in the three columns the driver receives (``native_collect``'s table; an
+    output's ``data`` is its JSON line, without a newline)."""
     from pyspark.sql import functions as F
 
-    df, c = _decide(df, chain, lines)
+    df, c = _decide(df, chain)
     is_line, ok, full = c["line"], c["ok"], c["full"]
     k = F.when(~is_line, F.lit(K_OTHER)).when(~ok, F.lit(K_FB)).when(full, F.lit(None)) \
         .otherwise(F.lit(SKIP_BASE) + F.col("_depth"))
@@ -167,7 +166,9 @@ def start_native_query(spark: Any, spec: QuerySpec, chain: NativeChain | None = 
     df = reader.option(LINES_OPTION, "arrow" if mode == "arrow" else "jvm").load()
     if mode != "arrow":
         df = expand_lines(df, chain.key_spec if mode == "fields" else None)
-    out = pack(df, chain, spec.out_format == "json")
+    out = pack(df, chain)
+    if spec.out_format == "json":
+        clear_written(checkpoint)  # what a stopped query left of a written batch
     handle = start_writer(spark, spec, out, checkpoint, None, 0, NativeCollector(spec))
     handle.tier = "native-jvm"
     return handle

@@ -262,7 +262,7 @@ def _ensure_listener(spark: Any) -> None:
 # ---------------------------------------------------------------- starting
 
 
-def _collect(batch_df: Any) -> list[dict[str, Any]]:
+def _collect(batch_df: Any, _batch_id: int) -> list[dict[str, Any]]:
     try:
         rows = batch_df.toArrow().to_pylist()
     except AttributeError:
@@ -351,15 +351,16 @@ def _reader(spark: Any, source: str, spec: QuerySpec, start_seq: int, partitions
 
 
 def start_writer(spark: Any, spec: QuerySpec, out: Any, checkpoint: Path, partitions: int | None,
-                 tick_ms: int, collect: Callable[[Any], list[dict[str, Any]]]) -> QueryHandle:
-    """Start ``out`` (the query's output rows) into ``foreachBatch``: ``collect`` turns a micro-batch
-    into ``on_batch`` rows on the driver. ``partitions``: shuffle partitions of a new checkpoint."""
+                 tick_ms: int, collect: Callable[[Any, int], Any]) -> QueryHandle:
+    """Start ``out`` (the query's output rows) into ``foreachBatch``: ``collect(batch_df, batch_id)``
+    turns a micro-batch into ``on_batch`` rows on the driver. ``partitions``: shuffle partitions of a new
+    checkpoint."""
     holder: dict[str, QueryHandle] = {}
 
     def bridge(batch_df: Any, batch_id: int) -> None:
         if spec.before_batch is not None:
             spec.before_batch(batch_id)
-        rows = collect(batch_df)
+        rows = collect(batch_df, batch_id)
         handle = holder.get("h")
         if handle is not None:
             handle.batches += 1

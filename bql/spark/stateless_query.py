@@ -107,7 +107,7 @@ class EncodedBatch:
         self.others = others
 
 
-def collect_encoded(batch_df: Any) -> EncodedBatch:
+def collect_encoded(batch_df: Any, _batch_id: int) -> EncodedBatch:
     """Sort the batch by ``(seq, idx)`` in Arrow and keep the ``out`` lines as text (no decode)."""
     import pyarrow.compute as pc
 
