@@ -67,7 +67,8 @@ def write_rows(batch_df: Any, folder: Path) -> list[Path]:
     from pyspark.sql import functions as F
 
     text = text_column(F.col("k"), F.col("seq"), F.col("data"))
-    batch_df.select(text).write.mode("error").text(str(folder))
+    # plain text whatever the session's Hadoop output compression says
+    batch_df.select(text).write.mode("error").option("compression", "none").text(str(folder))
     return sorted(p for p in folder.iterdir() if p.name.startswith("part-"))
 
 
