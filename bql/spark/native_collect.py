@@ -206,7 +206,7 @@ def _json_lines(column: Any) -> JsonLines:
 
     if column.null_count:
         raise ValueError("a native output line is NULL")
-    column = pc.binary_join_element_wise(column, "", "\n")
+    column = pc.binary_join_element_wise(column, pa.scalar("", column.type), pa.scalar("\n", column.type))
     parts = []
     for chunk in column.chunks:
         n = len(chunk)
