@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -92,7 +93,7 @@ class NativeCollector:
             else:
                 depths[k - SKIP_BASE] += 1
         segs = [r for r in others if r["kind"] == "seg"]
-        if any(r["kind"] == "out" for r in others) or any(a["seq"] >= b["seq"] for a, b in zip(segs, segs[1:])):
+        if any(r["kind"] == "out" for r in others) or any(a["seq"] >= b["seq"] for a, b in pairwise(segs)):
             return None
         others = sorted((r for r in others if r["kind"] != "seg"), key=_order)
         stats = self._native_stats(len(rows.lines), depths, segs, 0)
