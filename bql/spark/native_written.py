@@ -74,6 +74,8 @@ def write_rows(batch_df: Any, folder: Path) -> list[Path]:
 
 def read_rows(files: list[Path]) -> WrittenRows:
     """The written rows split into outputs and marked rows (see the module doc)."""
+    import numpy as np
+
     parts: list[memoryview] = []
     marked: list[bytes] = []
     outputs = 0
@@ -83,11 +85,10 @@ def read_rows(files: list[Path]) -> WrittenRows:
             continue
         if not raw.endswith(b"\n"):
             raise ValueError(f"{path}: a written batch file ends without a newline")
-        lines = raw.count(b"\n")
-        marks = raw.count(b"\n\x01") + raw.startswith(b"\x01")
+        lines = int(np.count_nonzero(np.frombuffer(raw, dtype=np.uint8) == 10))
+        split = _split_few(raw)
+        kept, mine, marks = split if split is not None else _split_many(raw)
         outputs += lines - marks
-        split = _split_few if marks <= FEW_MARKS else _split_many
-        kept, mine = split(raw)
         parts.extend(kept)
         marked.append(mine)
     return WrittenRows(JsonLines(parts, outputs), _parse_marked(b"".join(marked)))
@@ -96,39 +97,41 @@ def read_rows(files: list[Path]) -> WrittenRows:
 FEW_MARKS = 4096  # up to this many marked lines in a file, slices between them; more: numpy masks
 
 
-def _split_few(raw: bytes) -> tuple[list[memoryview], bytes]:
-    """``raw``'s unmarked lines as views between its marked lines, and the marked lines themselves."""
+def _split_few(raw: bytes) -> tuple[list[memoryview], bytes, int] | None:
+    """``raw``'s unmarked lines as views between its marked lines, the marked lines themselves and their
+    number; None when there are more than ``FEW_MARKS``. A ``MARK`` byte is found with ``find`` (a
+    ``memchr``); one that does not start a line is inside an output line and is passed over."""
     view = memoryview(raw)
     kept, mine = [], []
     start = 0
-    at = 0 if raw.startswith(b"\x01") else _next_mark(raw, 0)
+    at = raw.find(b"\x01")
     while at >= 0:
+        if at and raw[at - 1] != 10:  # not at a line's start
+            at = raw.find(b"\x01", at + 1)
+            continue
+        if len(mine) == FEW_MARKS:
+            return None
         if at > start:
             kept.append(view[start:at])
         end = raw.index(b"\n", at) + 1
         mine.append(view[at:end])
         start = end
-        at = _next_mark(raw, end - 1)
+        at = raw.find(b"\x01", end)
     if start < len(raw):
         kept.append(view[start:])
-    return kept, b"".join(mine)
+    return kept, b"".join(mine), len(mine)
 
 
-def _split_many(raw: bytes) -> tuple[list[memoryview], bytes]:
+def _split_many(raw: bytes) -> tuple[list[memoryview], bytes, int]:
     """``_split_few`` by whole-array steps: each byte's line is marked or not."""
     import numpy as np
 
     arr = np.frombuffer(raw, dtype=np.uint8)
     ends = np.flatnonzero(arr == 10)
     starts = np.concatenate(([0], ends[:-1] + 1))
-    per_byte = np.repeat(arr[starts] == 1, ends - starts + 1)
-    return [memoryview(arr[~per_byte])], arr[per_byte].tobytes()
-
-
-def _next_mark(raw: bytes, after: int) -> int:
-    """Where the next marked line after the newline at or after ``after`` starts (-1: none)."""
-    found = raw.find(b"\n\x01", after)
-    return found + 1 if found >= 0 else -1
+    marks = arr[starts] == 1
+    per_byte = np.repeat(marks, ends - starts + 1)
+    return [memoryview(arr[~per_byte])], arr[per_byte].tobytes(), int(np.count_nonzero(marks))
 
 
 def _parse_marked(text: bytes) -> list[dict[str, Any]]:
