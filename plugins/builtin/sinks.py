@@ -142,7 +142,7 @@ class FileSink:
     # ------------------------------------------------------------ writing
 
     def write(self, tuples: list[dict[str, Any]], batch: tuple[str, int] | None = None) -> None:
-        self._append(b"".join(to_json_bytes(t) + b"\n" for t in tuples), batch)
+        self._append([b"".join(to_json_bytes(t) + b"\n" for t in tuples)], batch)
 
     takes_json_text = True  # ``write_json_lines`` also takes a ``JsonLines`` (written as it is)
 
@@ -150,11 +150,12 @@ class FileSink:
         """``write`` for tuples already encoded as ``sbpy.bql.jsonio.to_json`` text (one per line): the
         stateless execution encodes them on the executors, so the driver only appends."""
         if isinstance(lines, JsonLines):
-            self._append(lines.text(), batch)
+            self._append(lines.parts, batch)  # the text's pieces as they are: no joined copy
             return
-        self._append(("\n".join(lines) + "\n").encode("utf-8") if lines else b"", batch)
+        self._append([("\n".join(lines) + "\n").encode("utf-8")] if lines else [], batch)
 
-    def _append(self, data: bytes, batch: tuple[str, int] | None) -> None:
+    def _append(self, parts: list[Any], batch: tuple[str, int] | None) -> None:
+        """Append the bytes of ``parts`` (bytes-like, in order) as one durable write of batch ``batch``."""
         with self.lock:
             if self.f is None:
                 raise RuntimeError("the sink is closed")
@@ -165,7 +166,8 @@ class FileSink:
             if self.f.tell() != self.commit["size"]:  # a torn write before a crash
                 self.f.truncate(self.commit["size"])
                 self.f.seek(self.commit["size"])
-            self.f.write(data)
+            for part in parts:
+                self.f.write(part)
             self.f.flush()
             os.fsync(self.f.fileno())  # the rows are durable before the record that commits them
             self.commit["size"] = self.f.tell()
