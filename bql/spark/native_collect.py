@@ -28,6 +28,7 @@ merge: the executors write its rows and the driver reads the files (``native_wri
 """
 from __future__ import annotations
 
+import logging
 import shutil
 from collections import Counter
 from itertools import pairwise
@@ -42,6 +43,8 @@ from . import native_written as nw
 from .operator import OUTPUT_COLUMNS
 from .query import QuerySpec
 
+log = logging.getLogger("sbpy.native")
+
 K_OTHER = 0
 K_FB = 1
 SKIP_BASE = 1  # a skipped line's k is SKIP_BASE + the stages it passed (at least one)
@@ -55,9 +58,10 @@ class NativeCollector:
         self.spec = spec
         self.nodes = [s.node for s in spec.stages]
         self.inputs = [s.inputs[0] for s in spec.stages]
+        self.incomplete = False  # a written batch lacked files: the query collects through Arrow from then on
 
     def __call__(self, batch_df: Any, batch_id: int) -> Any:
-        if self.spec.out_format == "json" and self._large(batch_id):
+        if self.spec.out_format == "json" and not self.incomplete and self._large(batch_id):
             written = self._written(batch_df)
             if written is not None:
                 return written
@@ -77,7 +81,13 @@ class NativeCollector:
 
         folder = nw.batch_folder(self.spec.checkpoint_dir)
         try:
-            rows = nw.read_rows(nw.write_rows(batch_df, folder))
+            files = nw.write_rows(batch_df, folder)
+            if not nw.complete(files, nw.partitions_to_check(batch_df)):
+                log.warning("query '%s': a written batch lacks partitions' files (executors writing to disks "
+                            "of their own?): its batches are collected through Arrow", self.spec.query_id)
+                self.incomplete = True
+                return None
+            rows = nw.read_rows(files)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         others: list[dict[str, Any]] = []

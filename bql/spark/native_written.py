@@ -12,7 +12,8 @@ Spark's text writer, one file per partition, in parallel), one text line per row
   starts no JSON text) followed by the JSON of its ``k``, ``seq``
   and ``data``.
 
-``read_rows`` reads the files in partition order (their names carry the partition index) and splits
+``read_rows`` reads the files — on a cluster only when there is one for each partition (``complete``) —
+in partition order (their names carry the partition index) and splits
 each at its marked lines, so the outputs reach the sink as the files' own bytes (``jsonio.JsonLines``:
 no per-line step on the driver). Partitions are seq ranges in order and a partition writes its rows in
 the order it produced them, so the outputs are in arrival order; the collector checks this on the
@@ -70,6 +71,21 @@ def write_rows(batch_df: Any, folder: Path) -> list[Path]:
     # plain text whatever the session's Hadoop output compression says
     batch_df.select(text).write.mode("error").option("compression", "none").text(str(folder))
     return sorted(p for p in folder.iterdir() if p.name.startswith("part-"))
+
+
+def complete(files: list[Path], partitions: int | None) -> bool:
+    """Whether the driver sees every partition's file: ``partitions`` None means one filesystem (a local
+    master); on a cluster there must be a file per partition — an executor writing to a disk of its own
+    leaves the driver's folder without its file, and the batch must then be collected through Arrow, not
+    lose those rows (a partition that wrote no row is counted missing too: only a slower batch)."""
+    return partitions is None or len(files) >= partitions
+
+
+def partitions_to_check(batch_df: Any) -> int | None:
+    """The batch's partitions on a cluster, None on a local master (see ``complete``)."""
+    if batch_df.sparkSession.sparkContext.master.startswith("local"):
+        return None
+    return batch_df.rdd.getNumPartitions()
 
 
 def read_rows(files: list[Path]) -> WrittenRows:

@@ -13,6 +13,7 @@ same result. ``read_rows`` itself is checked on hand-made files.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from sbpy.bql.plan import plan_query
@@ -166,3 +167,44 @@ def test_read_rows_splits_marked_lines(tmp_path, monkeypatch, few_marks):
     (tmp_path / "bad").write_bytes(b'{"a":1}')
     with pytest.raises(ValueError, match="without a newline"):
         nw.read_rows([tmp_path / "bad"])
+
+
+def _cluster_check(monkeypatch):
+    """Check the files as on a cluster (one file per partition), in this local session."""
+    monkeypatch.setattr(nw, "partitions_to_check", lambda batch_df: batch_df.rdd.getNumPartitions())
+
+
+def test_on_a_cluster_every_partition_file_is_there(spark, tmp_path, monkeypatch):
+    journal_dir, head = _journal(tmp_path, _clean_line)
+    monkeypatch.setattr(nw, "WRITE_MIN_SEQS", 0)
+    _cluster_check(monkeypatch)
+    seen = _counting(monkeypatch)
+    assert _got(_run(spark, tmp_path, journal_dir, "cluster")) == _expected(journal_dir, head)
+    assert seen["written"] >= 3 and seen["arrow"] == 0
+
+
+def test_a_partition_file_the_driver_cannot_see_sends_the_query_to_arrow(spark, tmp_path, monkeypatch, caplog):
+    """An executor writing to a disk of its own: its file is not in the driver's folder. The batch is
+    collected through Arrow (no row lost) and so is every later batch of the query."""
+    journal_dir, head = _journal(tmp_path, _clean_line)
+    monkeypatch.setattr(nw, "WRITE_MIN_SEQS", 0)
+    _cluster_check(monkeypatch)
+    write_rows = nw.write_rows
+    writes = Counter()
+
+    def losing_one(batch_df, folder):
+        files = write_rows(batch_df, folder)
+        writes["n"] += 1
+        files[-1].unlink()
+        return files[:-1]
+
+    monkeypatch.setattr(nw, "write_rows", losing_one)
+    seen = _counting(monkeypatch)
+    assert _got(_run(spark, tmp_path, journal_dir, "lost")) == _expected(journal_dir, head)
+    assert writes["n"] == 1 and seen["written"] == 0 and seen["arrow"] >= 3
+    assert any("lacks partitions' files" in r.getMessage() for r in caplog.records)
+
+
+def test_complete():
+    files = [Path("part-00000"), Path("part-00001")]
+    assert nw.complete(files, None) and nw.complete(files, 2) and not nw.complete(files, 3)
