@@ -95,7 +95,7 @@ def _decide(df: Any, chain: NativeChain) -> tuple[Any, dict[str, Any]]:
     else:
         df = df.withColumn("_f", F.when(is_line, chain.fields(F.col("data"))))
         base = 0
-    guard, depth, data, pre = chain.columns(F.col("_f"), False, base)
+    guard, depth, data, pre = chain.columns(F.col("_f"), base)
     for name, column in pre:  # computed once per line, as ``_f`` (see ``NativeChain.columns``); NULL where
         df = df.withColumn(name, column)  # ``_f`` is (rows other than lines)
     df = df.withColumn("_guard", F.when(is_line, guard)).withColumn("_depth", F.when(is_line, depth))

@@ -97,17 +97,17 @@ class NativeChain:
 
         return F.call_function("sbpy_json_fields", line, F.lit(self.key_spec))
 
-    def columns(self, fields: Any, newline: bool = False, base: int = 0) -> tuple[Any, Any, Any, list]:
+    def columns(self, fields: Any, base: int = 0) -> tuple[Any, Any, Any, list]:
         """``(guard, depth, data, pre)`` columns over ``fields``, a column holding ``fields(line)``, or any
         array with the same elements from index ``base`` (``sbpy_file_fields``' lines: ``base`` 2)
-        (``newline``: ``data`` ends in ``\n``, a sink line as it is written); ``pre``: ``[(name, column)]``
-        to add, in order, before the others (values of arithmetic they read by name: ``native_arith``).
+        (``data``: the output's JSON line, without a newline); ``pre``: ``[(name, column)]`` to add, in
+        order, before the others (values of arithmetic they read by name: ``native_arith``).
 
         Every class and text the chain reads is an element of ``fields``, so the caller should make
         it a column of its own (``native_query.classify`` does) and the JVM pass runs once per line:
         written inline, Spark's common-subexpression elimination does not reach into the CASE
         branches that build ``data``, and the pass would run again there."""
-        return _build(list(self.plan), fields, self.keys, "\n" if newline else "", base, self.numeric)
+        return _build(list(self.plan), fields, self.keys, base, self.numeric)
 
 
 def compile_stages(stages: Sequence[tuple[str, Any]], context: Any = None) -> NativeChain:
@@ -255,8 +255,7 @@ def _number(e: Any, value: Any, functions: Any) -> tuple:
 # ---------------------------------------------------------------- columns
 
 
-def _build(plan: list, f: Any, keys: tuple, end: str, base: int,
-           numbers: frozenset[int]) -> tuple[Any, Any, Any, list]:
+def _build(plan: list, f: Any, keys: tuple, base: int, numbers: frozenset[int]) -> tuple[Any, Any, Any, list]:
     from pyspark.sql import functions as F
 
     nkeys = len(keys)
@@ -355,7 +354,7 @@ def _build(plan: list, f: Any, keys: tuple, end: str, base: int,
         else:
             guards.append(text[val.slot].isNotNull())  # the pass gives the text of written-back classes only
             pieces.append(text[val.slot])
-    data = F.concat(*pieces, F.lit("}" + end)) if pieces else F.lit("{}" + end)
+    data = F.concat(*pieces, F.lit("}")) if pieces else F.lit("{}")
     depth = F.lit(len(plan))
     for k in range(len(plan) - 1, -1, -1):
         if passes[k] is not None:
