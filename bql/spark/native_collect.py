@@ -77,8 +77,6 @@ class NativeCollector:
     def _written(self, batch_df: Any) -> Any:
         """The batch written by the executors and read back (``native_written``), or None where the
         driver must merge rows by seq (refused lines, Python-tier outputs, blocks out of order)."""
-        from .stateless_query import EncodedBatch
-
         folder = nw.batch_folder(self.spec.checkpoint_dir)
         try:
             files = nw.write_rows(batch_df, folder)
@@ -90,24 +88,22 @@ class NativeCollector:
             rows = nw.read_rows(files)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        others: list[dict[str, Any]] = []
+        texts: list[str] = []
         depths: Counter[int] = Counter()
         for row in rows.marked:
             k = row.get("k")
             if k is None:
                 raise ValueError("a native output line is NULL")
             if k == K_OTHER:
-                others.append(_other(row["data"]))
+                texts.append(row["data"])
             elif k == K_FB:
                 return None
             else:
                 depths[k - SKIP_BASE] += 1
-        segs = [r for r in others if r["kind"] == "seg"]
+        segs, others = _split_others(texts)  # the seg rows in file order
         if any(r["kind"] == "out" for r in others) or any(a["seq"] >= b["seq"] for a, b in pairwise(segs)):
             return None
-        others = sorted((r for r in others if r["kind"] != "seg"), key=_order)
-        stats = self._native_stats(len(rows.lines), depths, segs, 0)
-        return EncodedBatch(rows.lines, stats + _decoded(others))
+        return _lines_batch(rows.lines, self._native_stats(len(rows.lines), depths, segs, 0), others)
 
     def _collected(self, batch_df: Any) -> Any:
         """The batch through Arrow (``toArrow``), merged by ``(seq, idx)`` on the driver."""
@@ -115,9 +111,8 @@ class NativeCollector:
 
         table = batch_df.toArrow()
         k = table.column("k")
-        others = [_other(text) for text in table.filter(pc.equal(k, K_OTHER)).column("data").to_pylist()]
-        segs = sorted((r for r in others if r["kind"] == "seg"), key=lambda r: r["seq"])
-        others = [r for r in others if r["kind"] != "seg"]
+        segs, others = _split_others(table.filter(pc.equal(k, K_OTHER)).column("data").to_pylist())
+        segs.sort(key=lambda r: r["seq"])
         fb = table.filter(pc.equal(k, K_FB))
         skipped = pc.value_counts(pc.subtract(k.filter(pc.greater(k, SKIP_BASE)), SKIP_BASE))
         depths = dict(zip(skipped.field("values").to_pylist(), skipped.field("counts").to_pylist()))
@@ -125,10 +120,7 @@ class NativeCollector:
         outs = _in_order(table.filter(pc.is_null(k)))
         json = self.spec.out_format == "json"
         if json and not fb.num_rows and not any(r["kind"] == "out" for r in others):
-            from .stateless_query import EncodedBatch
-
-            others.sort(key=_order)
-            return EncodedBatch(_json_lines(outs.column("data")), stats + _decoded(others))
+            return _lines_batch(_json_lines(outs.column("data")), stats, others)
         rows = _native_rows(outs, segs, self.nodes[-1]) + [tuple(r[c] for c in OUTPUT_COLUMNS) for r in others]
         rows.extend(self._fallback(fb, segs))
         rows.sort(key=lambda r: (r[2], r[3]))
@@ -176,6 +168,21 @@ class NativeCollector:
         spec = self.spec
         pipeline = chain_pipeline(spec.query_id + "/driver", spec.stages, spec.topology, spec.out_format)
         return run_rows(pipeline, journal_rows)
+
+
+def _split_others(texts: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``K_OTHER`` rows (their ``data``) as ``OUTPUT_COLUMNS`` dicts: the ``seg`` rows and the rest, each
+    in the given order."""
+    rows = [_other(text) for text in texts]
+    return [r for r in rows if r["kind"] == "seg"], [r for r in rows if r["kind"] != "seg"]
+
+
+def _lines_batch(lines: Any, stats: list[dict[str, Any]], others: list[dict[str, Any]]) -> Any:
+    """A JSON sink's batch whose outputs are all native (``lines``, in arrival order): the ``stat`` rows,
+    then the other rows by ``(seq, idx)``."""
+    from .stateless_query import EncodedBatch
+
+    return EncodedBatch(lines, stats + _decoded(sorted(others, key=_order)))
 
 
 def _other(text: str) -> dict[str, Any]:
