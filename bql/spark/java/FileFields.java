@@ -35,12 +35,17 @@ import scala.runtime.AbstractFunction1;
  */
 public final class FileFields {
   private static final UTF8String ACCEPTED = UTF8String.fromString("");
+  // the parsed key specs of the chains this JVM ran (few; emptied past KEEP_KEYS so it stays bounded)
   private static final ConcurrentHashMap<String, JsonScan.Keys> KEYS = new ConcurrentHashMap<>();
+  private static final int KEEP_KEYS = 64;
 
   private FileFields() {}
 
   /** The block's lines with their fields, as Catalyst arrays (see the class comment). */
   public static ArrayData fields(UTF8String path, UTF8String spec, UTF8String keySpec) {
+    if (KEYS.size() > KEEP_KEYS) {
+      KEYS.clear();
+    }
     JsonScan.Keys keys = KEYS.computeIfAbsent(keySpec.toString(), JsonScan.Keys::new);
     UTF8String[] lines;
     try {
