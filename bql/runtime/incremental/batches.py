@@ -19,6 +19,7 @@ projection, or the processor runs as the reference kernel. ``BatchSteps`` is a m
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from ..kernel import _message
@@ -61,7 +62,7 @@ class BatchSteps:
             if self.batch is not None:
                 return self._generated_batch(tuples)
             if self.grouped is not None:
-                return self._steps_batch(tuples, self.grouped.advance_rows, None)
+                return self._grouped_batch(tuples)
             return self._rows_batch(tuples, self._delta_rows)
         if self.paired is not None:
             targets = self.targets.get(input_name)
@@ -87,6 +88,33 @@ class BatchSteps:
                 out += done
                 if len(done) < len(chunk):  # the processor finished (the contract's short list)
                     break
+        return out
+
+    def _grouped_batch(self, tuples: list[Tuple]) -> list[Any]:
+        """A one-FROM-item RSTREAM GROUP BY's batch: runs of its light loop (``group_batch``) where the
+        statement and the batch's length allow one; the tuple a run stops at (or a general state the loop
+        cannot load) takes the generated step (``_steps_batch``), and so do as many tuples after it as the
+        window then holds — what stopped the loop may stay in the window that long — before the next run."""
+        grouped = self.grouped
+        light = grouped.light
+        advance = grouped.advance_rows
+        out: list[Any] = []
+        start, n = 0, len(tuples)
+        while light is not None and start < n and light.takes(n - start):
+            ran = light.run(islice(tuples, start, None) if start else tuples)
+            if ran is not None:
+                answers, taken = ran
+                out += answers
+                start += taken
+                if start == n:
+                    break
+            out += self._steps_batch(tuples[start:start + 1], advance, None)
+            start += 1
+            then = min(n, start + len(self.slots[0].window.entries))
+            out += self._steps_batch(tuples[start:then], advance, None)
+            start = then
+        if start < n:
+            out += self._steps_batch(tuples[start:] if start else tuples, advance, None)
         return out
 
     def _steps_batch(self, tuples: list[Tuple], advance: Callable[..., list[dict]], k: int | None) -> list[Any]:

@@ -47,6 +47,7 @@ from ..windows import Entry
 from .aggregates import CountAllState
 from .emitter import row_key
 from .field_access import MISSING, plain_field
+from .group_batch import light_batch
 from .groups import Group, GroupItem
 from .output_order import OutputOrder
 from .relation import _SCALARS, Row
@@ -74,7 +75,7 @@ class GroupedStep:
     """The generated step of one statement: ``advance(tup)`` (the state stays on the processor, whose
     ``restore`` replaces windows, relation and table; the step reads them at every call)."""
 
-    __slots__ = ("advance", "advance_rows", "order", "source")
+    __slots__ = ("absorb", "advance", "advance_rows", "item", "light", "order", "source")
 
     def __init__(self, proc: Any, key_name: str | None):
         self.order = OutputOrder()
@@ -95,7 +96,8 @@ class GroupedStep:
         scope["ROW_KEY_OF"] = row_key
         emit = _emit_lines(key_name is None) if proc.delta is None else _delta_emit_lines(key_name is None)
         lines = (_advance_lines(proc, key_name, scope) + emit + _remove_lines(groups)
-                 + _item_lines(groups, alias, scope, proc.delta is not None))
+                 + _item_lines(groups, alias, scope, proc.delta is not None)
+                 + _advance_lines(proc, key_name, scope, "absorb", "None", where=False))
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<grouped step>", "exec"), scope)  # noqa: S102 - generated from the AST
         # the step answering the output maps (each its own copy), for ``process_batch``; ``advance`` gives
@@ -103,13 +105,22 @@ class GroupedStep:
         advance_rows: Callable[[Tuple], list[dict]] = scope["advance_rows"]
         self.advance_rows = advance_rows
         self.advance: Callable[[Tuple], list[Tuple]] = lambda tup: stamped(advance_rows(tup), tup)
+        # the step without its groups' evaluation and output (``group_batch`` rebuilds a state with it),
+        # and a group's item
+        self.absorb: Callable[[Tuple], None] = scope["absorb"]
+        self.item: Callable[[Group], Any] = scope["item"]
+        # a long batch of the common statement in one loop over light state (``group_batch``)
+        self.light = light_batch(proc, key_name, scope["PREDICATE"])
 
 
-def _advance_lines(proc: Any, key_name: str | None, scope: dict[str, Any]) -> list[str]:
-    """``advance_rows(tup)``: window, relation, the new row's group, then ``emit``'s part (see module doc)."""
+def _advance_lines(proc: Any, key_name: str | None, scope: dict[str, Any], name: str = "advance_rows",
+                   tail: str = "emit(table)", where: bool = True) -> list[str]:
+    """``advance_rows(tup)``: window, relation, the new row's group, then ``emit``'s part (see module doc);
+    ``absorb(tup)`` (``tail`` None, not ``where``) the same for a tuple known to pass WHERE, without
+    ``emit``: the touched groups stay touched."""
     groups = proc.groups
     lines = [
-        "def advance_rows(tup):",
+        f"def {name}(tup):",
         "    proc = PROC",
         "    window, relation, table = proc.slots[0].window, proc.relation, proc.table",
         "    rows, by_eid = relation.rows, relation.by_eid",
@@ -134,7 +145,7 @@ def _advance_lines(proc: Any, key_name: str | None, scope: dict[str, Any]) -> li
         "    d = tup.data",
         "    env = Env({ALIAS: tup})",
     ]
-    if proc.where is not None:
+    if proc.where is not None and where:
         lines += [
             "    verdict = PREDICATE(d) if PREDICATE is not None else FALLBACK",
             "    if verdict is FALLBACK:",
@@ -142,7 +153,7 @@ def _advance_lines(proc: Any, key_name: str | None, scope: dict[str, Any]) -> li
             "    else:",
             "        passes = verdict is not None",
             "    if not passes:",
-            "        return emit(table)",
+            f"        return {tail}",
         ]
     lines += [
         "    pos = relation.next_pos",
@@ -192,7 +203,7 @@ def _advance_lines(proc: Any, key_name: str | None, scope: dict[str, Any]) -> li
                       f"            group.irregular[{j}].add(pos)"]
     lines += [
         "    table.touched[key] = None",
-        "    return emit(table)",
+        f"    return {tail}",
         "",
     ]
     return lines

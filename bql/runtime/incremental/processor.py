@@ -190,7 +190,8 @@ class IncrementalSelectProcessor(BatchSteps, SelectProcessor):
         if self.groups is not None:
             parts.append(self.groups.describe())
         if self.grouped is not None:
-            parts.append("one generated step per tuple, a batch answering output maps")
+            parts.append("one generated step per tuple, a batch answering output maps"
+                         + (", a long batch in one loop over light state" if self.grouped.light is not None else ""))
         if self.paired is not None:
             parts.append("generated pair projection, a batch answering output maps")
         if self.delta_step is not None:
