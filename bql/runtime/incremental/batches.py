@@ -19,7 +19,6 @@ projection, or the processor runs as the reference kernel. ``BatchSteps`` is a m
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import islice
 from typing import Any
 
 from ..kernel import _message
@@ -101,7 +100,7 @@ class BatchSteps:
         out: list[Any] = []
         start, n = 0, len(tuples)
         while light is not None and start < n and light.takes(n - start):
-            ran = light.run(islice(tuples, start, None) if start else tuples)
+            ran = light.run(tuples, start)
             if ran is not None:
                 answers, taken = ran
                 out += answers

@@ -7,8 +7,10 @@ or ``str`` value) or the global group, ``count(*)``, ``count``, ``sum``, ``avg``
 list of those aggregates and the key field, no HAVING, a count window or a time window whose tuples arrive
 in timestamp order — ``LightBatch.run`` keeps instead what the hand-written loop keeps:
 
-- the window as a deque of ``(tuple, group, pos, eid)`` (``group`` None: WHERE was false);
-- each group as a list ``[positions, key, key value, (values, floats, int total, abs total) per summed
+- the window as a deque of its rows' groups (None: WHERE was false), with their timestamps in a time
+  window — its entries are the last arrivals, its rows the last rows, so their tuples, eids and
+  positions follow from the batch and the next ones;
+- each group as a list ``[positions, key, key value, (values, ints, int total, abs total) per summed
   field]`` — its rows leave from its head, as the window's do;
 - the output order as two lists (each group's first position, its output map), changed only where a
   group changed: the group whose first row left moves to its next row's place, a new group is last.
@@ -31,7 +33,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
-from itertools import takewhile
+from itertools import islice, takewhile
 from typing import Any
 
 from ...functions.builtin_aggregate import wrap_int64
@@ -80,7 +82,7 @@ class LightBatch:
         window = proc.slots[0].window
         fields = list(needs)
         sums = [m for m, f in enumerate(fields) if needs[f]]
-        at = {m: 3 + 4 * i for i, m in enumerate(sums)}  # values, floats, int total, abs total in a group
+        at = {m: 3 + 4 * i for i, m in enumerate(sums)}  # values, ints, int total, abs total in a group
         index = {f: m for m, f in enumerate(fields)}
         values = [_value_expr(factory, at.get(index[field[1]]) if field is not None else None)
                   for factory, field in _aggregate_fields(proc.groups)]
@@ -104,24 +106,27 @@ class LightBatch:
         """Whether a run over ``n`` tuples is worth its load and store."""
         return n >= MIN_RUN and n >= 2 * len(self.proc.slots[0].window.entries)
 
-    def run(self, tuples: list[Any]) -> tuple[list[Any], int] | None:
-        """The answers (output maps, or None) of the first tuples of ``tuples`` the loop takes and how many
-        it took; None when the general state is not one it can load."""
+    def run(self, tuples: list[Any], start: int) -> tuple[list[Any], int] | None:
+        """The answers (output maps, or None) of the first tuples of ``tuples[start:]`` the loop takes and
+        how many it took; None when the general state is not one it can load."""
         state = self.load()
         if state is None:
             return None
-        win, groups, poss, datas = state
+        win, groups, poss, datas, arrivals = state
         proc = self.proc
-        answers, taken, pos, eid, emitted = self.loop(tuples, win, groups, poss, datas,
-                                                      proc.relation.next_pos, proc.next_eid)
+        answers, pos = self.loop(islice(tuples, start, None) if start else tuples, win, groups, poss, datas,
+                                 proc.relation.next_pos)
+        taken = len(answers)
         if taken:
-            self.store(win, groups, pos, eid)
-            proc.emitted += emitted
+            arrivals += tuples[max(start, start + taken - len(win)):start + taken]
+            self.store(win, groups, pos, proc.next_eid + taken, arrivals[len(arrivals) - len(win):])
+            proc.emitted += sum(map(len, filter(None, answers)))
         return answers, taken
 
-    def load(self) -> tuple[deque[Any], dict[Any, list[Any]], list[int], list[dict[str, Any]]] | None:
-        """The light state of the processor's general state, or None when it holds what the loop does not
-        (a row waiting for its key, a failed step's leftovers, an irregular value, an unordered window)."""
+    def load(self) -> tuple[deque[Any], dict[Any, list[Any]], list[int], list[dict[str, Any]], list[Any]] | None:
+        """The light state of the processor's general state (window, groups, output order, the window's
+        tuples), or None when it holds what the loop does not (a row waiting for its key, a failed step's
+        leftovers, an irregular value, an unordered window)."""
         proc = self.proc
         window, relation, table = proc.slots[0].window, proc.relation, proc.table
         if (proc.delegate or relation.pending or table.touched or table.gone or table.empty_done
@@ -131,12 +136,19 @@ class LightBatch:
         win: deque[Any] = deque()
         # in the general table's order (a general key is the light key in a 1-tuple, the global one ())
         groups: dict[Any, list[Any]] = {gkey[0] if gkey else (): [] for gkey in table.groups}
+        timed = window.span is not None
         light_rows = 0
+        arrivals = []
+        eid = proc.next_eid - len(window.entries)
         for entry in window.entries:
             row = by_eid.get(entry.eid)
             tup = entry.tuple
+            if entry.eid != eid:  # the window's entries are the last arrivals (each arrival has an eid)
+                return None
+            eid += 1
+            arrivals.append(tup)
             if row is None:
-                win.append((tup, None, -1, entry.eid))
+                win.append((tup.ts, None) if timed else None)
                 continue
             found = self.key_of(tup.data) if type(row) is Row else None
             if found is None:
@@ -150,16 +162,17 @@ class LightBatch:
             g[0].append(row.pos)
             for i, (v, t) in enumerate(summed):
                 _add(g, 3 + 4 * i, v, t)
-            win.append((tup, g, row.pos, entry.eid))
+            win.append((tup.ts, g) if timed else g)
             light_rows += 1
         if light_rows != len(relation.rows) or not all(groups.values()):
             return None
         order = sorted(groups.values(), key=_first)
-        return win, groups, [g[0][0] for g in order], [self.data_of(g) for g in order]
+        return win, groups, [g[0][0] for g in order], [self.data_of(g) for g in order], arrivals
 
-    def store(self, win: deque[Any], groups: dict[Any, list[Any]], pos: int, eid: int) -> None:
+    def store(self, win: deque[Any], groups: dict[Any, list[Any]], pos: int, eid: int, tups: list[Any]) -> None:
         """Rebuild the general state of ``win`` (see the module doc), its groups in the order of ``groups``;
-        ``pos``, ``eid``: the next ones."""
+        ``pos``, ``eid``: the next ones; ``tups``: the window's tuples. The window's entries are the last
+        arrivals and its rows the last rows, so their eids and positions follow from the next ones."""
         proc = self.proc
         window, relation, table = proc.slots[0].window, proc.relation, proc.table
         window.entries.clear()
@@ -169,12 +182,16 @@ class LightBatch:
         grouped = proc.grouped
         absorb = grouped.absorb
         entries = window.entries
-        for tup, _, p, e in win:
-            if p < 0:  # WHERE was false or failed: an entry without a row (never evaluated again)
+        timed = window.span is not None
+        groups_of = [entry[1] for entry in win] if timed else win
+        p = pos - sum(1 for g in groups_of if g is not None)
+        for e, tup, g in zip(range(eid - len(win), eid), tups, groups_of):
+            if g is None:  # WHERE was false or failed: an entry without a row (never evaluated again)
                 entries.append(Entry(e, tup))
                 continue
             proc.next_eid, relation.next_pos = e, p
             absorb(tup)
+            p += 1
         proc.next_eid, relation.next_pos = eid, pos
         general = table.groups  # in the light groups' order, which is the general path's
         table.groups = {gkey: general[gkey] for gkey in ((key,) if key != () else () for key in groups)}
@@ -222,7 +239,7 @@ class _Shape:
         lines = [f"{g}[0].popleft()"]
         for m in self.sums:
             a = self.at[m]
-            lines += [f"v = {g}[{a}].popleft()", "if type(v) is float:", f"    {g}[{a + 1}] -= 1", "else:",
+            lines += [f"v = {g}[{a}].popleft()", "if type(v) is not float:", f"    {g}[{a + 1}] -= 1",
                       f"    {g}[{a + 2}] -= v", f"    {g}[{a + 3}] -= abs(v)"]
         return [indent + line for line in lines]
 
@@ -231,7 +248,7 @@ class _Shape:
         lines = ["g[0].append(pos)"]
         for m in self.sums:
             a = self.at[m]
-            lines += [f"g[{a}].append(a{m})", f"if t{m} is float:", f"    g[{a + 1}] += 1", "else:",
+            lines += [f"g[{a}].append(a{m})", f"if t{m} is not float:", f"    g[{a + 1}] += 1",
                       f"    g[{a + 2}] += a{m}", f"    g[{a + 3}] += abs(a{m})"]
         return [indent + line for line in lines]
 
@@ -240,76 +257,79 @@ class _Shape:
 
 
 def _loop_lines(shape: _Shape, where: bool, timed: bool) -> list[str]:
-    """``loop(tuples, win, groups, poss, datas, pos, eid)`` -> (answers, taken, pos, eid, emitted)."""
-    lines = ["def loop(tuples, win, groups, poss, datas, pos, eid):", "    out = []", "    append = out.append",
-             "    emitted = taken = 0", "    for tup in tuples:", "        d = tup.data",
+    """``loop(tuples, win, groups, poss, datas, pos)`` -> (answers, the next pos): one answer per tuple
+    taken (an arrival's eid follows from the window's)."""
+    lines = ["def loop(tuples, win, groups, poss, datas, pos):", "    out = []", "    append = out.append",
+             "    for tup in tuples:", "        d = tup.data",
              *shape.checks("break", "        ")]
     if where:
         lines += ["        try:", "            verdict = PREDICATE(d)", "        except Exception:",
                   "            break", "        if verdict is FALLBACK:", "            break",
                   "        passes = verdict is not None"]
     if timed:
-        lines += ["        ts = tup.ts", "        if win and ts < win[-1][0].ts:", "            break",
+        lines += ["        ts = tup.ts", "        if win and ts < win[-1][0]:", "            break",
                   "        try:", "            limit = ts - SPAN", "        except Exception:", "            break"]
     if where and shape.key_name is None:  # the global group must keep a row: over none it is the general path's
-        leaving = ("sum(1 for e in takewhile(lambda e: e[0].ts < limit, win) if e[1] is not None)" if timed
-                   else "(1 if len(win) >= SIZE and win[0][1] is not None else 0)")
+        leaving = ("sum(1 for e in takewhile(lambda e: e[0] < limit, win) if e[1] is not None)" if timed
+                   else "(1 if len(win) >= SIZE and win[0] is not None else 0)")
         lines += ["        if not passes:", "            g = groups.get(())",
                   f"            if g is None or len(g[0]) <= {leaving}:", "                break"]
-    lines += ["        taken += 1", "        moved = None"]
+    lines += ["        moved = None"]
     if timed:
-        lines += ["        while win and win[0][0].ts < limit:", "            og = win.popleft()[1]",
+        lines += ["        while win and win[0][0] < limit:", "            og = win.popleft()[1]",
                   "            if og is not None:", *shape.pop("og", "                "),
                   "                if moved is None:", "                    moved = {}",
                   "                if og[1] not in moved:", "                    del poss[0], datas[0]",
                   "                    moved[og[1]] = og", "                if not og[0]:",
                   "                    del groups[og[1]], moved[og[1]]"]
     else:
-        lines += ["        if len(win) >= SIZE:", "            og = win.popleft()[1]", "            if og is not None:",
+        lines += ["        if len(win) >= SIZE:", "            og = win.popleft()", "            if og is not None:",
                   *shape.pop("og", "                "), "                del poss[0], datas[0]",
                   "                if og[0]:", "                    moved = og", "                else:",
                   "                    del groups[og[1]]"]
-    add = ["g = groups.get(key)", "if g is None:", f"    g = groups[key] = {shape.new_group()}",
-           "    fresh = True", "else:", "    fresh = False", *shape.push(""),
-           "win.append((tup, g, pos, eid))", "pos += 1"]
+    if timed:
+        add = ["g = groups.get(key)", "if g is None:", f"    g = groups[key] = {shape.new_group()}",
+               "    fresh = True", "else:", "    fresh = False", *shape.push(""),
+               "win.append((ts, g))", "pos += 1"]
+        again = "moved is not None and moved.get(key) is g"
+        # the moved groups re-placed (a moved g among them), then g
+        place = ["if moved:", "    for og in moved.values():", *shape.data("og", "        "),
+                 "        fp = og[0][0]", "        i = bisect_left(poss, fp)", "        poss.insert(i, fp)",
+                 "        datas.insert(i, data)",
+                 "if fresh:", *shape.data("g", "    "), "    poss.append(g[0][0])", "    datas.append(data)",
+                 f"elif not ({again}):", *shape.data("g", "    "), "    datas[bisect_left(poss, g[0][0])] = data"]
+        add += place if not where else []
+    else:  # g first (a new group is last, a moved g takes its next row's place), then a moved other group
+        add = ["g = groups.get(key)", "if g is None:", f"    g = groups[key] = {shape.new_group()}",
+               *shape.push("    "), *shape.data("g", "    "), "    poss.append(pos)", "    datas.append(data)",
+               "else:", *shape.push("    "), *shape.data("g", "    "), "    if g is moved:",
+               "        i = bisect_left(poss, g[0][0])", "        poss.insert(i, g[0][0])",
+               "        datas.insert(i, data)", "    else:", "        datas[bisect_left(poss, g[0][0])] = data",
+               "win.append(g)", "pos += 1"]
+        place = ["if moved is not None and moved is not g:", *shape.data("moved", "    "),
+                 "    fp = moved[0][0]", "    i = bisect_left(poss, fp)", "    poss.insert(i, fp)",
+                 "    datas.insert(i, data)"]
     if where:
         lines += ["        if passes:", *("            " + line for line in add), "        else:",
-                  "            win.append((tup, None, -1, eid))", "            g = None"]
+                  f"            win.append({'(ts, None)' if timed else 'None'})", "            g = None"]
+        if timed:  # the moved groups, and g when WHERE kept its row
+            place = [line.replace("if fresh:", "if g is not None and fresh:")
+                     .replace(f"elif not ({again}):", f"elif g is not None and not ({again}):") for line in place]
+            lines += ["        " + line for line in place]
+        else:
+            lines += ["        " + line for line in place]
     else:
         lines += ["        " + line for line in add]
-    lines.append("        eid += 1")
-    if timed:
-        lines += ["        if moved:", "            for og in moved.values():", *shape.data("og", "                "),
-                  "                fp = og[0][0]", "                i = bisect_left(poss, fp)",
-                  "                poss.insert(i, fp)", "                datas.insert(i, data)"]
-        again = "moved is not None and moved.get(key) is g"
-    else:
-        lines += ["        if moved is not None and moved is not g:", *shape.data("moved", "            "),
-                  "            fp = moved[0][0]", "            i = bisect_left(poss, fp)",
-                  "            poss.insert(i, fp)", "            datas.insert(i, data)"]
-        again = "g is moved"
-    tail = ["if fresh:", "    poss.append(g[0][0])", "    datas.append(data)", f"elif {again}:"]
-    tail += (["    pass  # re-placed with the moved groups"] if timed else
-             ["    fp = g[0][0]", "    i = bisect_left(poss, fp)", "    poss.insert(i, fp)", "    datas.insert(i, data)"])
-    tail += ["else:", "    datas[bisect_left(poss, g[0][0])] = data"]
-    body = [*shape.data("g", ""), *tail]
-    if timed:  # a moved g already has its map
-        body = [f"if not ({again}):", *("    " + line for line in shape.data("g", "")), *tail]
-    if where:
-        lines += ["        if g is not None:", *("            " + line for line in body)]
-    else:
-        lines += ["        " + line for line in body]
-    lines += ["        if datas:", "            rows = list(map(copy, datas))", "            emitted += len(rows)",
-              "            append(rows)", "        else:", "            append(None)",
-              "    return out, taken, pos, eid, emitted", ""]
+        if not timed:
+            lines += ["        " + line for line in place]
+    lines += ["        append(list(map(copy, datas)) if datas else None)", "    return out, pos", ""]
     return lines
 
 
 def _add(g: list[Any], at: int, v: Any, t: type) -> None:
     g[at].append(v)
-    if t is float:
+    if t is not float:
         g[at + 1] += 1
-    else:
         g[at + 2] += v
         g[at + 3] += abs(v)
 
@@ -329,9 +349,9 @@ def _value_expr(factory: Any, at: int | None) -> str:
     if factory is CountAllState or factory is CountState:
         return "len(g[0])"
     assert at is not None
-    vals, floats, total, absolute = (f"g[{at + i}]" for i in range(4))
-    fsum = f"(sum({vals}) if {floats} == len({vals}) else sum(map(float, {vals})))"
-    if factory is SumState:
-        return f"(WRAP({total}) if not {floats} else float{fsum})"
-    return (f"(float({total}) / len({vals}) if not {floats} and {absolute} <= EXACT "
-            f"else {fsum} / len({vals}))")
+    vals, ints, total, absolute = (f"g[{at + i}]" for i in range(4))
+    if factory is SumState:  # a sum of floats is a float
+        return (f"(sum({vals}) if not {ints} else WRAP({total}) if {ints} == len({vals}) "
+                f"else sum(map(float, {vals})))")
+    return (f"(sum({vals}) / len({vals}) if not {ints} else float({total}) / len({vals}) "
+            f"if {ints} == len({vals}) and {absolute} <= EXACT else sum(map(float, {vals})) / len({vals}))")

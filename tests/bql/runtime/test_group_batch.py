@@ -132,7 +132,7 @@ def _counting(proc: Any) -> list[int]:
 
     def counted(*args: Any) -> Any:
         out = loop(*args)
-        taken[0] += out[1]
+        taken[0] += len(out[0])
         return out
 
     light.loop = counted
