@@ -6,7 +6,7 @@ costs ~4× a hand-written loop (the call, a ``StepResult`` and an output ``Tuple
 writes the same stage over a whole batch (``generate_batch``)::
 
     def batch(tuples):
-        return [(<output map> if <WHERE> else None) for t in tuples for d in (t.data,)]
+        return [(<output map> if <WHERE> else None) for d in map(DATA, tuples)]   # DATA: attrgetter("data")
 
 one entry per tuple: its output map, or None when WHERE is false. An output map shares the maps and
 arrays it projects with its input row (the per-tuple step copies them): a host encodes the batch's rows
@@ -39,6 +39,7 @@ of every comparison); ``tests/spark/test_pipeline_batches.py`` holds the host th
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from sbpy.bql.ast import BinaryOp, FieldRef, KeyStep, Literal, UnaryOp
@@ -287,8 +288,9 @@ def generate_batch(where: Any, projections: list[tuple[str, Any]], alias: str, l
     except _Unsupported:
         return None
     element = row if cond is None else f"({row} if {cond} else None)"
-    source = f"def batch(tuples):\n    return [{element} for t in tuples for d in (t.data,)]\n"
-    scope: dict[str, Any] = {"FALLBACK": _fallback, "NUMBERS": _NUMBERS, "ROW_ENV": row_env(alias), **_HELPERS,
+    source = f"def batch(tuples):\n    return [{element} for d in map(DATA, tuples)]\n"
+    scope: dict[str, Any] = {"FALLBACK": _fallback, "NUMBERS": _NUMBERS, "ROW_ENV": row_env(alias),
+                             "DATA": attrgetter("data"), **_HELPERS,
                              **w.consts}
     exec(compile(source, f"<batch stage {alias}>", "exec"), scope)  # noqa: S102 - generated from the AST
     batch = scope["batch"]

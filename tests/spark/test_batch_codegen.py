@@ -106,7 +106,7 @@ def test_every_edge_value_against_every_comparison():
 
 def test_the_bench_statement_runs_as_one_comprehension():
     proc = _build(B1)
-    assert "for t in tuples" in proc.batch.source
+    assert "for d in map(DATA, tuples)" in proc.batch.source
     assert "a batch as one list comprehension" in proc.kernel_description()  # EXPLAIN's kernel line
     data = [{"id": i, "price": [7.5, 8, 7, 9.25][i % 4], "x": "y"} for i in range(20)]
     assert proc.batch(_tuples(data)) == [{"id": i, "price": d["price"]} if d["price"] < 8 else None
