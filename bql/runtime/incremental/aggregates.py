@@ -31,6 +31,7 @@ from bisect import bisect_left, insort
 from typing import Any, Callable
 
 from ...ast import Wildcard
+from ...errors import BQLEvaluationError
 from ...functions.builtin_aggregate import SPECS, wrap_int64
 
 _BUILTIN_IMPLS = {spec.impl: spec.name for spec in SPECS}
@@ -140,10 +141,13 @@ class SumState:
             self.int_total -= v
             self.abs_total -= abs(v)
 
-    def _float_sum(self) -> float:
+    def _float_sum(self, name: str = "sum") -> float:
         if self.floats == len(self.values):
             return sum(self.values.values())
-        return sum(float(v) for v in self.values.values())
+        try:
+            return sum(float(v) for v in self.values.values())
+        except OverflowError as err:  # an int beyond a float's range: the reference's error
+            raise BQLEvaluationError(f"aggregate '{name}' failed: {err}") from err
 
     def result(self) -> Any:
         if not self.values:
@@ -162,7 +166,7 @@ class AvgState(SumState):
             return None
         if not self.floats and self.abs_total <= _EXACT_FLOAT_INTS:
             return float(self.int_total) / n
-        return self._float_sum() / n
+        return self._float_sum("avg") / n
 
 
 class _OrderedState:
