@@ -103,6 +103,8 @@ class BatchSteps:
             ran = light.run(tuples, start)
             if ran is not None:
                 answers, taken = ran
+                if taken < 0:  # the loop raised: the generated step takes the rest
+                    break
                 out += answers
                 start += taken
                 if start == n:

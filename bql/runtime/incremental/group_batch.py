@@ -37,6 +37,7 @@ from itertools import islice, takewhile
 from typing import Any
 
 from ...functions.builtin_aggregate import wrap_int64
+from ...values import INT_MAX, INT_MIN
 from ..stage_codegen import FALLBACK
 from ..windows import Entry
 from .aggregates import AvgState, CountAllState, CountState, SumState
@@ -91,7 +92,8 @@ class LightBatch:
         scope: dict[str, Any] = {"MISSING": MISSING, "WRAP": wrap_int64, "EXACT": _EXACT_FLOAT_INTS,
                                  "deque": deque, "bisect_left": bisect_left, "copy": dict.copy,
                                  "PREDICATE": predicate, "FALLBACK": FALLBACK, "SPAN": window.span,
-                                 "SIZE": window.size, "takewhile": takewhile}
+                                 "SIZE": window.size, "takewhile": takewhile,
+                                 "INT_MIN": INT_MIN, "INT_MAX": INT_MAX}
         lines = ["def data_of(g):", *shape.data("g", "    "), "    return data", "",
                  "def key_of(d):", *shape.checks("return None", "    "),
                  f"    return key, kv, ({''.join(f'(a{m}, t{m}), ' for m in sums)})", ""]
@@ -108,14 +110,18 @@ class LightBatch:
 
     def run(self, tuples: list[Any], start: int) -> tuple[list[Any], int] | None:
         """The answers (output maps, or None) of the first tuples of ``tuples[start:]`` the loop takes and
-        how many it took; None when the general state is not one it can load."""
+        how many it took; None when the general state is not one it can load; -1 tuples when the loop
+        raised (the general state is untouched: the general step takes the batch's rest)."""
         state = self.load()
         if state is None:
             return None
         win, groups, poss, datas, arrivals = state
         proc = self.proc
-        answers, pos = self.loop(islice(tuples, start, None) if start else tuples, win, groups, poss, datas,
-                                 proc.relation.next_pos)
+        try:
+            answers, pos = self.loop(islice(tuples, start, None) if start else tuples, win, groups, poss, datas,
+                                     proc.relation.next_pos)
+        except Exception:  # a value its checks let through and it cannot take: nothing general changed yet
+            return [], -1
         taken = len(answers)
         if taken:
             arrivals += tuples[max(start, start + taken - len(win)):start + taken]
@@ -222,7 +228,10 @@ class _Shape:
         for m, f in enumerate(self.fields):
             lines.append(f"a{m} = d.get({f!r}, MISSING)")
             if self.needs[f]:
-                lines += [f"t{m} = type(a{m})", f"if t{m} is not float and t{m} is not int:", f"    {fail}"]
+                # ints within int64 (a float of a larger one may overflow where the general step drops)
+                lines += [f"t{m} = type(a{m})",
+                          f"if t{m} is not float and (t{m} is not int or not INT_MIN <= a{m} <= INT_MAX):",
+                          f"    {fail}"]
             else:
                 lines += [f"if a{m} is MISSING or a{m} is None:", f"    {fail}"]
         return [indent + line for line in lines]

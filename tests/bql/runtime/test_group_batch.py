@@ -38,7 +38,7 @@ WINDOWS = ["[RANGE 1 TUPLES]", "[RANGE 3 TUPLES]", "[RANGE 7 TUPLES]", "[RANGE 5
 # mostly what the loop takes, sometimes what stops it
 KEYS = st.sampled_from([0, 1, 2, "p", "q", 0, 1, 2, "p", None, 2.0, True])
 NUMBERS = st.sampled_from([0, 1, 2, -1, 1.5, 0.1, 2.5, -0.75, (1 << 53) + 1, (1 << 63) - 1, 1, 2, 0.5,
-                           None, "p", float("nan")])
+                           None, "p", float("nan"), 1 << 70, 10 ** 400, float("inf")])
 
 
 @st.composite
@@ -176,6 +176,31 @@ def test_float_sums_keep_the_left_to_right_additions():
     values = [0.1, 0.2, 0.3, 1e16, 1.0, -1e16, 0.7] * 20
     stream = [({"k": "a", "x": v}, 0) for v in values]
     assert check_light(_query("sum(a:x) AS s, avg(a:x) AS m", "[RANGE 4 TUPLES]", ""), stream, [140]) == 140
+
+
+def test_a_loop_that_raises_leaves_the_batch_to_the_generated_step(monkeypatch):
+    """Should the loop raise on a value its checks let through, nothing general has changed: the generated
+    step takes the batch's rest and the rows and the state stay the reference's and the general path's."""
+    stream = [({"k": i % 3, "x": i}, 10 * i) for i in range(60)]
+    query = _query("a:k AS k, sum(a:x) AS s", "[RANGE 10 TUPLES]", "")
+    raised = []
+    real = group_batch.LightBatch.load
+
+    def load_then_raise(self: Any) -> Any:
+        state = real(self)
+        loop = self.loop
+
+        def run(tuples: Any, *rest: Any) -> Any:
+            loop(list(tuples)[:5], *rest)  # changes the light state, then raises
+            raised.append(True)
+            raise OverflowError("int too large to convert to float")
+
+        self.loop = run
+        return state
+
+    monkeypatch.setattr(group_batch.LightBatch, "load", load_then_raise)
+    check_light(query, stream, [25, 35])
+    assert len(raised) == 2  # once per batch: the rest of each batch took the generated step
 
 
 @pytest.mark.parametrize("query", [
