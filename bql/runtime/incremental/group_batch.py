@@ -108,14 +108,18 @@ class LightBatch:
         """Whether a run over ``n`` tuples is worth its load and store."""
         return n >= MIN_RUN and n >= 2 * len(self.proc.slots[0].window.entries)
 
-    def run(self, tuples: list[Any], start: int) -> tuple[list[Any], int] | None:
+    def gap(self, k: int | None) -> int:
+        """How many tuples a tuple the loop stopped at stays in the window."""
+        return len(self.proc.slots[0].window.entries)
+
+    def run(self, tuples: list[Any], start: int, k: int | None = None) -> tuple[list[Any], int] | None:
         """The answers (output maps, or None) of the first tuples of ``tuples[start:]`` the loop takes and
         how many it took; None when the general state is not one it can load; -1 tuples when the loop
         raised (the general state is untouched: the general step takes the batch's rest)."""
         state = self.load()
         if state is None:
             return None
-        win, groups, poss, datas, arrivals = state
+        win, groups, poss, datas, arrivals, keys = state
         proc = self.proc
         try:
             answers, pos = self.loop(islice(tuples, start, None) if start else tuples, win, groups, poss, datas,
@@ -125,14 +129,16 @@ class LightBatch:
         taken = len(answers)
         if taken:
             arrivals += tuples[max(start, start + taken - len(win)):start + taken]
-            self.store(win, groups, pos, proc.next_eid + taken, arrivals[len(arrivals) - len(win):])
+            self.store(win, groups, pos, proc.next_eid + taken, arrivals[len(arrivals) - len(win):], keys)
             proc.emitted += sum(map(len, filter(None, answers)))
         return answers, taken
 
-    def load(self) -> tuple[deque[Any], dict[Any, list[Any]], list[int], list[dict[str, Any]], list[Any]] | None:
+    def load(self) -> tuple[deque[Any], dict[Any, list[Any]], list[int], list[dict[str, Any]], list[Any],
+                            dict[int, Any]] | None:
         """The light state of the processor's general state (window, groups, output order, the window's
-        tuples), or None when it holds what the loop does not (a row waiting for its key, a failed step's
-        leftovers, an irregular value, an unordered window)."""
+        tuples, the general key of each group by its light group's id), or None when it holds what the
+        loop does not (a row waiting for its key, a failed step's leftovers, an irregular value, an
+        unordered window)."""
         proc = self.proc
         window, relation, table = proc.slots[0].window, proc.relation, proc.table
         if (proc.delegate or relation.pending or table.touched or table.gone or table.empty_done
@@ -173,12 +179,17 @@ class LightBatch:
         if light_rows != len(relation.rows) or not all(groups.values()):
             return None
         order = sorted(groups.values(), key=_first)
-        return win, groups, [g[0][0] for g in order], [self.data_of(g) for g in order], arrivals
+        # each group's general key: the key of the row that made it, which may have left (2.0, now 2s)
+        # (held with its light group, so that no group made later takes its id)
+        keys = {id(g): (g, gkey) for g, gkey in ((groups[gkey[0] if gkey else ()], gkey) for gkey in table.groups)}
+        return win, groups, [g[0][0] for g in order], [self.data_of(g) for g in order], arrivals, keys
 
-    def store(self, win: deque[Any], groups: dict[Any, list[Any]], pos: int, eid: int, tups: list[Any]) -> None:
-        """Rebuild the general state of ``win`` (see the module doc), its groups in the order of ``groups``;
-        ``pos``, ``eid``: the next ones; ``tups``: the window's tuples. The window's entries are the last
-        arrivals and its rows the last rows, so their eids and positions follow from the next ones."""
+    def store(self, win: deque[Any], groups: dict[Any, list[Any]], pos: int, eid: int, tups: list[Any],
+              keys: dict[int, Any]) -> None:
+        """Rebuild the general state of ``win`` (see the module doc), its groups in the order of ``groups``
+        and, those ``load`` found, under their general keys ``keys``; ``pos``, ``eid``: the next ones;
+        ``tups``: the window's tuples. The window's entries are the last arrivals and its rows the last
+        rows, so their eids and positions follow from the next ones."""
         proc = self.proc
         window, relation, table = proc.slots[0].window, proc.relation, proc.table
         window.entries.clear()
@@ -200,7 +211,12 @@ class LightBatch:
             p += 1
         proc.next_eid, relation.next_pos = eid, pos
         general = table.groups  # in the light groups' order, which is the general path's
-        table.groups = {gkey: general[gkey] for gkey in ((key,) if key != () else () for key in groups)}
+        table.groups = {}
+        for key, g in groups.items():
+            found = keys.get(id(g))
+            gkey = found[1] if found is not None else (key,) if key != () else ()
+            group = table.groups[gkey] = general[gkey]
+            group.key = gkey
         item = grouped.item
         for group in table.groups.values():
             group.item = item(group)
