@@ -61,14 +61,14 @@ class BatchSteps:
             if self.batch is not None:
                 return self._generated_batch(tuples)
             if self.grouped is not None:
-                return self._grouped_batch(tuples)
+                return self._light_batch(tuples, self.grouped.light, self.grouped.advance_rows, None)
             return self._rows_batch(tuples, self._delta_rows)
         if self.paired is not None:
             targets = self.targets.get(input_name)
             if targets is None:
                 return [None] * len(tuples)
             if len(targets) == 1:
-                return self._steps_batch(tuples, self.paired.advance_rows, targets[0])
+                return self._light_batch(tuples, self.paired.light, self.paired.advance_rows, targets[0])
         return each_of(self, tuples)
 
     def _generated_batch(self, tuples: list[Tuple]) -> list[Any]:
@@ -89,18 +89,17 @@ class BatchSteps:
                     break
         return out
 
-    def _grouped_batch(self, tuples: list[Tuple]) -> list[Any]:
-        """A one-FROM-item RSTREAM GROUP BY's batch: runs of its light loop (``group_batch``) where the
-        statement and the batch's length allow one; the tuple a run stops at (or a general state the loop
-        cannot load) takes the generated step (``_steps_batch``), and so do as many tuples after it as the
-        window then holds — what stopped the loop may stay in the window that long — before the next run."""
-        grouped = self.grouped
-        light = grouped.light
-        advance = grouped.advance_rows
+    def _light_batch(self, tuples: list[Tuple], light: Any, advance: Callable[..., list[dict]],
+                     k: int | None) -> list[Any]:
+        """A batch of a one-FROM-item RSTREAM GROUP BY (``group_batch``) or of one FROM item of an ISTREAM
+        join (``pair_batch``, FROM item ``k``): runs of its light loop where the statement and the batch's
+        length allow one; the tuple a run stops at (or a general state the loop cannot load) takes the
+        generated step (``_steps_batch``), and so do as many tuples after it as the window then holds —
+        what stopped the loop may stay in the window that long — before the next run."""
         out: list[Any] = []
         start, n = 0, len(tuples)
         while light is not None and start < n and light.takes(n - start):
-            ran = light.run(tuples, start)
+            ran = light.run(tuples, start, k)
             if ran is not None:
                 answers, taken = ran
                 if taken < 0:  # the loop raised: the generated step takes the rest
@@ -109,13 +108,13 @@ class BatchSteps:
                 start += taken
                 if start == n:
                     break
-            out += self._steps_batch(tuples[start:start + 1], advance, None)
+            out += self._steps_batch(tuples[start:start + 1], advance, k)
             start += 1
-            then = min(n, start + len(self.slots[0].window.entries))
-            out += self._steps_batch(tuples[start:then], advance, None)
+            then = min(n, start + light.gap(k))
+            out += self._steps_batch(tuples[start:then], advance, k)
             start = then
         if start < n:
-            out += self._steps_batch(tuples[start:] if start else tuples, advance, None)
+            out += self._steps_batch(tuples[start:] if start else tuples, advance, k)
         return out
 
     def _steps_batch(self, tuples: list[Tuple], advance: Callable[..., list[dict]], k: int | None) -> list[Any]:

@@ -122,7 +122,8 @@ class LightBatch:
         win, groups, poss, datas, arrivals, keys = state
         proc = self.proc
         try:
-            answers, pos = self.loop(islice(tuples, start, None) if start else tuples, win, groups, poss, datas,
+            answers, pos = self.loop(islice(tuples, start, None) if start else tuples, win, groups, poss,
+                                     datas,
                                      proc.relation.next_pos)
         except Exception:  # a value its checks let through and it cannot take: nothing general changed yet
             return [], -1
@@ -181,7 +182,10 @@ class LightBatch:
         order = sorted(groups.values(), key=_first)
         # each group's general key: the key of the row that made it, which may have left (2.0, now 2s)
         # (held with its light group, so that no group made later takes its id)
-        keys = {id(g): (g, gkey) for g, gkey in ((groups[gkey[0] if gkey else ()], gkey) for gkey in table.groups)}
+        keys = {}
+        for gkey in table.groups:
+            g = groups[gkey[0] if gkey else ()]
+            keys[id(g)] = (g, gkey)
         return win, groups, [g[0][0] for g in order], [self.data_of(g) for g in order], arrivals, keys
 
     def store(self, win: deque[Any], groups: dict[Any, list[Any]], pos: int, eid: int, tups: list[Any],
@@ -293,8 +297,9 @@ def _loop_lines(shape: _Shape, where: bool, timed: bool) -> list[str]:
                   "        passes = verdict is not None"]
     if timed:
         lines += ["        ts = tup.ts", "        if win and ts < win[-1][0]:", "            break",
-                  "        try:", "            limit = ts - SPAN", "        except Exception:", "            break"]
-    if where and shape.key_name is None:  # the global group must keep a row: over none it is the general path's
+                  "        try:", "            limit = ts - SPAN", "        except Exception:",
+                  "            break"]
+    if where and shape.key_name is None:  # the global group keeps a row: over none it is the general path's
         leaving = ("sum(1 for e in takewhile(lambda e: e[0] < limit, win) if e[1] is not None)" if timed
                    else "(1 if len(win) >= SIZE and win[0] is not None else 0)")
         lines += ["        if not passes:", "            g = groups.get(())",
@@ -308,7 +313,8 @@ def _loop_lines(shape: _Shape, where: bool, timed: bool) -> list[str]:
                   "                    moved[og[1]] = og", "                if not og[0]:",
                   "                    del groups[og[1]], moved[og[1]]"]
     else:
-        lines += ["        if len(win) >= SIZE:", "            og = win.popleft()", "            if og is not None:",
+        lines += ["        if len(win) >= SIZE:", "            og = win.popleft()",
+                  "            if og is not None:",
                   *shape.pop("og", "                "), "                del poss[0], datas[0]",
                   "                if og[0]:", "                    moved = og", "                else:",
                   "                    del groups[og[1]]"]
@@ -322,14 +328,17 @@ def _loop_lines(shape: _Shape, where: bool, timed: bool) -> list[str]:
                  "        fp = og[0][0]", "        i = bisect_left(poss, fp)", "        poss.insert(i, fp)",
                  "        datas.insert(i, data)",
                  "if fresh:", *shape.data("g", "    "), "    poss.append(g[0][0])", "    datas.append(data)",
-                 f"elif not ({again}):", *shape.data("g", "    "), "    datas[bisect_left(poss, g[0][0])] = data"]
+                 f"elif not ({again}):", *shape.data("g", "    "),
+                 "    datas[bisect_left(poss, g[0][0])] = data"]
         add += place if not where else []
     else:  # g first (a new group is last, a moved g takes its next row's place), then a moved other group
         add = ["g = groups.get(key)", "if g is None:", f"    g = groups[key] = {shape.new_group()}",
-               *shape.push("    "), *shape.data("g", "    "), "    poss.append(pos)", "    datas.append(data)",
+               *shape.push("    "), *shape.data("g", "    "), "    poss.append(pos)",
+               "    datas.append(data)",
                "else:", *shape.push("    "), *shape.data("g", "    "), "    if g is moved:",
                "        i = bisect_left(poss, g[0][0])", "        poss.insert(i, g[0][0])",
-               "        datas.insert(i, data)", "    else:", "        datas[bisect_left(poss, g[0][0])] = data",
+               "        datas.insert(i, data)", "    else:",
+               "        datas[bisect_left(poss, g[0][0])] = data",
                "win.append(g)", "pos += 1"]
         place = ["if moved is not None and moved is not g:", *shape.data("moved", "    "),
                  "    fp = moved[0][0]", "    i = bisect_left(poss, fp)", "    poss.insert(i, fp)",
@@ -339,7 +348,8 @@ def _loop_lines(shape: _Shape, where: bool, timed: bool) -> list[str]:
                   f"            win.append({'(ts, None)' if timed else 'None'})", "            g = None"]
         if timed:  # the moved groups, and g when WHERE kept its row
             place = [line.replace("if fresh:", "if g is not None and fresh:")
-                     .replace(f"elif not ({again}):", f"elif g is not None and not ({again}):") for line in place]
+                     .replace(f"elif not ({again}):", f"elif g is not None and not ({again}):")
+                     for line in place]
             lines += ["        " + line for line in place]
         else:
             lines += ["        " + line for line in place]

@@ -45,6 +45,7 @@ from .emitter import row_key_for
 from .field_access import MISSING
 from .join import EntryFacts
 from .join_keys import _EXACT, NO_MATCH, join_key
+from .pair_batch import light_pairs
 from .relation import Row, emitted_copy
 
 
@@ -71,7 +72,8 @@ class PairedStep:
     """The join step of one statement (the state stays on the processor, whose ``restore`` replaces
     windows, index and relation; ``advance`` reads them at every call)."""
 
-    __slots__ = ("advance_rows", "key_names", "link_pos", "other_bucket", "plain", "proc", "project", "row_key")
+    __slots__ = ("advance_rows", "key_names", "light", "link_pos", "other_bucket", "plain", "proc", "project",
+                 "row_key")
 
     def __init__(self, proc: Any, project: Any, labels: list[str]):
         self.proc = proc
@@ -89,6 +91,8 @@ class PairedStep:
         self.plain = (join.key_decides and not proc.timed and None not in self.key_names
                       and all(slot.window.span is None for slot in proc.slots))
         self.advance_rows: Any = self.advance_rows_plain if self.plain else self.advance_rows_general
+        # an ISTREAM join's long run of one input in one loop over light state (``pair_batch``)
+        self.light = light_pairs(proc, self)
 
     def advance(self, tup: Tuple, k: int) -> list[Tuple]:
         """``_advance`` + ``_project`` for a tuple of FROM item ``k`` (its only FROM item); the output

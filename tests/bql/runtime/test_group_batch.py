@@ -28,8 +28,8 @@ from sbpy.bql.runtime.testing import parse_select
 from test_generated_kernel_paths import SETTINGS, START, _observed, batch_observed
 
 LIGHT_SELECTS = ["a:k, count(*) AS n, sum(a:x) AS total", "a:k AS k, avg(a:x) AS m, count(a:x) AS c",
-                 "count(*) AS n, a:k AS k, count(*) AS n", "sum(a:x) AS s, avg(a:y) AS m, a:k AS k2, sum(a:y) AS t",
-                 "count(a:y) AS c, sum(a:x) AS s"]
+                 "count(*) AS n, a:k AS k, count(*) AS n",
+                 "sum(a:x) AS s, avg(a:y) AS m, a:k AS k2, sum(a:y) AS t", "count(a:y) AS c, sum(a:x) AS s"]
 GLOBAL_SELECTS = ["count(*) AS n, sum(a:x) AS total", "avg(a:x) AS m, count(a:y) AS c, sum(a:y) AS t"]
 WHERES = ["", "WHERE a:x < 2", "WHERE a:s = \"p\" OR a:x >= 1", "WHERE a:x + 1 > 1"]
 WINDOWS = ["[RANGE 1 TUPLES]", "[RANGE 3 TUPLES]", "[RANGE 7 TUPLES]", "[RANGE 500 MILLISECONDS]",
