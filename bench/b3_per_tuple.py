@@ -68,6 +68,16 @@ def join_input(n: int) -> list[Item]:
     return out
 
 
+def join_runs_input(n: int, run: int = 50) -> list[Item]:
+    """``join_input``'s rows, the inputs taking turns in runs of ``run`` tuples (two sources delivering
+    blocks) instead of one by one."""
+    out: list[Item] = []
+    for i in range(n):
+        name = "s1" if (i // run) % 2 == 0 else "s2"
+        out.append((name, {"id": i, "k": i % 4 if name == "s1" else (i * 3) % 4}, START + i * STEP))
+    return out
+
+
 # ---------------------------------------------------------------- hand-written references
 
 
@@ -208,6 +218,9 @@ CASES: list[tuple[str, str, Callable[[int], list[Item]], Callable[[list[Item]], 
     ("join of two [RANGE 5 TUPLES]",
      "SELECT ISTREAM a:id AS aid, b:id AS bid FROM s1 [RANGE 5 TUPLES] AS a, s2 [RANGE 5 TUPLES] AS b "
      "WHERE a:k = b:k", join_input, ref_join(5)),
+    ("join with inputs in runs of 50",
+     "SELECT ISTREAM a:id AS aid, b:id AS bid FROM s1 [RANGE 5 TUPLES] AS a, s2 [RANGE 5 TUPLES] AS b "
+     "WHERE a:k = b:k", join_runs_input, ref_join(5)),
 ]
 SPARK_CASES = ("filter", "ISTREAM [RANGE 50 TUPLES]")
 # the reference kernel costs milliseconds per tuple on these: its column runs on the first N tuples only
