@@ -250,18 +250,27 @@ def run_kernel(query: str, items: list[Item], kernel: str = "auto", paused: bool
     a batch entry (``Processor.batch_entry``: the filter, GROUP BY) takes each run of one input's tuples
     in one call, as the driver's and the Spark operators' pipeline feeds it; the time is that call's, whose
     answer — one entry per tuple: nothing, a row, rows or a step result — is what the host consumes, as it
-    would consume the hand loop's list. Any other takes ``process`` per tuple, its outputs collected.
+    would consume the hand loop's list; a join with a mixed entry (``Processor.mixed_entry``) takes the
+    whole interleaved sequence in one call, as the Spark operator feeds it its inputs' runs. Any other takes
+    ``process`` per tuple, its outputs collected.
     ``tuples``: ``items`` as the kernel's ``Tuple``s, built once by the caller as ``items`` are for the hand
     loop (built here when not given)."""
     from sbpy.bql.runtime import ProcessorContext, build_processor
-    from sbpy.bql.runtime.processor import batch_entry_of
+    from sbpy.bql.runtime.processor import batch_entry_of, mixed_entry_of
     from sbpy.bql.runtime.testing import parse_select
 
     proc = build_processor(parse_select(query), ProcessorContext(kernel=kernel))
     if tuples is None:
         tuples = kernel_tuples(items)
     entry = batch_entry_of(proc)
+    mixed = mixed_entry_of(proc)
     out: list[dict] = []
+    if mixed is not None:  # a join the host feeds its inputs' interleaved runs (``Processor.mixed_entry``)
+        with _collector(paused):
+            t0 = CLOCK()
+            answer = mixed(tuples)
+            took = CLOCK() - t0
+        return took, _rows_of(answer)
     if entry is not None:
         runs = _runs(tuples)
         answers = []

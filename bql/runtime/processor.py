@@ -128,6 +128,11 @@ class Processor(Protocol):
         (hosts then call ``process`` per tuple; ``each_of`` is the one-by-one form of a batch). Optional
         (read it with ``batch_entry_of``); known right after building."""
 
+    def mixed_entry(self) -> Any:
+        """``process_mixed(tuples)``: ``process_batch`` over tuples of any inputs (each ``Tuple.input``), in
+        arrival order, with the same answers — when a batch of interleaved inputs costs this processor less
+        than its runs of one input, else None. Optional (read it with ``mixed_entry_of``)."""
+
     def snapshot(self) -> bytes:
         """All state as bytes (pickle of plain values is fine)."""
 
@@ -151,6 +156,12 @@ def stamped(rows: list[dict[str, Any]], tup: Tuple) -> list[Tuple]:
 def batch_entry_of(proc: Any) -> Any:
     """``proc.batch_entry()``, or None for a processor that does not define it (the protocol default)."""
     fn = getattr(proc, "batch_entry", None)
+    return fn() if fn is not None else None
+
+
+def mixed_entry_of(proc: Any) -> Any:
+    """``proc.mixed_entry()``, or None for a processor that does not define it (the protocol default)."""
+    fn = getattr(proc, "mixed_entry", None)
     return fn() if fn is not None else None
 
 

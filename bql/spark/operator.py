@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sbpy.bql.runtime import gc_pause
-from sbpy.bql.runtime.processor import StepResult, Tuple, batch_entry_of, next_tick_of
+from sbpy.bql.runtime.processor import StepResult, Tuple, batch_entry_of, mixed_entry_of, next_tick_of
 
 from . import journal_format as jf
 from .buffers import Buffer, overflow, stage_buffers
@@ -195,6 +195,9 @@ class Pipeline:
         # in one call (``_flush``)
         batched = {k: entry for k in set(sole.values())
                    if (entry := batch_entry_of(processors[k])) is not None}
+        # ... and one whose batch may interleave its inputs (``Processor.mixed_entry``: a join) takes each
+        # run of its inputs' tuples, whichever input each is, in one call
+        mixed = {k: entry for k in batched if (entry := mixed_entry_of(processors[k])) is not None}
         run: list[Tuple] = []
         run_us: list[int] = []
         run_k, run_name = -1, ""
@@ -208,15 +211,15 @@ class Pipeline:
                     except Exception:  # the row's drop is reported below, after the run
                         data = None
                     if data is not None:
-                        if run and (k != run_k or name != run_name):
-                            self._flush(batched[run_k], run_k, run_name, run, run_us)
+                        if run and (k != run_k or (name != run_name and k not in mixed)):
+                            self._flush_run(batched, mixed, run_k, run_name, run, run_us)
                             run, run_us = [], []
                         run_k, run_name = k, name
                         run.append(Tuple(data, times.get(ts_us), seq, name))
                         run_us.append(ts_us)
                         continue
             if run:
-                self._flush(batched[run_k], run_k, run_name, run, run_us)
+                self._flush_run(batched, mixed, run_k, run_name, run, run_us)
                 run, run_us = [], []
             self._seq = seq
             if end:
@@ -248,18 +251,32 @@ class Pipeline:
             if result.outputs or result.dropped or result.done:
                 self._take(k, stat, result, name)
         if run:
-            self._flush(batched[run_k], run_k, run_name, run, run_us)
+            self._flush_run(batched, mixed, run_k, run_name, run, run_us)
         self._refused = {}
         return self._batch_rows()
 
-    def _flush(self, entry: Callable[[str, list[Tuple]], list[Any]], k: int, name: str, tuples: list[Tuple],
+    def _flush_run(self, batched: dict[int, Any], mixed: dict[int, Any], k: int, name: str,
+                   tuples: list[Tuple], stamps: list[int]) -> None:
+        """``_flush`` through stage ``k``'s mixed entry where it has one, else its batch entry."""
+        if k in mixed:
+            self._flush(mixed[k], k, None, tuples, stamps)
+        else:
+            self._flush(batched[k], k, name, tuples, stamps)
+
+    def _flush(self, entry: Callable[..., list[Any]], k: int, name: str | None, tuples: list[Tuple],
                stamps: list[int]) -> None:
         """A run of input ``name``'s ``tuples`` (journal times ``stamps``) through ``entry``, stage ``k``'s
-        batch entry: the same rows, drops and counts as ``process`` per tuple (``Processor.process_batch``)."""
+        batch entry: the same rows, drops and counts as ``process`` per tuple (``Processor.process_batch``);
+        ``name`` None: a run of the stage's inputs, each tuple of its own, through its mixed entry
+        (``Processor.mixed_entry``)."""
         stat = self._stat(k)
-        answers = entry(name, tuples)
+        answers = entry(tuples) if name is None else entry(name, tuples)
         received = stat.received
-        received[name] = received.get(name, 0) + len(answers)
+        if name is None:
+            for tup in tuples[:len(answers)]:
+                received[tup.input] = received.get(tup.input, 0) + 1
+        else:
+            received[name] = received.get(name, 0) + len(answers)
         node = self.stages[k].node
         direct = node == self.output_node and not self.consumers.get(node)  # rows go straight out
         for i, answer in enumerate(answers):
@@ -277,9 +294,9 @@ class Pipeline:
                         self._deliver(node, Tuple(data, tup.ts, tup.seq, ""))
             elif isinstance(answer, StepResult):
                 if answer.outputs or answer.dropped or answer.done:
-                    self._take(k, stat, answer, name)
+                    self._take(k, stat, answer, tup.input)
             else:
-                self._failed(k, stat, tup, answer, name)
+                self._failed(k, stat, tup, answer, tup.input)
         self._seq = tuples[-1].seq  # as after the run's last row one by one
 
     def _deliver_data(self, name: str, data: Any, ts_us: int, seq: int) -> None:

@@ -14,6 +14,7 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sbpy.bql.runtime.incremental import group_batch, pair_batch
 from sbpy.bql.spark import journal_format as jf
 from sbpy.bql.spark import operator
 from sbpy.bql.spark.operator import Pipeline, StageSpec
@@ -35,6 +36,9 @@ CHAINS = {
     "limit (no batch entry)": [StageSpec("l", "SELECT ISTREAM id FROM src [RANGE 2 TUPLES] LIMIT 3", ("src",))],
     "join": [StageSpec("j", "SELECT ISTREAM a:id AS aid, b:price AS bp FROM src [RANGE 3 TUPLES] AS a, "
                             "other [RANGE 2 SECONDS] AS b WHERE a:k = b:k", ("src", "other"))],
+    "join of count windows (mixed runs)": [
+        StageSpec("j", "SELECT ISTREAM a:id AS aid, b:id AS bid FROM src [RANGE 3 TUPLES] AS a, "
+                       "other [RANGE 2 TUPLES] AS b WHERE a:k = b:k", ("src", "other"))],
     "join, RSTREAM": [StageSpec("j", "SELECT RSTREAM a:id AS aid, b:id AS bid FROM src [RANGE 2 TUPLES] AS a, "
                                      "other [RANGE 2 TUPLES] AS b WHERE a:k = b:k AND b:price < 8",
                                 ("src", "other"))],
@@ -122,6 +126,40 @@ def test_batched_runs_give_the_rows_of_tuple_by_tuple(chain, batches, monkeypatc
     assert _canonical(batched) == _canonical(one_by_one)
 
 
+@pytest.mark.parametrize("chain", ["grouped", "join of count windows (mixed runs)"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches=journal())
+def test_light_loops_give_the_rows_of_tuple_by_tuple(chain, batches, monkeypatch_module):
+    """The light loops (``group_batch``, ``pair_batch``) over every run however short — the join's over
+    runs of both its inputs (``Processor.mixed_entry``) —: the rows of the pipeline fed tuple by tuple."""
+    stages = CHAINS[chain]
+    with monkeypatch_module.context() as m:
+        m.setattr(group_batch.LightBatch, "takes", lambda self, n: True)
+        m.setattr(pair_batch.LightPairs, "takes", lambda self, n: True)
+        batched = _run(stages, batches)
+    with monkeypatch_module.context() as m:
+        m.setattr(operator, "batch_entry_of", lambda proc: None)
+        one_by_one = _run(stages, batches)
+    assert _canonical(batched) == _canonical(one_by_one)
+
+
+def test_a_join_takes_runs_of_both_its_inputs(monkeypatch):
+    """A join whose inputs are read by it alone gets each run of them, interleaved, in one call."""
+    calls = []
+    real = Pipeline._flush
+
+    def flush(self, entry, k, name, tuples, stamps):
+        calls.append((name, [t.input for t in tuples]))
+        return real(self, entry, k, name, tuples, stamps)
+
+    monkeypatch.setattr(Pipeline, "_flush", flush)
+    p = Pipeline(CHAINS["join of count windows (mixed runs)"])
+    rows = [(i + 1, "src" if i % 2 == 0 else "other", 1_000_000 * (i + 1), {"id": i, "k": i % 3}, False)
+            for i in range(6)]
+    p.run(rows)
+    assert calls == [(None, ["src", "other"] * 3)]
+
+
 @pytest.fixture(scope="module")
 def monkeypatch_module():
     with pytest.MonkeyPatch.context() as m:
@@ -129,6 +167,7 @@ def monkeypatch_module():
 
 
 @pytest.mark.parametrize("name", [*WINDOWED, "filter", "grouped", "istream", "dstream", "join", "join, RSTREAM",
+                                  "join of count windows (mixed runs)",
                                   "limit (no batch entry)"])
 def test_which_stages_have_a_batch_entry(name):
     entry = operator.batch_entry_of(Pipeline(CHAINS[name]).processors[0])

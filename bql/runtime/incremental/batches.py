@@ -61,14 +61,18 @@ class BatchSteps:
             if self.batch is not None:
                 return self._generated_batch(tuples)
             if self.grouped is not None:
-                return self._light_batch(tuples, self.grouped.light, self.grouped.advance_rows, None)
+                advance = self.grouped.advance_rows
+                return self._light_batch(tuples, self.grouped.light,
+                                         lambda some: self._steps_batch(some, advance, None), None)
             return self._rows_batch(tuples, self._delta_rows)
         if self.paired is not None:
             targets = self.targets.get(input_name)
             if targets is None:
                 return [None] * len(tuples)
             if len(targets) == 1:
-                return self._light_batch(tuples, self.paired.light, self.paired.advance_rows, targets[0])
+                k, advance = targets[0], self.paired.advance_rows
+                return self._light_batch(tuples, self.paired.light,
+                                         lambda some: self._steps_batch(some, advance, k), k)
         return each_of(self, tuples)
 
     def _generated_batch(self, tuples: list[Tuple]) -> list[Any]:
@@ -89,13 +93,38 @@ class BatchSteps:
                     break
         return out
 
-    def _light_batch(self, tuples: list[Tuple], light: Any, advance: Callable[..., list[dict]],
+    def mixed_entry(self) -> Any:
+        """``process_mixed`` for an ISTREAM join whose light loop takes both inputs (``pair_batch``), else
+        None (``Processor.mixed_entry``)."""
+        paired = self.paired
+        if paired is None or paired.light is None or not paired.light.mixes:
+            return None
+        return self.process_mixed
+
+    def process_mixed(self, tuples: list[Tuple]) -> list[Any]:
+        """``process`` over tuples of any inputs, each of its own (``Tuple.input``), in arrival order: the
+        join's light loop over both inputs, the rest by runs of one input (``process_batch``)."""
+        return self._light_batch(tuples, self.paired.light, self._by_runs, None)
+
+    def _by_runs(self, tuples: list[Tuple]) -> list[Any]:
+        out: list[Any] = []
+        start = 0
+        while start < len(tuples):
+            name = tuples[start].input
+            end = start + 1
+            while end < len(tuples) and tuples[end].input == name:
+                end += 1
+            out += self.process_batch(name, tuples[start:end])
+            start = end
+        return out
+
+    def _light_batch(self, tuples: list[Tuple], light: Any, general: Callable[[list[Tuple]], list[Any]],
                      k: int | None) -> list[Any]:
-        """A batch of a one-FROM-item RSTREAM GROUP BY (``group_batch``) or of one FROM item of an ISTREAM
-        join (``pair_batch``, FROM item ``k``): runs of its light loop where the statement and the batch's
-        length allow one; the tuple a run stops at (or a general state the loop cannot load) takes the
-        generated step (``_steps_batch``), and so do as many tuples after it as the window then holds —
-        what stopped the loop may stay in the window that long — before the next run."""
+        """A batch of a one-FROM-item RSTREAM GROUP BY (``group_batch``), of one FROM item ``k`` of an ISTREAM
+        join or of both its inputs (``pair_batch``, ``k`` None): runs of its light loop where the statement
+        and the batch's length allow one; the tuple a run stops at (or a general state the loop cannot load)
+        takes the ``general`` path (the generated step), and so do as many tuples after it as the window then
+        holds — what stopped the loop may stay in the window that long — before the next run."""
         out: list[Any] = []
         start, n = 0, len(tuples)
         while light is not None and start < n and light.takes(n - start):
@@ -108,13 +137,13 @@ class BatchSteps:
                 start += taken
                 if start == n:
                     break
-            out += self._steps_batch(tuples[start:start + 1], advance, k)
+            out += general(tuples[start:start + 1])
             start += 1
             then = min(n, start + light.gap(k))
-            out += self._steps_batch(tuples[start:then], advance, k)
+            out += general(tuples[start:then])
             start = then
         if start < n:
-            out += self._steps_batch(tuples[start:] if start else tuples, advance, k)
+            out += general(tuples[start:] if start else tuples)
         return out
 
     def _steps_batch(self, tuples: list[Tuple], advance: Callable[..., list[dict]], k: int | None) -> list[Any]:

@@ -30,7 +30,7 @@ taken over a batch at least twice the two windows' length (and ``MIN_RUN`` tuple
 """
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from heapq import merge
 from itertools import islice
@@ -65,7 +65,7 @@ def light_pairs(proc: Any, paired: Any) -> LightPairs | None:
 class LightPairs:
     """``run(tuples, start, k)``: (answers, tuples taken) for a run of FROM item ``k``'s input."""
 
-    __slots__ = ("loops", "paired", "proc", "record", "source")
+    __slots__ = ("loops", "mixed", "mixes", "paired", "proc", "record", "source")
 
     def __init__(self, proc: Any, paired: Any, labels: list[str], fields: list[list[tuple[str, str]]]):
         self.proc = proc
@@ -76,64 +76,61 @@ class LightPairs:
         for k in (0, 1):
             lines += [f"def record{k}(d):", *_check_lines(keys[k], fields[k], "return None", "    "),
                       "    return key, vals, parts", ""]
-        for k in (0, 1):
-            mine = ["vals" if where[label][0] == k else "o[2]" for label in labels]
-            cells = ", ".join(f"{label!r}: {src}[{where[label][1]}]" for label, src in zip(labels, mine))
-            rk = "(parts, o[3])" if k == 0 else "(o[3], parts)"
-            ork = "(oparts, o[3])" if k == 0 else "(o[3], oparts)"
-            lines += [
-                f"def loop{k}(tuples, win, other_win, index, other_index, counts, size, eid):",
-                "    out = []", "    append = out.append", "    for tup in tuples:", "        d = tup.data",
-                *_check_lines(keys[k], fields[k], "break", "        "),
-                "        rec = (tup, key, vals, parts, eid)", "        eid += 1", "        win.append(rec)",
-                "        same = index.get(key)", "        if same is None:",
-                "            index[key] = deque((rec,))", "        else:", "            same.append(rec)",
-                "        gone = None", "        if len(win) > size:", "            old = win.popleft()",
-                "            okey = old[1]", "            same = index[okey]", "            same.popleft()",
-                "            if not same:", "                del index[okey]",
-                "            others = other_index.get(okey)", "            if others:",
-                "                oparts = old[3]", "                gone = {}",
-                "                for o in others:",
-                f"                    rk = {ork}", "                    n = counts[rk] - 1",
-                "                    if n:", "                        counts[rk] = n",
-                "                    else:", "                        del counts[rk]",
-                "                    gone[rk] = gone.get(rk, 0) + 1",
-                "        others = other_index.get(key)", "        if not others:", "            append(None)",
-                "            continue", "        rows = []", "        for o in others:",
-                f"            rk = {rk}", "            counts[rk] = counts.get(rk, 0) + 1",
-                f"            rows.append((rk, {{{cells}}}))",
-                "        if gone is None or not any(rk in gone for rk, _ in rows):",
-                "            append([data for _, data in rows])", "        else:",
-                "            append(EMITTED(rows, gone) or None)", "    return out, eid", "",
-            ]
+        bodies = [_body(k, keys[k], fields[k], labels, where) for k in (0, 1)]
+        for k in (0, 1):  # a run of FROM item k's input: its window ``win``, the other's ``other_win``
+            names = ("win", "other_win", "index", "other_index", "size")
+            lines += [f"def loop{k}(tuples, win, other_win, index, other_index, counts, size, eid):",
+                      "    out = []", "    append = out.append", "    for tup in tuples:",
+                      *("        " + line.format(*names) for line in bodies[k]), "    return out, eid", ""]
+        # tuples of both inputs (``SIDE``: input -> FROM item), each side's window, index and size by number
+        lines += ["def loop_mixed(tuples, w0, w1, i0, i1, counts, s0, s1, eid):", "    out = []",
+                  "    append = out.append", "    for tup in tuples:", "        k = SIDE.get(tup.input)",
+                  "        if k is None:", "            append(None)", "            continue", "        if k == 0:",
+                  *("            " + line.format("w0", "w1", "i0", "i1", "s0") for line in bodies[0]),
+                  "        else:", *("            " + line.format("w1", "w0", "i1", "i0", "s1") for line in bodies[1]),
+                  "    return out, eid", ""]
         self.source = "\n".join(lines) + "\n"
-        scope: dict[str, Any] = {"MISSING": MISSING, "EXACT": _EXACT, "deque": deque, "EMITTED": _emitted}
+        readers = Counter(name for slot in proc.slots for name in slot.sources)
+        side = {name: slot.index for slot in proc.slots for name in slot.sources if readers[name] == 1}
+        self.mixes = all(n == 1 for n in readers.values())  # each input read by one FROM item
+        scope: dict[str, Any] = {"MISSING": MISSING, "EXACT": _EXACT, "deque": deque, "EMITTED": _emitted,
+                                 "SIDE": side}
         exec(compile(self.source, "<pair batch>", "exec"), scope)  # noqa: S102 - generated from the AST
         self.record: list[Callable[[Any], Any]] = [scope["record0"], scope["record1"]]
         self.loops: list[Callable[..., Any]] = [scope["loop0"], scope["loop1"]]
+        self.mixed: Callable[..., Any] = scope["loop_mixed"]
 
     def takes(self, n: int) -> bool:
         """Whether a run over ``n`` tuples is worth its load and store."""
         slots = self.proc.slots
         return n >= MIN_RUN and n >= 2 * (len(slots[0].window.entries) + len(slots[1].window.entries))
 
-    def gap(self, k: int) -> int:
-        """How many tuples of FROM item ``k`` a tuple the loop stopped at stays in its window."""
-        return len(self.proc.slots[k].window.entries)
+    def gap(self, k: int | None) -> int:
+        """How many tuples (of FROM item ``k``; None: of both inputs) a tuple the loop stopped at stays in
+        its window."""
+        slots = self.proc.slots
+        if k is None:
+            return len(slots[0].window.entries) + len(slots[1].window.entries)
+        return len(slots[k].window.entries)
 
-    def run(self, tuples: list[Any], start: int, k: int) -> tuple[list[Any], int] | None:
-        """The answers (output maps, or None) of the first tuples of ``tuples[start:]`` (FROM item ``k``'s)
-        the loop takes and how many it took; None when the general state is not one it can load; -1 tuples
-        when the loop raised (the general state is untouched)."""
+    def run(self, tuples: list[Any], start: int, k: int | None) -> tuple[list[Any], int] | None:
+        """The answers (output maps, or None) of the first tuples of ``tuples[start:]`` (FROM item ``k``'s;
+        None: of both inputs, ``loop_mixed``) the loop takes and how many it took; None when the general
+        state is not one it can load; -1 tuples when the loop raised (the general state is untouched)."""
         state = self.load()
         if state is None:
             return None
         wins, indexes, counts = state
         proc = self.proc
+        rest = islice(tuples, start, None) if start else tuples
+        size = [slot.window.size for slot in proc.slots]
         try:
-            answers, eid = self.loops[k](islice(tuples, start, None) if start else tuples, wins[k],
-                                         wins[1 - k], indexes[k], indexes[1 - k], counts,
-                                         proc.slots[k].window.size, proc.next_eid)
+            if k is None:
+                answers, eid = self.mixed(rest, wins[0], wins[1], indexes[0], indexes[1], counts, size[0],
+                                          size[1], proc.next_eid)
+            else:
+                answers, eid = self.loops[k](rest, wins[k], wins[1 - k], indexes[k], indexes[1 - k], counts,
+                                             size[k], proc.next_eid)
         except Exception:  # a value its checks let through and it cannot take: nothing general changed yet
             return [], -1
         if answers:
@@ -193,6 +190,34 @@ class LightPairs:
             proc.next_eid = e
             advance(tup, k)
         proc.next_eid = eid
+
+
+def _body(k: int, key_name: str, fields: list[tuple[str, str]], labels: list[str],
+          where: dict[str, tuple[int, int]]) -> list[str]:
+    """One step of FROM item ``k`` in a loop over ``tup`` (see the module doc), its window, the other
+    window, their indexes and ``k``'s size left as the format fields 0-4; ``break`` where the loop stops."""
+    mine = ["vals" if where[label][0] == k else "o[2]" for label in labels]
+    cells = ", ".join(f"{label!r}: {src}[{where[label][1]}]" for label, src in zip(labels, mine))
+    rk = "(parts, o[3])" if k == 0 else "(o[3], parts)"
+    ork = "(oparts, o[3])" if k == 0 else "(o[3], oparts)"
+    checks = [line.replace("{", "{{").replace("}", "}}") for line in _check_lines(key_name, fields, "break", "")]
+    cells = cells.replace("{", "{{").replace("}", "}}")
+    return [
+        "d = tup.data", *checks,
+        "rec = (tup, key, vals, parts, eid)", "eid += 1", "{0}.append(rec)", "same = {2}.get(key)",
+        "if same is None:", "    {2}[key] = deque((rec,))", "else:", "    same.append(rec)", "gone = None",
+        "if len({0}) > {4}:", "    old = {0}.popleft()", "    okey = old[1]", "    same = {2}[okey]",
+        "    same.popleft()", "    if not same:", "        del {2}[okey]", "    others = {3}.get(okey)",
+        "    if others:", "        oparts = old[3]", "        gone = {{}}", "        for o in others:",
+        f"            rk = {ork}", "            n = counts[rk] - 1", "            if n:",
+        "                counts[rk] = n", "            else:", "                del counts[rk]",
+        "            gone[rk] = gone.get(rk, 0) + 1",
+        "others = {3}.get(key)", "if not others:", "    append(None)", "    continue", "rows = []",
+        "for o in others:", f"    rk = {rk}", "    counts[rk] = counts.get(rk, 0) + 1",
+        f"    rows.append((rk, {{{{{cells}}}}}))",
+        "if gone is None or not any(rk in gone for rk, _ in rows):", "    append([data for _, data in rows])",
+        "else:", "    append(EMITTED(rows, gone) or None)",
+    ]
 
 
 def _emitted(rows: list[tuple[Any, dict[str, Any]]], gone: dict[Any, int]) -> list[dict[str, Any]]:

@@ -119,6 +119,68 @@ def test_light_runs_equal_the_reference(items, windows, stream, sizes, restore_a
     check_light(_query(items, windows), stream, sizes, restore_at)
 
 
+def check_mixed(query: str, stream: list[tuple[str, Any, int]], sizes: list[int]) -> int:
+    """``stream`` in chunks of ``sizes`` (cycled) of both inputs through ``process_mixed`` and tuple by
+    tuple through the reference kernel: the same rows, stamps and drops for every tuple. Returns how many
+    tuples light runs took."""
+    stmt = parse_select(query)
+    light = build_processor(stmt, ProcessorContext())
+    reference = build_processor(stmt, ProcessorContext(kernel="reference"))
+    assert light.mixed_entry() is not None, query
+    mixed, taken = light.paired.light.mixed, [0]
+
+    def counted(*args: Any) -> Any:
+        out = mixed(*args)
+        taken[0] += len(out[0])
+        return out
+
+    light.paired.light.mixed = counted
+    tuples = [Tuple(copy.deepcopy(data), START + dt.timedelta(milliseconds=ms), seq, name)
+              for seq, (name, data, ms) in enumerate(stream, 1)]
+    start, k = 0, 0
+    while start < len(tuples):
+        chunk = tuples[start:start + sizes[k % len(sizes)]]
+        want = [_observed(reference, t.input, t.data, t.ts, t.seq) for t in chunk]
+        got = []
+        for tup, entry in zip(chunk, light.process_mixed(chunk), strict=True):
+            got.append(batch_observed(_Answer(entry), tup.input, [tup])[0])
+        assert got == want, (query, [t.seq for t in chunk])
+        start, k = start + len(chunk), k + 1
+    return taken[0]
+
+
+class _Answer:
+    """A processor whose ``process_batch`` answers one given entry (to read it as ``batch_observed`` does)."""
+
+    def __init__(self, entry: Any):
+        self.entry = entry
+
+    def process_batch(self, name: str, batch: list[Tuple]) -> list[Any]:
+        return [self.entry]
+
+
+@SETTINGS
+@given(st.sampled_from(SELECTS), st.sampled_from(WINDOWS), light_pair_streams(),
+       st.lists(st.integers(1, 30), min_size=1, max_size=6), st.booleans())
+def test_mixed_runs_equal_the_reference(items, windows, stream, sizes, alternate):
+    """``process_mixed`` over chunks of both inputs (tuple by tuple alternating, or in runs)."""
+    if alternate:
+        stream = [("s1" if i % 2 else "s2", data, ms) for i, (_, data, ms) in enumerate(stream)]
+    check_mixed(_query(items, windows), stream, sizes)
+
+
+def test_the_bench_join_alternating_runs_in_the_light_loop():
+    """B3's join, its inputs alternating tuple by tuple: every tuple taken by the light loop."""
+    stream = [("s1" if i % 2 == 0 else "s2", _bench_row(i), 10 * i) for i in range(400)]
+    query = _query("a:id AS aid, b:id AS bid", ("[RANGE 5 TUPLES]", "[RANGE 5 TUPLES]"))
+    assert check_mixed(query, stream, [400]) == 400
+
+
+def _bench_row(i: int) -> dict[str, int]:
+    j = i // 2
+    return {"id": j, "k": j % 4 if i % 2 == 0 else (j * 3) % 4}
+
+
 def test_the_bench_join_runs_in_the_light_loop():
     """B3's join: alternating inputs in runs of 40; every tuple taken by the light loop."""
     stream = []
