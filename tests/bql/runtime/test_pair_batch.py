@@ -23,7 +23,7 @@ from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
 
 from test_generated_kernel_paths import SETTINGS, START, batch_observed
-from test_paired_step import _observed
+from test_paired_step import _observed, input_runs
 
 SELECTS = ["a:id AS aid, b:id AS bid", "a:x AS x, b:x AS y, a:k AS k", "b:id AS v, a:id AS w, a:x AS x",
            "a:id AS aid"]
@@ -77,21 +77,14 @@ def check_light(query: str, stream: list[tuple[str, Any, int]], sizes: list[int]
     taken = _counting(light)
     tuples = [Tuple(copy.deepcopy(data), START + dt.timedelta(milliseconds=ms), seq, name)
               for seq, (name, data, ms) in enumerate(stream, 1)]
-    start, k = 0, 0
-    while start < len(tuples):
+    for k, batch in input_runs(tuples, sizes):
         if k == restore_at:
             blob = light.snapshot()
             light = build_processor(stmt, ProcessorContext())
             light.restore(blob)
             taken = [taken[0]] + _counting(light)
-        name = tuples[start].input
-        end = start
-        while end < len(tuples) and end - start < sizes[k % len(sizes)] and tuples[end].input == name:
-            end += 1
-        batch = tuples[start:end]
         want = [_observed(reference, t.input, t.data, t.ts, t.seq) for t in batch]
-        assert batch_observed(light, name, batch) == want, (query, [t.seq for t in batch])
-        start, k = end, k + 1
+        assert batch_observed(light, batch[0].input, batch) == want, (query, [t.seq for t in batch])
     return sum(taken)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -233,15 +234,20 @@ def run_batches(query: str, stream: list[tuple[str, dict[str, Any], int]], sizes
     fused, _, reference = _processors(query)
     tuples = [Tuple(copy.deepcopy(data), START + dt.timedelta(milliseconds=ms), seq, name)
               for seq, (name, data, ms) in enumerate(stream, 1)]
+    for _, batch in input_runs(tuples, sizes):
+        want = [_observed(reference, t.input, t.data, t.ts, t.seq) for t in batch]
+        assert batch_observed(fused, batch[0].input, batch) == want, (query, [t.seq for t in batch])
+
+
+def input_runs(tuples: list[Tuple], sizes: list[int]) -> Iterator[tuple[int, list[Tuple]]]:
+    """``tuples`` cut into runs of one input each, at most ``sizes`` (cycled) long: (run number, run)."""
     start, k = 0, 0
     while start < len(tuples):
         name = tuples[start].input
         end = start
         while end < len(tuples) and end - start < sizes[k % len(sizes)] and tuples[end].input == name:
             end += 1
-        batch = tuples[start:end]
-        want = [_observed(reference, t.input, t.data, t.ts, t.seq) for t in batch]
-        assert batch_observed(fused, name, batch) == want, (query, [t.seq for t in batch])
+        yield k, tuples[start:end]
         start, k = end, k + 1
 
 
