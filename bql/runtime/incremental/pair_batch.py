@@ -222,10 +222,8 @@ def _body(k: int, key_name: str, fields: list[tuple[str, str]], labels: list[str
 
 def _emitted(rows: list[tuple[Any, dict[str, Any]]], gone: dict[Any, int]) -> list[dict[str, Any]]:
     """ISTREAM's rows of a step that added ``rows`` and removed rows of keys ``gone`` (key: how many):
-    of each key's added rows the last ``added - removed``, in the order they were added."""
-    added: dict[Any, int] = {}
-    for rk, _ in rows:
-        added[rk] = added.get(rk, 0) + 1
+    of each key's added rows the last ``added - removed`` (those after its first ``removed``), in the order
+    they were added."""
     seen: dict[Any, int] = {}
     out = []
     for rk, data in rows:
