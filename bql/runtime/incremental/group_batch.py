@@ -40,12 +40,11 @@ from ...functions.builtin_aggregate import wrap_int64
 from ...values import INT_MAX, INT_MIN
 from ..stage_codegen import FALLBACK
 from ..windows import Entry
-from .aggregates import AvgState, CountAllState, CountState, SumState
+from .aggregates import _EXACT_FLOAT_INTS, AvgState, CountAllState, CountState, SumState
 from .field_access import MISSING
 from .relation import Row
 
 MIN_RUN = 32  # a run shorter than this many tuples (or than twice the window) keeps the general step
-_EXACT_FLOAT_INTS = 1 << 53
 _LIGHT = (CountAllState, CountState, SumState, AvgState)
 
 

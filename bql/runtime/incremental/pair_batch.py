@@ -38,10 +38,9 @@ from typing import Any
 
 from .emitter import DeltaEmitter
 from .field_access import MISSING, plain_field
+from .group_batch import MIN_RUN
+from .join_keys import _EXACT
 from .relation import Relation
-
-MIN_RUN = 32  # a run shorter than this many tuples (or than twice the windows) keeps the general step
-_EXACT = 1 << 53
 
 
 def light_pairs(proc: Any, paired: Any) -> LightPairs | None:
@@ -63,9 +62,10 @@ def light_pairs(proc: Any, paired: Any) -> LightPairs | None:
 
 
 class LightPairs:
-    """``run(tuples, start, k)``: (answers, tuples taken) for a run of FROM item ``k``'s input."""
+    """``run(tuples, start, k)``: (answers, tuples taken) for a run of FROM item ``k``'s input, or of both
+    inputs (``k`` None)."""
 
-    __slots__ = ("loops", "mixed", "mixes", "paired", "proc", "record", "source")
+    __slots__ = ("loop", "mixes", "paired", "proc", "record", "source")
 
     def __init__(self, proc: Any, paired: Any, labels: list[str], fields: list[list[tuple[str, str]]]):
         self.proc = proc
@@ -77,13 +77,9 @@ class LightPairs:
             lines += [f"def record{k}(d):", *_check_lines(keys[k], fields[k], "return None", "    "),
                       "    return key, vals, parts", ""]
         bodies = [_body(k, keys[k], fields[k], labels, where) for k in (0, 1)]
-        for k in (0, 1):  # a run of FROM item k's input: its window ``win``, the other's ``other_win``
-            names = ("win", "other_win", "index", "other_index", "size")
-            lines += [f"def loop{k}(tuples, win, other_win, index, other_index, counts, size, eid):",
-                      "    out = []", "    append = out.append", "    for tup in tuples:",
-                      *("        " + line.format(*names) for line in bodies[k]), "    return out, eid", ""]
-        # tuples of both inputs (``SIDE``: input -> FROM item), each side's window, index and size by number
-        lines += ["def loop_mixed(tuples, w0, w1, i0, i1, counts, s0, s1, eid):", "    out = []",
+        # tuples of either input (``SIDE``: input -> FROM item; a run of one input is such a run too), each
+        # side's window, index and size by number
+        lines += ["def loop(tuples, w0, w1, i0, i1, counts, s0, s1, eid):", "    out = []",
                   "    append = out.append", "    for tup in tuples:", "        k = SIDE.get(tup.input)",
                   "        if k is None:", "            append(None)", "            continue", "        if k == 0:",
                   *("            " + line.format("w0", "w1", "i0", "i1", "s0") for line in bodies[0]),
@@ -97,8 +93,7 @@ class LightPairs:
                                  "SIDE": side}
         exec(compile(self.source, "<pair batch>", "exec"), scope)  # noqa: S102 - generated from the AST
         self.record: list[Callable[[Any], Any]] = [scope["record0"], scope["record1"]]
-        self.loops: list[Callable[..., Any]] = [scope["loop0"], scope["loop1"]]
-        self.mixed: Callable[..., Any] = scope["loop_mixed"]
+        self.loop: Callable[..., Any] = scope["loop"]
 
     def takes(self, n: int) -> bool:
         """Whether a run over ``n`` tuples is worth its load and store."""
@@ -115,22 +110,18 @@ class LightPairs:
 
     def run(self, tuples: list[Any], start: int, k: int | None) -> tuple[list[Any], int] | None:
         """The answers (output maps, or None) of the first tuples of ``tuples[start:]`` (FROM item ``k``'s;
-        None: of both inputs, ``loop_mixed``) the loop takes and how many it took; None when the general
-        state is not one it can load; -1 tuples when the loop raised (the general state is untouched)."""
+        None: of both inputs) the loop takes and how many it took; None when the general state is not one
+        it can load; -1 tuples when the loop raised (the general state is untouched)."""
         state = self.load()
         if state is None:
             return None
         wins, indexes, counts = state
         proc = self.proc
         rest = islice(tuples, start, None) if start else tuples
-        size = [slot.window.size for slot in proc.slots]
+        slots = proc.slots
         try:
-            if k is None:
-                answers, eid = self.mixed(rest, wins[0], wins[1], indexes[0], indexes[1], counts, size[0],
-                                          size[1], proc.next_eid)
-            else:
-                answers, eid = self.loops[k](rest, wins[k], wins[1 - k], indexes[k], indexes[1 - k], counts,
-                                             size[k], proc.next_eid)
+            answers, eid = self.loop(rest, wins[0], wins[1], indexes[0], indexes[1], counts,
+                                     slots[0].window.size, slots[1].window.size, proc.next_eid)
         except Exception:  # a value its checks let through and it cannot take: nothing general changed yet
             return [], -1
         if answers:
@@ -194,7 +185,7 @@ class LightPairs:
 
 def _body(k: int, key_name: str, fields: list[tuple[str, str]], labels: list[str],
           where: dict[str, tuple[int, int]]) -> list[str]:
-    """One step of FROM item ``k`` in a loop over ``tup`` (see the module doc), its window, the other
+    """One step of FROM item ``k`` in the loop over ``tup`` (see the module doc), its window, the other
     window, their indexes and ``k``'s size left as the format fields 0-4; ``break`` where the loop stops."""
     mine = ["vals" if where[label][0] == k else "o[2]" for label in labels]
     cells = ", ".join(f"{label!r}: {src}[{where[label][1]}]" for label, src in zip(labels, mine))

@@ -89,19 +89,17 @@ def check_light(query: str, stream: list[tuple[str, Any, int]], sizes: list[int]
 
 
 def _counting(proc: Any) -> list[int]:
-    """Count the tuples the light loops take (wraps ``proc.paired.light.loops``)."""
+    """Count the tuples the light loop takes (wraps ``proc.paired.light.loop``)."""
     light = proc.paired.light
+    loop = light.loop
     taken = [0]
 
-    def counted(loop: Any) -> Any:
-        def run(*args: Any) -> Any:
-            out = loop(*args)
-            taken[0] += len(out[0])
-            return out
+    def counted(*args: Any) -> Any:
+        out = loop(*args)
+        taken[0] += len(out[0])
+        return out
 
-        return run
-
-    light.loops = [counted(loop) for loop in light.loops]
+    light.loop = counted
     return taken
 
 
@@ -120,14 +118,7 @@ def check_mixed(query: str, stream: list[tuple[str, Any, int]], sizes: list[int]
     light = build_processor(stmt, ProcessorContext())
     reference = build_processor(stmt, ProcessorContext(kernel="reference"))
     assert light.mixed_entry() is not None, query
-    mixed, taken = light.paired.light.mixed, [0]
-
-    def counted(*args: Any) -> Any:
-        out = mixed(*args)
-        taken[0] += len(out[0])
-        return out
-
-    light.paired.light.mixed = counted
+    taken = _counting(light)
     tuples = [Tuple(copy.deepcopy(data), START + dt.timedelta(milliseconds=ms), seq, name)
               for seq, (name, data, ms) in enumerate(stream, 1)]
     start, k = 0, 0
