@@ -122,8 +122,7 @@ class LightBatch:
         proc = self.proc
         try:
             answers, pos = self.loop(islice(tuples, start, None) if start else tuples, win, groups, poss,
-                                     datas,
-                                     proc.relation.next_pos)
+                                     datas, proc.relation.next_pos)
         except Exception:  # a value its checks let through and it cannot take: nothing general changed yet
             return [], -1
         taken = len(answers)
@@ -329,7 +328,10 @@ def _loop_lines(shape: _Shape, where: bool, timed: bool) -> list[str]:
                  "if fresh:", *shape.data("g", "    "), "    poss.append(g[0][0])", "    datas.append(data)",
                  f"elif not ({again}):", *shape.data("g", "    "),
                  "    datas[bisect_left(poss, g[0][0])] = data"]
-        add += place if not where else []
+        if where:  # g when WHERE kept its row
+            place = [line.replace("if fresh:", "if g is not None and fresh:")
+                     .replace(f"elif not ({again}):", f"elif g is not None and not ({again}):")
+                     for line in place]
     else:  # g first (a new group is last, a moved g takes its next row's place), then a moved other group
         add = ["g = groups.get(key)", "if g is None:", f"    g = groups[key] = {shape.new_group()}",
                *shape.push("    "), *shape.data("g", "    "), "    poss.append(pos)",
@@ -345,17 +347,9 @@ def _loop_lines(shape: _Shape, where: bool, timed: bool) -> list[str]:
     if where:
         lines += ["        if passes:", *("            " + line for line in add), "        else:",
                   f"            win.append({'(ts, None)' if timed else 'None'})", "            g = None"]
-        if timed:  # the moved groups, and g when WHERE kept its row
-            place = [line.replace("if fresh:", "if g is not None and fresh:")
-                     .replace(f"elif not ({again}):", f"elif g is not None and not ({again}):")
-                     for line in place]
-            lines += ["        " + line for line in place]
-        else:
-            lines += ["        " + line for line in place]
     else:
         lines += ["        " + line for line in add]
-        if not timed:
-            lines += ["        " + line for line in place]
+    lines += ["        " + line for line in place]
     lines += ["        append(list(map(copy, datas)) if datas else None)", "    return out, pos", ""]
     return lines
 

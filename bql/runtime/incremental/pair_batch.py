@@ -81,9 +81,9 @@ class LightPairs:
         # side's window, index and size by number
         lines += ["def loop(tuples, w0, w1, i0, i1, counts, s0, s1, eid):", "    out = []",
                   "    append = out.append", "    for tup in tuples:", "        k = SIDE.get(tup.input)",
-                  "        if k is None:", "            append(None)", "            continue", "        if k == 0:",
-                  *("            " + line.format("w0", "w1", "i0", "i1", "s0") for line in bodies[0]),
-                  "        else:", *("            " + line.format("w1", "w0", "i1", "i0", "s1") for line in bodies[1]),
+                  "        if k is None:", "            append(None)", "            continue",
+                  "        if k == 0:", *_side(bodies[0], ("w0", "w1", "i0", "i1", "s0")),
+                  "        else:", *_side(bodies[1], ("w1", "w0", "i1", "i0", "s1")),
                   "    return out, eid", ""]
         self.source = "\n".join(lines) + "\n"
         readers = Counter(name for slot in proc.slots for name in slot.sources)
@@ -183,6 +183,11 @@ class LightPairs:
         proc.next_eid = eid
 
 
+def _side(body: list[str], names: tuple[str, ...]) -> list[str]:
+    """A side's step inside the loop (``_body`` with its window, index and size names)."""
+    return ["            " + line.format(*names) for line in body]
+
+
 def _body(k: int, key_name: str, fields: list[tuple[str, str]], labels: list[str],
           where: dict[str, tuple[int, int]]) -> list[str]:
     """One step of FROM item ``k`` in the loop over ``tup`` (see the module doc), its window, the other
@@ -191,7 +196,8 @@ def _body(k: int, key_name: str, fields: list[tuple[str, str]], labels: list[str
     cells = ", ".join(f"{label!r}: {src}[{where[label][1]}]" for label, src in zip(labels, mine))
     rk = "(parts, o[3])" if k == 0 else "(o[3], parts)"
     ork = "(oparts, o[3])" if k == 0 else "(o[3], oparts)"
-    checks = [line.replace("{", "{{").replace("}", "}}") for line in _check_lines(key_name, fields, "break", "")]
+    checks = [line.replace("{", "{{").replace("}", "}}")
+              for line in _check_lines(key_name, fields, "break", "")]
     cells = cells.replace("{", "{{").replace("}", "}}")
     return [
         "d = tup.data", *checks,

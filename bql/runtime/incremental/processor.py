@@ -193,9 +193,9 @@ class IncrementalSelectProcessor(BatchSteps, SelectProcessor):
             light = ", a long batch in one loop over light state" if self.grouped.light is not None else ""
             parts.append("one generated step per tuple, a batch answering output maps" + light)
         if self.paired is not None:
-            parts.append("generated pair projection, a batch answering output maps"
-                         + (", a long run of one input in one loop over light state"
-                            if self.paired.light is not None else ""))
+            light = (", a long run of one input in one loop over light state" if self.paired.light is not None
+                     else "")
+            parts.append("generated pair projection, a batch answering output maps" + light)
         if self.delta_step is not None:
             parts.append("one fused step per tuple, a batch answering output maps")
         parts.append(f"{self.emitter.kind.upper()} from the relation's changes"
