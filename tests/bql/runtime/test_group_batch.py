@@ -131,8 +131,11 @@ def _plain(o: Any) -> Any:
 
 
 def _counting(proc: Any) -> list[int]:
-    """Count the tuples the light loop takes (wraps ``proc.grouped.light.loop``)."""
-    light = proc.grouped.light
+    return counting(proc.grouped.light)
+
+
+def counting(light: Any) -> list[int]:
+    """Count the tuples a light loop (``LightBatch``, ``LightPairs``) takes: wraps its ``loop``."""
     loop = light.loop
     taken = [0]
 

@@ -23,6 +23,7 @@ from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
 
 from test_generated_kernel_paths import SETTINGS, START, batch_observed
+from test_group_batch import counting
 from test_paired_step import _observed, input_runs
 
 SELECTS = ["a:id AS aid, b:id AS bid", "a:x AS x, b:x AS y, a:k AS k", "b:id AS v, a:id AS w, a:x AS x",
@@ -89,18 +90,7 @@ def check_light(query: str, stream: list[tuple[str, Any, int]], sizes: list[int]
 
 
 def _counting(proc: Any) -> list[int]:
-    """Count the tuples the light loop takes (wraps ``proc.paired.light.loop``)."""
-    light = proc.paired.light
-    loop = light.loop
-    taken = [0]
-
-    def counted(*args: Any) -> Any:
-        out = loop(*args)
-        taken[0] += len(out[0])
-        return out
-
-    light.loop = counted
-    return taken
+    return counting(proc.paired.light)
 
 
 @SETTINGS
