@@ -145,6 +145,25 @@ class DeltaEmitter:
         self.classes: dict[Any, Any] = {}  # key -> KeyClass, or its one item
         self.nans = KeyClass()
 
+    def holds_exactly(self, items: list[Any]) -> bool:
+        """Whether the previous relation is ``items`` (distinct keys, none with NaN), each held as itself
+        (bare, or the one item of its key's class)."""
+        if self.nans.pos or len(self.classes) != len(items):
+            return False
+        classes = self.classes
+        for item in items:
+            cls = classes.get(item.ekey)
+            if cls is item:
+                continue
+            if type(cls) is not KeyClass or len(cls.items) != 1 or cls.items[0] is not item:
+                return False
+        return True
+
+    def reset(self, items: list[Any]) -> None:
+        """Make ``items`` (distinct keys, none with NaN) the previous relation, each kept bare."""
+        self.nans = KeyClass()
+        self.classes = {item.ekey: item for item in items}
+
     def apply(self, removed: list[Any], added: list[Any]) -> list[Any]:
         """Replace the previous relation by ``previous - removed + added``; the items to emit, in order."""
         istream = self.kind == "istream"

@@ -1,19 +1,23 @@
-"""A batch of a one-FROM-item RSTREAM GROUP BY in one generated loop over light state.
+"""A batch of a one-FROM-item RSTREAM or ISTREAM GROUP BY in one generated loop over light state.
 
 ``GroupedStep.advance_rows`` keeps, per tuple, every structure the general path and snapshots read: an
 ``Entry``, a ``Row`` with its ``Env``, the relation's maps, each group's members and aggregate states and
 an output ``GroupItem``. Over a long batch of the common statement — one plain GROUP BY field (an ``int``
 or ``str`` value) or the global group, ``count(*)``, ``count``, ``sum``, ``avg`` of plain fields, a select
-list of those aggregates and the key field, no HAVING, a count window or a time window whose tuples arrive
-in timestamp order — ``LightBatch.run`` keeps instead what the hand-written loop keeps:
+list of those aggregates and the key field, a HAVING over those aggregates alone (operators and
+literals), RSTREAM, or ISTREAM when rows of two groups cannot be equal (the key field selected, or the
+global group), a count window or a time window whose tuples arrive in timestamp order —
+``LightBatch.run`` keeps instead what the hand-written loop keeps:
 
 - the window as a deque of its rows' groups (None: WHERE was false), with their timestamps in a time
   window — its entries are the last arrivals, its rows the last rows, so their tuples, eids and
   positions follow from the batch and the next ones;
 - each group as a list ``[positions, key, key value, (values, ints, int total, abs total) per summed
-  field]`` — its rows leave from its head, as the window's do;
-- the output order as two lists (each group's first position, its output map), changed only where a
-  group changed: the group whose first row left moves to its next row's place, a new group is last.
+  field, current row]`` — its rows leave from its head, as the window's do;
+- RSTREAM: the output order as two lists (each shown group's first position, its output map), changed
+  only where a group changed: the group whose first row left moves to its next row's place, a new
+  group is last, a group HAVING rejects has no place; ISTREAM: each group's current row, compared with
+  its new one when the group changes (``group_loops.changed_loop``).
 
 Each aggregate's value is computed by the formula of its state class (``aggregates.py``): ``wrap_int64``
 of the int total, the left-to-right float sum recomputed over the group's values when one is a float,
@@ -25,7 +29,9 @@ window still in order) and stops at the first tuple it cannot take; ``process_ba
 the general step and resumes. Light state lives for one run: ``load`` builds it from the general state
 (O(window)), ``store`` rebuilds the general state from its window by ``GroupedStep.absorb`` (the general
 step without its output), then evaluates each group's item — the structures the general path would hold,
-so snapshots, the general step and the next batch continue exactly. A run is taken only over a batch at
+so snapshots, the general step and the next batch continue exactly (ISTREAM's emitter is loaded only when
+it holds exactly the groups' items, and stored as them: ``DeltaEmitter.holds_exactly`` / ``reset``).
+A run is taken only over a batch at
 least twice the window's length (and ``MIN_RUN`` tuples): loading and storing cost O(window).
 """
 from __future__ import annotations
@@ -34,14 +40,19 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 from itertools import islice, takewhile
+from operator import itemgetter
 from typing import Any
 
+from ...ast import Between, BinaryOp, FunctionCall, InList, IsNull, Literal, UnaryOp
+from ...eval import Env
+from ...eval.analysis import is_aggregate_call
 from ...functions.builtin_aggregate import wrap_int64
 from ...values import INT_MAX, INT_MIN
 from ..stage_codegen import FALLBACK
 from ..windows import Entry
 from .aggregates import _EXACT_FLOAT_INTS, AvgState, CountAllState, CountState, SumState
 from .field_access import MISSING
+from .group_loops import Shape, aggregate_fields, changed_loop, rstream_loop, value_expr
 from .relation import Row
 
 MIN_RUN = 32  # a run shorter than this many tuples (or than twice the window) keeps the general step
@@ -55,7 +66,10 @@ def light_batch(proc: Any, key_name: str | None, predicate: Any) -> LightBatch |
     groups = proc.groups
     alias = proc.aliases[0]
     window = proc.slots[0].window
-    if proc.delta is not None or groups.grouping.having is not None or not groups.all_stateful:
+    if not groups.all_stateful or not _plain_having(proc.select.having, proc.context.functions):
+        return None
+    if proc.delta is not None and (proc.delta.kind != "istream" or not (  # rows of two groups differ
+            key_name is None or any(j < 0 for _, j, _, _ in groups.output))):
         return None
     if (window.span is None and window.size < 1) or (proc.where is not None and predicate is None):
         return None
@@ -75,7 +89,7 @@ def light_batch(proc: Any, key_name: str | None, predicate: Any) -> LightBatch |
 class LightBatch:
     """``run(tuples)``: (answers, tuples taken) — see the module doc."""
 
-    __slots__ = ("data_of", "key_of", "loop", "proc", "source")
+    __slots__ = ("key_of", "loop", "proc", "source")
 
     def __init__(self, proc: Any, key_name: str | None, needs: dict[str, bool], predicate: Any):
         self.proc = proc
@@ -84,23 +98,30 @@ class LightBatch:
         sums = [m for m, f in enumerate(fields) if needs[f]]
         at = {m: 3 + 4 * i for i, m in enumerate(sums)}  # values, ints, int total, abs total in a group
         index = {f: m for m, f in enumerate(fields)}
-        values = [_value_expr(factory, at.get(index[field[1]]) if field is not None else None)
-                  for factory, field in _aggregate_fields(proc.groups)]
+        values = [value_expr(factory, at.get(index[field[1]]) if field is not None else None)
+                  for factory, field in aggregate_fields(proc.groups)]
         cells = [(label, j) for label, j, _, _ in proc.groups.output]
-        shape = _Shape(key_name, fields, needs, sums, at, values, cells)
+        shape = Shape(key_name, fields, needs, sums, at, values, cells)
         scope: dict[str, Any] = {"MISSING": MISSING, "WRAP": wrap_int64, "EXACT": _EXACT_FLOAT_INTS,
                                  "deque": deque, "bisect_left": bisect_left, "copy": dict.copy,
                                  "PREDICATE": predicate, "FALLBACK": FALLBACK, "SPAN": window.span,
                                  "SIZE": window.size, "takewhile": takewhile,
-                                 "INT_MIN": INT_MIN, "INT_MAX": INT_MAX}
-        lines = ["def data_of(g):", *shape.data("g", "    "), "    return data", "",
-                 "def key_of(d):", *shape.checks("return None", "    "),
+                                 "INT_MIN": INT_MIN, "INT_MAX": INT_MAX,
+                                 "HAVING": proc.groups.grouping.having,
+                                 "Env": Env, "NO_TUPLES": {}, "FIRST_ITEM": itemgetter(0)}
+        lines = ["def key_of(d):", *shape.checks("return None", "    "),
                  f"    return key, kv, ({''.join(f'(a{m}, t{m}), ' for m in sums)})", ""]
-        lines += _loop_lines(shape, proc.where is not None, window.span is not None)
+        where, timed = proc.where is not None, window.span is not None
+        having = proc.select.having is not None
+        if proc.delta is None and not having:
+            lines += rstream_loop(shape, where, timed)
+        else:
+            floats = [j for j, (factory, _) in enumerate(aggregate_fields(proc.groups))
+                      if factory in (SumState, AvgState)]
+            lines += changed_loop(shape, where, timed, proc.delta is not None, having, floats)
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<group batch>", "exec"), scope)  # noqa: S102 - generated from the AST
         self.loop: Callable[..., Any] = scope["loop"]
-        self.data_of: Callable[[list[Any]], dict[str, Any]] = scope["data_of"]
         self.key_of: Callable[[Any], Any] = scope["key_of"]
 
     def takes(self, n: int) -> bool:
@@ -170,6 +191,7 @@ class LightBatch:
                 g = groups[key] = [deque(), key, kv]
                 for _ in summed:
                     g += [deque(), 0, 0, 0]
+                g.append(None)  # its current row (set below)
             g[0].append(row.pos)
             for i, (v, t) in enumerate(summed):
                 _add(g, 3 + 4 * i, v, t)
@@ -177,14 +199,20 @@ class LightBatch:
             light_rows += 1
         if light_rows != len(relation.rows) or not all(groups.values()):
             return None
-        order = sorted(groups.values(), key=_first)
         # each group's general key: the key of the row that made it, which may have left (2.0, now 2s)
-        # (held with its light group, so that no group made later takes its id)
+        # (held with its light group, so that no group made later takes its id), and its current row
         keys = {}
-        for gkey in table.groups:
+        items = []
+        for gkey, group in table.groups.items():
             g = groups[gkey[0] if gkey else ()]
             keys[id(g)] = (g, gkey)
-        return win, groups, [g[0][0] for g in order], [self.data_of(g) for g in order], arrivals, keys
+            if group.item is not None:
+                g[-1] = group.item.data
+                items.append(group.item)
+        if proc.delta is not None and not proc.delta.holds_exactly(items):
+            return None
+        shown = [g for g in sorted(groups.values(), key=_first) if g[-1] is not None]
+        return win, groups, [g[0][0] for g in shown], [g[-1] for g in shown], arrivals, keys
 
     def store(self, win: deque[Any], groups: dict[Any, list[Any]], pos: int, eid: int, tups: list[Any],
               keys: dict[int, Any]) -> None:
@@ -222,136 +250,10 @@ class LightBatch:
         item = grouped.item
         for group in table.groups.values():
             group.item = item(group)
+        if proc.delta is not None:
+            proc.delta.reset([group.item for group in table.groups.values() if group.item is not None])
         table.touched.clear()
         grouped.order.forget()
-
-
-class _Shape:
-    """The parts of one statement's generated loop (see ``LightBatch``)."""
-
-    def __init__(self, key_name: str | None, fields: list[str], needs: dict[str, bool], sums: list[int],
-                 at: dict[int, int], values: list[str], cells: list[tuple[str, int]]):
-        self.key_name, self.fields, self.needs, self.sums, self.at = key_name, fields, needs, sums, at
-        self.values, self.cells = values, cells
-
-    def checks(self, fail: str, indent: str) -> list[str]:
-        """Lines reading ``d``'s key (``key``, ``kv``) and fields (``a<m>``, ``t<m>``), ``fail`` when one
-        is outside what the loop takes."""
-        lines = ["if type(d) is not dict:", f"    {fail}"]
-        if self.key_name is None:
-            lines.append("key = kv = ()")
-        else:
-            lines += [f"kv = d.get({self.key_name!r}, MISSING)", "t = type(kv)", "if t is int:",
-                      "    key = kv", "elif t is str:", "    key = ('s', kv)", "else:", f"    {fail}"]
-        for m, f in enumerate(self.fields):
-            lines.append(f"a{m} = d.get({f!r}, MISSING)")
-            if self.needs[f]:
-                # ints within int64 (a float of a larger one may overflow where the general step drops)
-                lines += [f"t{m} = type(a{m})",
-                          f"if t{m} is not float and (t{m} is not int or not INT_MIN <= a{m} <= INT_MAX):",
-                          f"    {fail}"]
-            else:
-                lines += [f"if a{m} is MISSING or a{m} is None:", f"    {fail}"]
-        return [indent + line for line in lines]
-
-    def data(self, g: str, indent: str) -> list[str]:
-        """Lines computing ``data``, the output map of light group ``g``."""
-        lines = [f"v{j} = {expr.replace('g[', g + '[')}" for j, expr in enumerate(self.values)]
-        cells = ", ".join(f"{label!r}: {f'v{j}' if j >= 0 else g + '[2]'}" for label, j in self.cells)
-        lines.append(f"data = {{{cells}}}")
-        return [indent + line for line in lines]
-
-    def pop(self, g: str, indent: str) -> list[str]:
-        """Lines taking light group ``g``'s first row out of it."""
-        lines = [f"{g}[0].popleft()"]
-        for m in self.sums:
-            a = self.at[m]
-            lines += [f"v = {g}[{a}].popleft()", "if type(v) is not float:", f"    {g}[{a + 1}] -= 1",
-                      f"    {g}[{a + 2}] -= v", f"    {g}[{a + 3}] -= abs(v)"]
-        return [indent + line for line in lines]
-
-    def push(self, indent: str) -> list[str]:
-        """Lines adding the new row (position ``pos``, values ``a<m>``) to light group ``g``."""
-        lines = ["g[0].append(pos)"]
-        for m in self.sums:
-            a = self.at[m]
-            lines += [f"g[{a}].append(a{m})", f"if t{m} is not float:", f"    g[{a + 1}] += 1",
-                      f"    g[{a + 2}] += a{m}", f"    g[{a + 3}] += abs(a{m})"]
-        return [indent + line for line in lines]
-
-    def new_group(self) -> str:
-        return "[deque(), key, kv" + ", deque(), 0, 0, 0" * len(self.sums) + "]"
-
-
-def _loop_lines(shape: _Shape, where: bool, timed: bool) -> list[str]:
-    """``loop(tuples, win, groups, poss, datas, pos)`` -> (answers, the next pos): one answer per tuple
-    taken (an arrival's eid follows from the window's)."""
-    lines = ["def loop(tuples, win, groups, poss, datas, pos):", "    out = []", "    append = out.append",
-             "    for tup in tuples:", "        d = tup.data",
-             *shape.checks("break", "        ")]
-    if where:
-        lines += ["        try:", "            verdict = PREDICATE(d)", "        except Exception:",
-                  "            break", "        if verdict is FALLBACK:", "            break",
-                  "        passes = verdict is not None"]
-    if timed:
-        lines += ["        ts = tup.ts", "        if win and ts < win[-1][0]:", "            break",
-                  "        try:", "            limit = ts - SPAN", "        except Exception:",
-                  "            break"]
-    if where and shape.key_name is None:  # the global group keeps a row: over none it is the general path's
-        leaving = ("sum(1 for e in takewhile(lambda e: e[0] < limit, win) if e[1] is not None)" if timed
-                   else "(1 if len(win) >= SIZE and win[0] is not None else 0)")
-        lines += ["        if not passes:", "            g = groups.get(())",
-                  f"            if g is None or len(g[0]) <= {leaving}:", "                break"]
-    lines += ["        moved = None"]
-    if timed:
-        lines += ["        while win and win[0][0] < limit:", "            og = win.popleft()[1]",
-                  "            if og is not None:", *shape.pop("og", "                "),
-                  "                if moved is None:", "                    moved = {}",
-                  "                if og[1] not in moved:", "                    del poss[0], datas[0]",
-                  "                    moved[og[1]] = og", "                if not og[0]:",
-                  "                    del groups[og[1]], moved[og[1]]"]
-    else:
-        lines += ["        if len(win) >= SIZE:", "            og = win.popleft()",
-                  "            if og is not None:",
-                  *shape.pop("og", "                "), "                del poss[0], datas[0]",
-                  "                if og[0]:", "                    moved = og", "                else:",
-                  "                    del groups[og[1]]"]
-    if timed:
-        add = ["g = groups.get(key)", "if g is None:", f"    g = groups[key] = {shape.new_group()}",
-               "    fresh = True", "else:", "    fresh = False", *shape.push(""),
-               "win.append((ts, g))", "pos += 1"]
-        again = "moved is not None and moved.get(key) is g"
-        # the moved groups re-placed (a moved g among them), then g
-        place = ["if moved:", "    for og in moved.values():", *shape.data("og", "        "),
-                 "        fp = og[0][0]", "        i = bisect_left(poss, fp)", "        poss.insert(i, fp)",
-                 "        datas.insert(i, data)",
-                 "if fresh:", *shape.data("g", "    "), "    poss.append(g[0][0])", "    datas.append(data)",
-                 f"elif not ({again}):", *shape.data("g", "    "),
-                 "    datas[bisect_left(poss, g[0][0])] = data"]
-        if where:  # g when WHERE kept its row
-            place = [line.replace("if fresh:", "if g is not None and fresh:")
-                     .replace(f"elif not ({again}):", f"elif g is not None and not ({again}):")
-                     for line in place]
-    else:  # g first (a new group is last, a moved g takes its next row's place), then a moved other group
-        add = ["g = groups.get(key)", "if g is None:", f"    g = groups[key] = {shape.new_group()}",
-               *shape.push("    "), *shape.data("g", "    "), "    poss.append(pos)",
-               "    datas.append(data)",
-               "else:", *shape.push("    "), *shape.data("g", "    "), "    if g is moved:",
-               "        i = bisect_left(poss, g[0][0])", "        poss.insert(i, g[0][0])",
-               "        datas.insert(i, data)", "    else:",
-               "        datas[bisect_left(poss, g[0][0])] = data",
-               "win.append(g)", "pos += 1"]
-        place = ["if moved is not None and moved is not g:", *shape.data("moved", "    "),
-                 "    fp = moved[0][0]", "    i = bisect_left(poss, fp)", "    poss.insert(i, fp)",
-                 "    datas.insert(i, data)"]
-    if where:
-        lines += ["        if passes:", *("            " + line for line in add), "        else:",
-                  f"            win.append({'(ts, None)' if timed else 'None'})", "            g = None"]
-    else:
-        lines += ["        " + line for line in add]
-    lines += ["        " + line for line in place]
-    lines += ["        append(list(map(copy, datas)) if datas else None)", "    return out, pos", ""]
-    return lines
 
 
 def _add(g: list[Any], at: int, v: Any, t: type) -> None:
@@ -366,20 +268,22 @@ def _first(g: list[Any]) -> int:
     return g[0][0]
 
 
-def _aggregate_fields(groups: Any) -> list[tuple[Any, Any]]:
-    """(state class, plain field or None) of each aggregate, in aggregate order."""
-    fields: dict[int, Any] = {j: field for j, field, _ in groups.stateful}
-    return [(factory, fields.get(j)) for j, factory in enumerate(groups.factories)]
+_HAVING_NODES = (BinaryOp, UnaryOp, Literal, IsNull, Between, InList)
 
 
-def _value_expr(factory: Any, at: int | None) -> str:
-    """The expression of an aggregate's value over light group ``g`` (its state class's ``result``)."""
-    if factory is CountAllState or factory is CountState:
-        return "len(g[0])"
-    assert at is not None
-    vals, ints, total, absolute = (f"g[{at + i}]" for i in range(4))
-    if factory is SumState:  # a sum of floats is a float
-        return (f"(sum({vals}) if not {ints} else WRAP({total}) if {ints} == len({vals}) "
-                f"else sum(map(float, {vals})))")
-    return (f"(sum({vals}) / len({vals}) if not {ints} else float({total}) / len({vals}) "
-            f"if {ints} == len({vals}) and {absolute} <= EXACT else sum(map(float, {vals})) / len({vals}))")
+def _plain_having(having: Any, registry: Any) -> bool:
+    """Whether HAVING (None: none) reads only its aggregates' values (operators over aggregate calls and
+    literals), so that the loop can evaluate it over a light group's values alone."""
+    if having is None:
+        return True
+    stack = [having]
+    while stack:
+        node = stack.pop()
+        if type(node) is FunctionCall:
+            if not is_aggregate_call(node, registry):
+                return False
+            continue
+        if not isinstance(node, _HAVING_NODES):
+            return False
+        stack.extend(node.children())
+    return True
