@@ -222,7 +222,7 @@ CASES: list[tuple[str, str, Callable[[int], list[Item]], Callable[[list[Item]], 
      "SELECT ISTREAM a:id AS aid, b:id AS bid FROM s1 [RANGE 5 TUPLES] AS a, s2 [RANGE 5 TUPLES] AS b "
      "WHERE a:k = b:k", join_runs_input, ref_join(5)),
 ]
-SPARK_CASES = ("filter", "ISTREAM [RANGE 50 TUPLES]")
+SPARK_CASES = ("filter", "ISTREAM [RANGE 50 TUPLES]", "GROUP BY k over [RANGE 50 TUPLES]")
 # the reference kernel costs milliseconds per tuple on these: its column runs on the first N tuples only
 REFERENCE_TUPLES = {"ISTREAM [RANGE 5 SECONDS] (501 tuples)": 2000, "ISTREAM [RANGE 5000 TUPLES]": 3000}
 
@@ -462,9 +462,10 @@ def through_spark(n: int, master: str) -> dict[str, float]:
     import shutil
     import tempfile
 
+    from sbpy.bql.plan import plan_query
     from sbpy.bql.spark import journal_format as jf
-    from sbpy.bql.spark.operator import StageSpec
-    from sbpy.bql.spark.query import QuerySpec, start_query
+    from sbpy.bql.spark.compile import query_spec_stages
+    from sbpy.bql.spark.query import QuerySpec
     from sbpy.server.context import ServerContext
     from sbpy.server.journal import JournalWriter
 
@@ -485,17 +486,15 @@ def through_spark(n: int, master: str) -> dict[str, float]:
             def on_batch(batch_id: int, rows: list[dict[str, Any]], count: list[int] = count) -> None:
                 count[0] += sum(1 for r in rows if r["kind"] == "out")
 
-            spec = QuerySpec(f"b3.{len(out)}", tmp / "journal", ("src",), [StageSpec("q", query, ("src",))],
-                             tmp / f"ck{len(out)}", on_batch=on_batch, max_seqs=50_000)
-            handle = start_query(spark, spec)
-            try:
-                handle.process_all_available()
-                prog = [p for p in handle._query.recentProgress if p.get("numInputRows")]
-            finally:
-                handle.stop()
+            plan = plan_query(["src"], [("q", query, ["src"])])  # as the server runs it
+            spec = QuerySpec(f"b3.{len(out)}", tmp / "journal", ("src",), query_spec_stages(plan),
+                             tmp / f"ck{len(out)}", on_batch=on_batch, max_seqs=50_000, plan=plan)
+            _, prog = benchlib.run_to_end(spark, spec)
             busy = sum(p["durationMs"].get("triggerExecution", 0) for p in prog) / 1000
             out[name] = busy / n * 1e6
-            print(f"  spark {name}: {n:,} tuples in {len(prog)} batches, {busy:.1f} s busy, {count[0]:,} out")
+            per_batch = ", ".join(f"{p['durationMs'].get('triggerExecution', 0) / 1000:.2f}" for p in prog)
+            print(f"  spark {name} ({plan.execution.value}): {n:,} tuples in {len(prog)} batches, {busy:.1f} s "
+                  f"busy ({per_batch}), {count[0]:,} out")
     finally:
         ctx.close()
         shutil.rmtree(tmp, ignore_errors=True)

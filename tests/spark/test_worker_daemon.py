@@ -55,6 +55,17 @@ def test_the_daemon_preloads_from_the_package_and_forks_with_one_thread():
     assert not origin.endswith(".zip/pyspark/__init__.py") and Path(origin).is_relative_to(HOME)
 
 
+def test_the_dropped_zips_leave_no_cached_finder():
+    """pyspark's worker calls ``importlib.invalidate_caches`` for every task, which reads the directory of
+    every zip with a cached finder: the daemon keeps none for the zips it dropped (the interpreter made
+    them while it looked for the daemon's module on Spark's worker path)."""
+    out = _daemon_probe(None, extra="import atexit; atexit.register(lambda: print('cached', *sorted("
+                                    "k for k in sys.path_importer_cache if k.endswith('.zip'))))")
+    assert out.returncode == 0, out.stderr
+    (line,) = [x for x in out.stdout.splitlines() if x.startswith("cached")]
+    assert not set(line.split()[1:]) & set(OWN_ZIPS)
+
+
 @pytest.mark.parametrize(("level", "sbpy_loaded"), [("sbpy", "True"), ("pyspark", "False"), ("none", "False")])
 def test_the_levels_preload_less(level, sbpy_loaded):
     out = _daemon_probe(level)
