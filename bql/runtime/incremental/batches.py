@@ -120,7 +120,7 @@ class BatchSteps:
 
     def _light_batch(self, tuples: list[Tuple], light: Any, general: Callable[[list[Tuple]], list[Any]],
                      k: int | None) -> list[Any]:
-        """A batch of a one-FROM-item RSTREAM GROUP BY (``group_batch``), of one FROM item ``k`` of an ISTREAM
+        """A batch of a one-FROM-item GROUP BY (``group_batch``), of one FROM item ``k`` of an ISTREAM
         join or of both its inputs (``pair_batch``, ``k`` None): runs of its light loop where the statement
         and the batch's length allow one; the tuple a run stops at (or a general state the loop cannot load)
         takes the ``general`` path (the generated step), and so do as many tuples after it as the window then
