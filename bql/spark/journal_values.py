@@ -114,8 +114,28 @@ def _untag(value: Any) -> Any:
 
 
 def encode_data(data: Any) -> str:
-    """The tagged JSON text of a BQL value (normally the tuple's map)."""
+    """The tagged JSON text of a BQL value (normally the tuple's map). A map whose values are all strings,
+    ints, bools, NULLs and finite floats, with no key starting with ``$``, is its own tagged form
+    (``_tag`` copies it unchanged): orjson writes it as it is, without the walk (~0.35 against ~1 µs for
+    a three-field row)."""
+    if type(data) is dict and _flat(data):
+        return orjson.dumps(data).decode("utf-8")
     return orjson.dumps(_tag(data)).decode("utf-8")
+
+
+def _flat(data: dict[str, Any]) -> bool:
+    """Whether ``_tag(data)`` is a copy of ``data`` equal key for key (scalars of JSON's own types only:
+    a non-finite float, a timestamp, a blob, a container or a ``$`` key is tagged)."""
+    for k, v in data.items():
+        t = type(v)
+        if t is float:
+            if v - v != 0.0:  # inf - inf and nan - nan are nan
+                return False
+        elif t is not str and t is not int and t is not bool and v is not None:
+            return False
+        if k[:1] == "$":
+            return False
+    return True
 
 
 def decode_data(text: str | bytes) -> Any:

@@ -4,9 +4,12 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+import orjson
 import pytest
-
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sbpy.bql.spark import journal_format as jf
+from sbpy.bql.spark.journal_values import _tag
 
 UTC = dt.timezone.utc
 
@@ -46,6 +49,24 @@ def test_carried_data_packs_back_to_the_same_value(value):
     got = back if type(back) is dict else jf.decode_data(back)
     assert got == value and [type(v) for v in got.values()] == [type(v) for v in value.values()] \
         if plain else got == value
+
+
+FLAT_KEYS = st.sampled_from(["a", "b", "$c", "$$d", "", "é", "$"])
+SCALARS = (st.none() | st.booleans() | st.integers(-(1 << 63), (1 << 63) - 1) | st.floats()
+           | st.sampled_from([math.nan, math.inf, -math.inf, -0.0]) | st.text(max_size=4)
+           | st.binary(max_size=3) | st.datetimes(timezones=st.just(UTC)))
+FLAT_VALUES = st.recursive(
+    SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(FLAT_KEYS, inner, max_size=3),
+    max_leaves=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(FLAT_KEYS, SCALARS, max_size=5) | st.dictionaries(FLAT_KEYS, FLAT_VALUES, max_size=5)
+       | FLAT_VALUES)
+def test_a_flat_map_is_written_as_the_walk_writes_it(value):
+    """``encode_data``'s shortcut for a map of plain scalars gives the text of the tagging walk, byte for
+    byte, for any value (NaN and infinities, ``$`` keys, timestamps, blobs, nested values)."""
+    assert jf.encode_data(value) == orjson.dumps(_tag(value)).decode("utf-8")
 
 
 def test_float_stays_float_and_non_finite():
