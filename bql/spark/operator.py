@@ -279,17 +279,23 @@ class Pipeline:
             received[name] = received.get(name, 0) + len(answers)
         node = self.stages[k].node
         direct = node == self.output_node and not self.consumers.get(node)  # rows go straight out
+        rows, encode = self._rows, self.encode_out
         for i, answer in enumerate(answers):
             if answer is None:
                 continue
             tup = tuples[i]
-            self._seq = tup.seq
+            self._seq = seq = tup.seq
             kind = type(answer)
             if kind is dict or kind is list:
                 for data in (answer,) if kind is dict else answer:
                     stat.sent += 1
-                    if direct:  # ``_deliver``'s output row, with the journal's time of the tuple
-                        self._emit_data(node, data, stamps[i])
+                    if direct:  # ``_emit_data``'s output row inline, with the journal's time of the tuple
+                        try:
+                            text = encode(data)
+                        except Exception as exc:
+                            self._emit("dropped", node, 0, None, _error_text(exc), node, "output")
+                            continue
+                        rows.append(("out", node, seq, len(rows), stamps[i], text, None, node, None))
                     else:
                         self._deliver(node, Tuple(data, tup.ts, tup.seq, ""))
             elif isinstance(answer, StepResult):

@@ -143,6 +143,29 @@ def test_light_loops_give_the_rows_of_tuple_by_tuple(chain, batches, monkeypatch
     assert _canonical(batched) == _canonical(one_by_one)
 
 
+@pytest.mark.parametrize(("chain", "field"), [("filter", "id"), ("grouped", "k"), ("istream", "id")])
+def test_an_output_row_that_cannot_be_encoded_is_dropped_in_its_place(chain, field, monkeypatch):
+    """An output row the encoding refuses (stood in by an encoder refusing the value 3) is an output
+    ``dropped`` row in its place, with the batch's other rows unchanged — batched as one by one."""
+    def encode(data):
+        if data.get(field) == 3:
+            raise TypeError("Integer exceeds 64-bit range")
+        return jf.encode_data(data)
+
+    rows = [(i, "src", 1000 * i, {"id": i, "k": i % 5, "price": i % 9}, False) for i in range(1, 13)]
+
+    def run():
+        p = Pipeline(CHAINS[chain])
+        p.encode_out = encode
+        return p.run([r[:3] + (dict(r[3]),) + r[4:] for r in rows])
+
+    batched = run()
+    monkeypatch.setattr(operator, "batch_entry_of", lambda proc: None)
+    assert batched == run()
+    dropped = [r for r in batched if r[0] == "dropped"]
+    assert dropped and all(r[6] == "TypeError: Integer exceeds 64-bit range" and r[8] == "output" for r in dropped)
+
+
 def test_a_join_takes_runs_of_both_its_inputs(monkeypatch):
     """A join whose inputs are read by it alone gets each run of them, interleaved, in one call."""
     calls = []
