@@ -163,7 +163,8 @@ def test_an_output_row_that_cannot_be_encoded_is_dropped_in_its_place(chain, fie
     monkeypatch.setattr(operator, "batch_entry_of", lambda proc: None)
     assert batched == run()
     dropped = [r for r in batched if r[0] == "dropped"]
-    assert dropped and all(r[6] == "TypeError: Integer exceeds 64-bit range" and r[8] == "output" for r in dropped)
+    assert dropped
+    assert all(r[6] == "TypeError: Integer exceeds 64-bit range" and r[8] == "output" for r in dropped)
 
 
 def test_a_join_takes_runs_of_both_its_inputs(monkeypatch):
