@@ -164,17 +164,8 @@ def _split_line(line: str) -> tuple[int, int, str | None, bool]:
     return int(obj["seq"]), int(obj.get("ts", 0)), orjson.dumps(obj.get("data", {})).decode("utf-8"), False
 
 
-def _parsed(line: bytes) -> dict[str, Any] | None:
-    """A journal line parsed as JSON, or None when it is no JSON object."""
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    return obj if type(obj) is dict else None
-
-
 def _split_value(line: bytes, obj: dict[str, Any] | None) -> tuple[int, int, Any, bool]:
-    """``_split_line`` of an entry line parsed as ``obj`` (``_parsed``), with the data decoded
+    """``_split_line`` of an entry line parsed as ``obj`` (None: no JSON object), with the data decoded
     (``decode_data``) when it is a map; anything else (a line that did not parse, data that is no map)
     keeps its text for the consumer to decode and report, as ``_split_line`` gives it."""
     if obj is None or type(obj.get("seq")) is not int:
@@ -354,6 +345,7 @@ def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int, expan
     if expand is None:
         expand = js.expand_values if values else js.expand
     out: list[Row] = []
+    loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError
     try:
         f = open(path, "rb")
     except FileNotFoundError:
@@ -368,8 +360,25 @@ def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int, expan
             if not line.endswith(b"\n"):
                 break  # a line being written (beyond HEAD)
             # values: every line parsed once (a segment entry is the object with "seg", no "data")
-            obj = _parsed(line) if values else orjson.loads(line) if js.is_segment_line(line) else None
-            if obj is not None and "seg" in obj and "data" not in obj:
+            if values:
+                try:
+                    obj = loads(line)
+                except JSONDecodeError:
+                    obj = None
+                if type(obj) is not dict:
+                    obj = None  # no entry: ``_split_value`` reports it
+            else:
+                obj = orjson.loads(line) if js.is_segment_line(line) else None
+            if (values and obj is not None and type(data := obj.get("data")) is dict  # a tuple's map
+                    and type(seq := obj.get("seq")) is int and type(ts := obj.get("ts")) is int
+                    and not obj.get("end")):  # ``_split_value``'s common case inline
+                if seq > upto_seq:
+                    break
+                if seq > after_seq:
+                    out.append((seq, input_name, ts, decode_data_value(data) if b'"$' in line else data, False,
+                                None))
+                end_seq = seq
+            elif obj is not None and "seg" in obj and "data" not in obj:
                 seq, seg = int(obj["seq"]), obj["seg"]
                 if seq > upto_seq:
                     break

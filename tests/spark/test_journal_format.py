@@ -114,6 +114,46 @@ def _write(journal, node, lines):
             f.write(line + "\n")
 
 
+@st.composite
+def journal_lines(draw) -> list[str]:
+    """A log's lines as sbpy writes them: entries of any value (maps, tagged values, `$` keys, non-maps),
+    end markers and entries written with their keys in another order — seqs increasing."""
+    lines, seq = [], 0
+    for _ in range(draw(st.integers(0, 12))):
+        seq += 1
+        kind = draw(st.integers(0, 9))
+        if kind == 0:
+            lines.append(jf.encode_end(seq))
+        elif kind == 1:
+            data = jf.encode_data(draw(st.dictionaries(FLAT_KEYS, SCALARS, max_size=3)))
+            lines.append(f'{{"ts":{seq * 10},"data":{data},"seq":{seq}}}')
+        else:
+            value = draw(st.dictionaries(FLAT_KEYS, FLAT_VALUES, max_size=4) | FLAT_VALUES)
+            lines.append(jf.encode_entry(seq, seq * 10, value))
+    return lines
+
+
+@settings(max_examples=200, deadline=None)
+@given(journal_lines())
+def test_reading_with_values_decodes_what_the_text_read_gives(tmp_path_factory, lines):
+    """``read_entries(values=True)`` (the driver's read: each line parsed once, a map decoded as it is read)
+    gives the rows of the text read with the data decoded wherever its JSON is an object (a map, a tagged
+    value); any other row as the text read gives it."""
+    j = tmp_path_factory.mktemp("j")
+    _write(j, "a", lines)
+    jf._OFFSETS.clear()
+    texts = jf.read_entries(j, ["a"], 0, 1000)
+    jf._OFFSETS.clear()
+    values = jf.read_entries(j, ["a"], 0, 1000, values=True)
+    assert len(values) == len(texts)
+    for v, t in zip(values, texts):
+        assert v[:3] + v[4:] == t[:3] + t[4:]
+        if type(v[3]) is str or v[3] is None:
+            assert v[3] == t[3]
+        else:
+            assert repr(v[3]) == repr(jf.decode_data(t[3]))
+
+
 def test_read_entries_merges_by_seq(tmp_path):
     j = tmp_path / "j"
     _write(j, "a", [jf.encode_entry(1, 10, {"v": 1}), jf.encode_entry(3, 30, {"v": 3}), jf.encode_end(6)])
