@@ -375,8 +375,9 @@ def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int, expan
                 if seq > upto_seq:
                     break
                 if seq > after_seq:
-                    out.append((seq, input_name, ts, decode_data_value(data) if b'"$' in line else data, False,
-                                None))
+                    if b'"$' in line:
+                        data = decode_data_value(data)
+                    out.append((seq, input_name, ts, data, False, None))
                 end_seq = seq
             elif obj is not None and "seg" in obj and "data" not in obj:
                 seq, seg = int(obj["seq"]), obj["seg"]
