@@ -165,17 +165,13 @@ def _split_line(line: str) -> tuple[int, int, str | None, bool]:
 
 
 def _split_value(line: bytes, obj: dict[str, Any] | None) -> tuple[int, int, Any, bool]:
-    """``_split_line`` of an entry line parsed as ``obj`` (None: no JSON object), with the data decoded
-    (``decode_data``) when it is a map; anything else (a line that did not parse, data that is no map)
-    keeps its text for the consumer to decode and report, as ``_split_line`` gives it."""
-    if obj is None or type(obj.get("seq")) is not int:
-        return _split_line(line.decode("utf-8"))
-    if obj.get("end"):
+    """``_split_line`` of an entry line parsed as ``obj`` (None: no JSON object) that holds no tuple's map
+    with an int seq and ts (``_read_file`` decodes those itself): an end marker, or anything else (a line
+    that did not parse, data that is no map) with its text kept for the consumer to decode and report, as
+    ``_split_line`` gives it."""
+    if obj is not None and type(obj.get("seq")) is int and obj.get("end"):
         return obj["seq"], 0, None, True
-    data = obj.get("data")
-    if type(data) is not dict or type(obj.get("ts")) is not int:
-        return _split_line(line.decode("utf-8"))
-    return obj["seq"], obj["ts"], (decode_data_value(data) if b'"$' in line else data), False
+    return _split_line(line.decode("utf-8"))
 
 
 def decode_entry(line: str | bytes) -> dict[str, Any]:
@@ -369,17 +365,7 @@ def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int, expan
                     obj = None  # no entry: ``_split_value`` reports it
             else:
                 obj = orjson.loads(line) if js.is_segment_line(line) else None
-            if (values and obj is not None and type(data := obj.get("data")) is dict  # a tuple's map
-                    and type(seq := obj.get("seq")) is int and type(ts := obj.get("ts")) is int
-                    and not obj.get("end")):  # ``_split_value``'s common case inline
-                if seq > upto_seq:
-                    break
-                if seq > after_seq:
-                    if b'"$' in line:
-                        data = decode_data_value(data)
-                    out.append((seq, input_name, ts, data, False, None))
-                end_seq = seq
-            elif obj is not None and "seg" in obj and "data" not in obj:
+            if obj is not None and "seg" in obj and "data" not in obj:
                 seq, seg = int(obj["seq"]), obj["seg"]
                 if seq > upto_seq:
                     break
@@ -389,7 +375,14 @@ def _read_file(path: Path, input_name: str, after_seq: int, upto_seq: int, expan
                     last = (seq - 1, pos)
                     break
             else:
-                seq, ts, text, end = _split_value(line, obj) if values else _split_line(line.decode("utf-8"))
+                if (values and obj is not None and type(data := obj.get("data")) is dict
+                        and type(seq := obj.get("seq")) is int and type(ts := obj.get("ts")) is int
+                        and not obj.get("end")):  # a tuple's map, decoded as it is read
+                    text, end = decode_data_value(data) if b'"$' in line else data, False
+                elif values:
+                    seq, ts, text, end = _split_value(line, obj)
+                else:
+                    seq, ts, text, end = _split_line(line.decode("utf-8"))
                 if seq > upto_seq:
                     break
                 if seq > after_seq:
