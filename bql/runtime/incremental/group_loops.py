@@ -100,6 +100,15 @@ def _head(shape: Shape, where: bool, timed: bool) -> list[str]:
     return lines
 
 
+def _admitted(add: list[str], where: bool, timed: bool) -> list[str]:
+    """The loop body's lines ``add`` (the new row joins its group ``g``) under WHERE's verdict: a row WHERE
+    drops takes its place in the window without a group (``g`` None)."""
+    if not where:
+        return ["        " + line for line in add]
+    return ["        if passes:", *("            " + line for line in add), "        else:",
+            f"            win.append({'(ts, None)' if timed else 'None'})", "            g = None"]
+
+
 def rstream_loop(shape: Shape, where: bool, timed: bool) -> list[str]:
     """``loop(tuples, win, groups, poss, datas, pos)`` -> (answers, the next pos): one answer per tuple
     taken (an arrival's eid follows from the window's)."""
@@ -146,11 +155,7 @@ def rstream_loop(shape: Shape, where: bool, timed: bool) -> list[str]:
         place = ["if moved is not None and moved is not g:", *shape.data("moved", "    "),
                  "    fp = moved[0][0]", "    i = bisect_left(poss, fp)", "    poss.insert(i, fp)",
                  "    datas.insert(i, data)"]
-    if where:
-        lines += ["        if passes:", *("            " + line for line in add), "        else:",
-                  f"            win.append({'(ts, None)' if timed else 'None'})", "            g = None"]
-    else:
-        lines += ["        " + line for line in add]
+    lines += _admitted(add, where, timed)
     lines += ["        " + line for line in place]
     lines += ["        append(list(map(copy, datas)) if datas else None)", "    return out, pos", ""]
     return lines
@@ -184,11 +189,7 @@ def changed_loop(shape: Shape, where: bool, timed: bool, istream: bool, having: 
         add += ["    og = changed.get(key)", "    if og is not None:", f"        g[{c}] = og[{c}]"]
     add += [*shape.push(""), "win.append((ts, g))" if timed else "win.append(g)", "pos += 1",
             "changed[key] = g"]
-    if where:
-        lines += ["        if passes:", *("            " + line for line in add), "        else:",
-                  f"            win.append({'(ts, None)' if timed else 'None'})"]
-    else:
-        lines += ["        " + line for line in add]
+    lines += _admitted(add, where, timed)
     values = ", ".join(f"v{j}" for j in range(len(shape.values)))
     keeps = f"HAVING(Env(NO_TUPLES, [{values}], None)) is True"
     if istream:
