@@ -19,12 +19,15 @@ projection, or the processor runs as the reference kernel. ``BatchSteps`` is a m
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from ..kernel import _message
 from ..processor import Dropped, StepResult, Tuple, each_of
 
 BATCH_CHUNK = 512  # a batch with a row the generated comprehension refuses runs by chunks of this many
+_INPUT = attrgetter("input")
 
 
 class BatchSteps:
@@ -108,14 +111,8 @@ class BatchSteps:
 
     def _by_runs(self, tuples: list[Tuple]) -> list[Any]:
         out: list[Any] = []
-        start = 0
-        while start < len(tuples):
-            name = tuples[start].input
-            end = start + 1
-            while end < len(tuples) and tuples[end].input == name:
-                end += 1
-            out += self.process_batch(name, tuples[start:end])
-            start = end
+        for name, run in groupby(tuples, _INPUT):
+            out += self.process_batch(name, list(run))
         return out
 
     def _light_batch(self, tuples: list[Tuple], light: Any, general: Callable[[list[Tuple]], list[Any]],
