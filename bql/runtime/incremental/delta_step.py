@@ -30,7 +30,7 @@ from ..processor import Tuple, stamped
 from ..stage_codegen import FALLBACK
 from ..windows import Entry
 from .emitter import KeyClass
-from .relation import Row, emitted_copy
+from .relation import Row, emitted
 
 
 def delta_step(proc: Any) -> DeltaStep | None:
@@ -44,7 +44,7 @@ def delta_step(proc: Any) -> DeltaStep | None:
 class DeltaStep:
     """``advance(tup)``: the outputs of ``tup``'s step, or None when the step is not the common one and
     nothing has been changed (the processor's general path then runs it); ``advance_rows(tup)``: the same
-    step answering the output maps (each its own copy) instead of output ``Tuple``s (``process_batch``)."""
+    step answering the output maps (``relation.emitted``) instead of output ``Tuple``s (``process_batch``)."""
 
     __slots__ = ("istream", "proc")
 
@@ -122,7 +122,7 @@ class DeltaStep:
                        or (removed and (removed[0].nan or removed[0].ekey == new.ekey)))
         if general:  # ``_one_change`` would refuse it too
             items = delta.apply(removed, [] if new is None else [new])
-            return [emitted_copy(item.data) for item in items]
+            return [emitted(item.data) for item in items]
         out = []
         if removed:  # ``DeltaEmitter._remove``: DSTREAM emits the last row of the key that shrank
             gone = removed[0]
@@ -131,10 +131,10 @@ class DeltaStep:
             if type(cls) is not KeyClass:
                 del classes[key]
                 if not istream:
-                    out.append(emitted_copy(cls.data))
+                    out.append(emitted(cls.data))
             else:
                 if not istream:
-                    out.append(emitted_copy(cls.items[-1].data))
+                    out.append(emitted(cls.items[-1].data))
                 cls.remove(gone)
                 if not cls.pos:
                     del classes[key]
@@ -149,5 +149,5 @@ class DeltaStep:
                 cls = classes[key] = KeyClass.of(cls)
             cls.insert(new)
         if istream:
-            out.append(emitted_copy(data))
+            out.append(emitted(data))
         return out

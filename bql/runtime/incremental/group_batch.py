@@ -103,7 +103,7 @@ class LightBatch:
         cells = [(label, j) for label, j, _, _ in proc.groups.output]
         shape = Shape(key_name, fields, needs, sums, at, values, cells)
         scope: dict[str, Any] = {"MISSING": MISSING, "WRAP": wrap_int64, "EXACT": _EXACT_FLOAT_INTS,
-                                 "deque": deque, "bisect_left": bisect_left, "copy": dict.copy,
+                                 "deque": deque, "bisect_left": bisect_left,
                                  "PREDICATE": predicate, "FALLBACK": FALLBACK, "SPAN": window.span,
                                  "SIZE": window.size, "takewhile": takewhile,
                                  "INT_MIN": INT_MIN, "INT_MAX": INT_MAX,

@@ -157,7 +157,7 @@ def rstream_loop(shape: Shape, where: bool, timed: bool) -> list[str]:
                  "    datas.insert(i, data)"]
     lines += _admitted(add, where, timed)
     lines += ["        " + line for line in place]
-    lines += ["        append(list(map(copy, datas)) if datas else None)", "    return out, pos", ""]
+    lines += ["        append(datas[:] if datas else None)", "    return out, pos", ""]
     return lines
 
 
@@ -208,7 +208,7 @@ def changed_loop(shape: Shape, where: bool, timed: bool, istream: bool, having: 
                   *("        " + line for line in evaluate),
                   "        if em is None:", "            append(None)", "        else:",
                   "            if len(em) > 1:", "                em.sort(key=FIRST_ITEM)",
-                  "            append([copy(e[1]) for e in em])"]
+                  "            append([e[1] for e in em])"]
     else:
         evaluate = ["    if not c[0]:", "        continue", *shape.data("c", "    "), f"    keeps = {keeps}",
                     "    fp = c[0][0]", f"    if c[{c}] is not None:", "        i = bisect_left(poss, fp)",
@@ -218,7 +218,7 @@ def changed_loop(shape: Shape, where: bool, timed: bool, istream: bool, having: 
                     "        datas.insert(i, data)",
                     f"        c[{c}] = data"]
         lines += ["        for c in changed.values():", *("        " + line for line in evaluate),
-                  "        append(list(map(copy, datas)) if datas else None)"]
+                  "        append(datas[:] if datas else None)"]
     return lines + ["    return out, pos", ""]
 
 

@@ -22,7 +22,7 @@ the aggregates' updates and the output row unrolled):
    the plain-field items read from the group's first row, a MISSING one through its closure, which
    raises the reference's error), else through ``IncrementalGrouping._output`` — and only then
    committed;
-4. RSTREAM emits every group's item in the order of its first row, each with its own copy, from the
+4. RSTREAM emits every group's item in the order of its first row (``relation.emitted``), from the
    order the previous step emitted with this step's commits applied (``OutputOrder``), not gathered
    and sorted again; ISTREAM/DSTREAM hand the items that left and entered to the ``DeltaEmitter``
    (``evaluate``'s commit, then ``DeltaEmitter.apply``) and emit its rows. The global group over no rows
@@ -100,7 +100,7 @@ class GroupedStep:
                  + _advance_lines(proc, key_name, scope, "absorb", "None", where=False))
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<grouped step>", "exec"), scope)  # noqa: S102 - generated from the AST
-        # the step answering the output maps (each its own copy), for ``process_batch``; ``advance`` gives
+        # the step answering the output maps (``relation.emitted``), for ``process_batch``; ``advance`` gives
         # them as output ``Tuple``s, for ``process``
         advance_rows: Callable[[Tuple], list[dict]] = scope["advance_rows"]
         self.advance_rows = advance_rows
@@ -211,16 +211,16 @@ def _advance_lines(proc: Any, key_name: str | None, scope: dict[str, Any], name:
 
 def _emit_lines(global_group: bool) -> list[str]:
     """``emit(table)``: the touched groups evaluated and committed (each commit applied to ``ORDER``, the
-    output order kept from the previous step), then every group's output map (its own copy) in the order
-    of its first row. The global group over no rows, and the step after it, take the general path's
-    ``IncrementalGrouping.evaluate`` (its ``empty_item``)."""
+    output order kept from the previous step), then every group's output map (``relation.emitted``) in
+    the order of its first row. The global group over no rows, and the step after it, take the general
+    path's ``IncrementalGrouping.evaluate`` (its ``empty_item``)."""
     lines = ["def emit(table):"]
     if global_group:
         lines += [
             "    if not table.groups or table.empty_done:",
             "        ORDER.forget()",
             "        GROUPS.evaluate(table)",
-            "        return [it.data.copy() if it.flat else COPY(it.data) for it in GROUPS.current(table)]",
+            "        return [it.data if it.flat else COPY(it.data) for it in GROUPS.current(table)]",
         ]
     return lines + [
         "    order = ORDER",
@@ -232,7 +232,7 @@ def _emit_lines(global_group: bool) -> list[str]:
         "        table.gone = []",
         "    if order.table is not table:",
         "        order.rebuild(table)",
-        "    return order.copies()",
+        "    return order.emitted()",
         "",
     ]
 
@@ -240,7 +240,7 @@ def _emit_lines(global_group: bool) -> list[str]:
 def _delta_emit_lines(global_group: bool) -> list[str]:
     """``emit(table)`` of ISTREAM/DSTREAM: the touched groups evaluated and committed as
     ``IncrementalGrouping.evaluate`` does (the items that left and entered the output relation), then the
-    emitter's rows of that change (``DeltaEmitter.apply``), each its own copy. The global group over no
+    emitter's rows of that change (``DeltaEmitter.apply``; ``relation.emitted``). The global group over no
     rows, and the step after it, take ``IncrementalGrouping.evaluate`` itself."""
     lines = ["def emit(table):"]
     if global_group:
@@ -248,7 +248,7 @@ def _delta_emit_lines(global_group: bool) -> list[str]:
             "    if not table.groups or table.empty_done:",
             "        removed, added = GROUPS.evaluate(table)",
             "        items = PROC.delta.apply(removed, added)",
-            "        return [it.data.copy() if it.flat else COPY(it.data) for it in items]",
+            "        return [it.data if it.flat else COPY(it.data) for it in items]",
         ]
     return lines + [
         "    removed, added = table.gone, []",
@@ -257,7 +257,7 @@ def _delta_emit_lines(global_group: bool) -> list[str]:
         "    table.gone = []",
         "    delta = PROC.delta  # (a restore replaces it)",
         "    items = delta.apply_one(removed, added[0]) if len(added) == 1 else delta.apply(removed, added)",
-        "    return [it.data.copy() if it.flat else COPY(it.data) for it in items]",
+        "    return [it.data if it.flat else COPY(it.data) for it in items]",
         "",
     ]
 

@@ -40,7 +40,7 @@ class GroupItem:
     def __init__(self, pos: int, data: dict[str, Any], keyed: bool):
         self.pos = pos
         self.data = data
-        self.flat = is_flat(data)  # RSTREAM re-emits it every step: copying it is a dict.copy
+        self.flat = is_flat(data)  # RSTREAM re-emits it every step: a flat map as itself (``emitted``)
         if keyed:
             self.ekey, self.nan = row_key(data)
         else:

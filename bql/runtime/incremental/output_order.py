@@ -26,7 +26,7 @@ class OutputOrder:
         self.table: Any = None
         self.poss: list[int] = []
         self.datas: list[dict[str, Any]] = []
-        self.flat = True  # no map holds a container: a copy is a ``dict.copy``
+        self.flat = True  # no map holds a container: the maps are emitted themselves
 
     def forget(self) -> None:
         self.table = None
@@ -64,8 +64,9 @@ class OutputOrder:
         for it in items:
             self.replace(it, None)
 
-    def copies(self) -> list[dict[str, Any]]:
-        """Each map of the order, its own copy."""
+    def emitted(self) -> list[dict[str, Any]]:
+        """The maps of the order as a step emits them (``relation.emitted``): the flat ones themselves, the
+        others each its own copy."""
         if self.flat:
-            return list(map(dict.copy, self.datas))
+            return self.datas[:]
         return [_copy(data) for data in self.datas]

@@ -46,7 +46,7 @@ from .field_access import MISSING
 from .join import EntryFacts
 from .join_keys import _EXACT, NO_MATCH, join_key
 from .pair_batch import light_pairs
-from .relation import Row, emitted_copy
+from .relation import Row, emitted
 
 
 def paired_step(proc: Any) -> PairedStep | None:
@@ -100,7 +100,7 @@ class PairedStep:
         return stamped(self.advance_rows(tup, k), tup)
 
     def advance_rows_general(self, tup: Tuple, k: int) -> list[dict]:
-        """``advance`` answering the output maps (each its own copy) instead of output ``Tuple``s."""
+        """``advance`` answering the output maps (``relation.emitted``) instead of output ``Tuple``s."""
         proc = self.proc
         slots, index, relation = proc.slots, proc.index, proc.relation
         eid = proc.next_eid
@@ -205,10 +205,10 @@ class PairedStep:
             return [t.data for t in proc._project(tup)]
         delta = proc.delta
         if delta is None:
-            return [emitted_copy(row.data) for row in relation.rows.values()]
+            return [emitted(row.data) for row in relation.rows.values()]
         removed, added = relation.take_changes()
         items = delta.apply_one(removed, added[0]) if len(added) == 1 else delta.apply(removed, added)
-        return [emitted_copy(item.data) for item in items]
+        return [emitted(item.data) for item in items]
 
     def _add_pairs(self, tup: Tuple, k: int, eid: int, key: Any) -> None:
         """``JoinPlan._pair`` and ``Relation.add`` with the generated projection (see module doc, 2–3)."""

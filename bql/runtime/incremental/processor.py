@@ -46,7 +46,7 @@ from .join import JoinPlan
 from .ordered_window import OrderedWindow
 from .pair_step import paired_step
 from .plain_select import plain_evaluator
-from .relation import Relation, emitted_copy
+from .relation import Relation, emitted
 
 SNAPSHOT_KIND = "incremental-select/1"
 
@@ -222,8 +222,8 @@ class IncrementalSelectProcessor(BatchSteps, SelectProcessor):
             self.done = True
 
     def _advance(self, tup: Tuple, targets: list[int]) -> list[Tuple]:
-        """Update windows and relation for ``tup``; the tuples to emit, each with its own copy of its
-        row, stamped with ``tup``'s time and sequence number (raises when the step fails)."""
+        """Update windows and relation for ``tup``; the tuples to emit, each carrying its row (``emitted``),
+        stamped with ``tup``'s time and sequence number (raises when the step fails)."""
         if self.single:
             return self._advance_single(tup)
         slots, join, index, relation = self.slots, self.join, self.index, self.relation
@@ -297,10 +297,10 @@ class IncrementalSelectProcessor(BatchSteps, SelectProcessor):
             row.ekey, row.nan = self.row_key(data)
         ts, seq = tup.ts, tup.seq
         if delta is None:
-            return [Tuple(emitted_copy(row.data), ts, seq, "") for row in relation.rows.values()]
+            return [Tuple(emitted(row.data), ts, seq, "") for row in relation.rows.values()]
         removed, added = relation.take_changes()
         items = delta.apply_one(removed, added[0]) if len(added) == 1 else delta.apply(removed, added)
-        return [Tuple(emitted_copy(item.data), ts, seq, "") for item in items]
+        return [Tuple(emitted(item.data), ts, seq, "") for item in items]
 
     def _project(self, tup: Tuple) -> list[Tuple]:
         relation = self.relation
@@ -318,9 +318,9 @@ class IncrementalSelectProcessor(BatchSteps, SelectProcessor):
                 row.ekey, row.nan = row_key(data)
         ts, seq = tup.ts, tup.seq
         if self.delta is None:
-            return [Tuple(emitted_copy(row.data), ts, seq, "") for row in relation.rows.values()]
+            return [Tuple(emitted(row.data), ts, seq, "") for row in relation.rows.values()]
         removed, added = relation.take_changes()
-        return [Tuple(emitted_copy(item.data), ts, seq, "") for item in self.delta.apply(removed, added)]
+        return [Tuple(emitted(item.data), ts, seq, "") for item in self.delta.apply(removed, added)]
 
     def _group(self, tup: Tuple) -> list[Tuple]:
         if self.grouped is not None:  # the items change here: the generated step gathers its order again
@@ -339,7 +339,7 @@ class IncrementalSelectProcessor(BatchSteps, SelectProcessor):
         removed, added = groups.evaluate(table)
         items = groups.current(table) if self.delta is None else self.delta.apply(removed, added)
         ts, seq = tup.ts, tup.seq  # a group's item knows whether its row is flat
-        return [Tuple(item.data.copy() if item.flat else _copy(item.data), ts, seq, "") for item in items]
+        return [Tuple(item.data if item.flat else _copy(item.data), ts, seq, "") for item in items]
 
     # ------------------------------------------------------------ snapshot / restore
 

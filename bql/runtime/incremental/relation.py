@@ -18,19 +18,30 @@ from typing import Any
 from ...eval import Env
 from ..kernel import _copy
 
-# value types an emitted row shares with the cached row (``kernel._copy`` copies only maps and arrays)
+# value types a flat row holds (``kernel._copy`` copies only maps and arrays)
 _SCALARS = frozenset((int, float, str, bool, type(None), bytes, _dt.datetime))
 _all_scalar = _SCALARS.issuperset
 
 
 def is_flat(data: dict[str, Any]) -> bool:
-    """Whether ``data`` holds no map or array (a shallow copy is then the emitted row's own copy)."""
+    """Whether ``data`` holds no map or array (it is then emitted as itself: ``emitted``)."""
     return _all_scalar(map(type, data.values()))
 
 
 def emitted_copy(data: dict[str, Any]) -> dict[str, Any]:
-    """The row an output tuple carries: ``kernel._copy(data)``, by ``dict.copy`` when ``data`` is flat."""
+    """``kernel._copy(data)``, by ``dict.copy`` when ``data`` is flat."""
     return data.copy() if _all_scalar(map(type, data.values())) else _copy(data)
+
+
+def emitted(data: dict[str, Any]) -> dict[str, Any]:
+    """The row an output tuple carries: ``data`` itself when it is flat, else ``kernel._copy(data)``.
+
+    A flat map the kernel holds is never changed once made (a changed row is a new map), and no consumer
+    changes a map it receives (the engine hands one map to every reader of a stream; ``plugins/udsf.py``
+    tells plugin authors so): an emitted flat row can be the held one, emitted again by later steps
+    unchanged. A map or array inside a row may be an aggregate's own state, changed by later rows: a row
+    holding one is emitted as its own deep copy."""
+    return data if _all_scalar(map(type, data.values())) else _copy(data)
 
 
 class Row:

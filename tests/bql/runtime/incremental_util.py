@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import pickle
 from typing import Any
 
 from hypothesis import strategies as st
-
 from sbpy.bql.runtime import ProcessorContext, build_processor
 from sbpy.bql.runtime.incremental import IncrementalSelectProcessor
 from sbpy.bql.runtime.kernel import SelectProcessor
@@ -55,6 +55,21 @@ def canonical(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
+class Ledger:
+    """Every map a kernel emitted, with its bytes (pickle) when emitted. A kernel may emit a map it holds,
+    again at later steps (``incremental.relation.emitted``): it must never change one afterwards."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, bytes]] = []
+
+    def add(self, rows: Any) -> None:
+        self.seen += [(d, pickle.dumps(d)) for d in rows]
+
+    def check(self) -> None:
+        changed = [i for i, (d, blob) in enumerate(self.seen) if pickle.dumps(d) != blob]
+        assert not changed, f"emitted rows changed afterwards: {changed[:5]} of {len(self.seen)}"
+
+
 def build_pair(query: str) -> tuple[Any, Any, Any]:
     stmt = parse_select(query)
     fast = build_processor(stmt, ProcessorContext())
@@ -73,6 +88,7 @@ def compare(query: str, stream: list[tuple[str, dict, int]], restore_at: frozens
     stmt, inc, ref = build_pair(query)
     if require_incremental:
         assert isinstance(inc, IncrementalSelectProcessor), query
+    ledger = Ledger()
     for seq, (name, data, ms) in enumerate(stream, 1):
         if seq in restore_at:
             blob = inc.snapshot()
@@ -80,6 +96,7 @@ def compare(query: str, stream: list[tuple[str, dict, int]], restore_at: frozens
             inc.restore(blob)
         ts = START + dt.timedelta(milliseconds=ms)
         got = inc.process(Tuple(copy.deepcopy(data), ts, seq, name))
+        ledger.add(t.data for t in got.outputs)
         want = ref.process(Tuple(copy.deepcopy(data), ts, seq, name))
         assert [canonical(t.data) for t in got.outputs] == [canonical(t.data) for t in want.outputs], (
             f"step {seq}: {query}")
@@ -87,6 +104,7 @@ def compare(query: str, stream: list[tuple[str, dict, int]], restore_at: frozens
             (d.error, d.event_type, d.tuple.seq) for d in want.dropped], f"step {seq}: {query}"
         assert [(t.ts, t.seq) for t in got.outputs] == [(t.ts, t.seq) for t in want.outputs]
         assert got.done == want.done
+    ledger.check()
 
 
 @st.composite

@@ -22,13 +22,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from incremental_util import Ledger
 from sbpy.bql.runtime import ProcessorContext, build_processor
 from sbpy.bql.runtime.incremental import IncrementalSelectProcessor
 from sbpy.bql.runtime.incremental.emitter import row_key, row_key_for
 from sbpy.bql.runtime.kernel import SelectProcessor
 from sbpy.bql.runtime.processor import Tuple
-from sbpy.bql.runtime.testing import parse_select
 from sbpy.bql.runtime.stage_codegen import FALLBACK
+from sbpy.bql.runtime.testing import parse_select
 
 START = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -63,17 +64,25 @@ def canonical(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-def _observed(proc: Any, data: dict[str, Any], ts: dt.datetime, seq: int) -> tuple[Any, ...]:
+def _observed(proc: Any, data: dict[str, Any], ts: dt.datetime, seq: int, ledger: Ledger | None = None
+              ) -> tuple[Any, ...]:
     result = proc.process(Tuple(copy.deepcopy(data), ts, seq, "s1"))
+    if ledger is not None:
+        ledger.add(t.data for t in result.outputs)
     return ([(canonical(t.data), t.ts, t.seq, t.input) for t in result.outputs],
             [(d.error, d.event_type, d.tuple.seq) for d in result.dropped], result.done)
 
 
-def batch_observed(proc: Any, name: str, batch: list[Tuple]) -> list[tuple[Any, ...]]:
+def batch_observed(proc: Any, name: str, batch: list[Tuple], ledger: Ledger | None = None
+                   ) -> list[tuple[Any, ...]]:
     """``_observed`` of each tuple of ``batch`` (input ``name``) from one ``process_batch`` call, its rows
-    stamped as the contract says (the tuple's time and seq)."""
+    stamped as the contract says (the tuple's time and seq); ``ledger`` records the maps emitted."""
     out = []
     for tup, entry in zip(batch, proc.process_batch(name, batch), strict=True):
+        if ledger is not None and entry is not None:
+            kind = type(entry)
+            ledger.add(entry if kind is list else [entry] if kind is dict
+                       else (t.data for t in entry.outputs))
         if entry is None:
             out.append(([], [], False))
         elif type(entry) is list:
@@ -91,11 +100,13 @@ def check_batches(fused: Any, reference: Any, stream: list[tuple[dict[str, Any],
     tuples = [Tuple(copy.deepcopy(data), START + dt.timedelta(milliseconds=ms), seq, name)
               for seq, (data, ms) in enumerate(stream, 1)]
     start, k = 0, 0
+    ledger = Ledger()
     while start < len(tuples):
         batch = tuples[start:start + sizes[k % len(sizes)]]
         want = [_observed(reference, t.data, t.ts, t.seq) for t in batch]
-        assert batch_observed(fused, name, batch) == want, [t.seq for t in batch]
+        assert batch_observed(fused, name, batch, ledger) == want, [t.seq for t in batch]
         start, k = start + len(batch), k + 1
+    ledger.check()
 
 
 def run_three(query: str, stream: list[tuple[dict[str, Any], int]], attribute: str) -> int:
@@ -120,11 +131,13 @@ def run_three(query: str, stream: list[tuple[dict[str, Any], int]], attribute: s
         generated.generated, plain.generated = counting, None
     else:
         generated.row_step, plain.row_step, plain.fused = counting, None, False
+    ledger = Ledger()
     for seq, (data, ms) in enumerate(stream, 1):
         ts = START + dt.timedelta(milliseconds=ms)
         want = _observed(reference, data, ts, seq)
-        assert _observed(plain, data, ts, seq) == want, f"step {seq}: {query}"
-        assert _observed(generated, data, ts, seq) == want, f"step {seq}: {query}"
+        assert _observed(plain, data, ts, seq, ledger) == want, f"step {seq}: {query}"
+        assert _observed(generated, data, ts, seq, ledger) == want, f"step {seq}: {query}"
+    ledger.check()
     return decided[0]
 
 

@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import pickle
 import datetime as dt
+import pickle
 from collections import deque
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from incremental_util import Ledger
 from sbpy.bql.runtime import ProcessorContext, build_processor
 from sbpy.bql.runtime.incremental import group_batch
 from sbpy.bql.runtime.incremental.emitter import DeltaEmitter, KeyClass
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
-
 from test_generated_kernel_paths import SETTINGS, START, _observed, batch_observed
 
 LIGHT_SELECTS = ["a:k, count(*) AS n, sum(a:x) AS total", "a:k AS k, avg(a:x) AS m, count(a:x) AS c",
@@ -95,6 +95,7 @@ def check_light(query: str, stream: list[tuple[Any, int]], sizes: list[int], res
     taken = _counting(light)
     tuples = _tuples(stream)
     start, k = 0, 0
+    ledger = Ledger()
     while start < len(tuples):
         batch = tuples[start:start + sizes[k % len(sizes)]]
         if k == restore_at:
@@ -103,10 +104,11 @@ def check_light(query: str, stream: list[tuple[Any, int]], sizes: list[int], res
             light.restore(blob)
             taken = [taken[0]] + _counting(light)
         want = [_observed(reference, t.data, t.ts, t.seq) for t in batch]
-        assert batch_observed(light, "s1", batch) == want, [t.seq for t in batch]
-        assert batch_observed(general, "s1", batch) == want, [t.seq for t in batch]
+        assert batch_observed(light, "s1", batch, ledger) == want, [t.seq for t in batch]
+        assert batch_observed(general, "s1", batch, ledger) == want, [t.seq for t in batch]
         assert _state(light) == _state(general), [t.seq for t in batch]
         start, k = start + len(batch), k + 1
+    ledger.check()
     return sum(taken)
 
 

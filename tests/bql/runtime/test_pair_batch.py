@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from incremental_util import Ledger
 from sbpy.bql.runtime import ProcessorContext, build_processor
 from sbpy.bql.runtime.incremental import pair_batch
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
-
 from test_generated_kernel_paths import SETTINGS, START, batch_observed
 from test_group_batch import counting
 from test_paired_step import _observed, input_runs
@@ -78,6 +78,7 @@ def check_light(query: str, stream: list[tuple[str, Any, int]], sizes: list[int]
     taken = _counting(light)
     tuples = [Tuple(copy.deepcopy(data), START + dt.timedelta(milliseconds=ms), seq, name)
               for seq, (name, data, ms) in enumerate(stream, 1)]
+    ledger = Ledger()
     for k, batch in input_runs(tuples, sizes):
         if k == restore_at:
             blob = light.snapshot()
@@ -85,7 +86,8 @@ def check_light(query: str, stream: list[tuple[str, Any, int]], sizes: list[int]
             light.restore(blob)
             taken = [taken[0]] + _counting(light)
         want = [_observed(reference, t.input, t.data, t.ts, t.seq) for t in batch]
-        assert batch_observed(light, batch[0].input, batch) == want, (query, [t.seq for t in batch])
+        assert batch_observed(light, batch[0].input, batch, ledger) == want, (query, [t.seq for t in batch])
+    ledger.check()
     return sum(taken)
 
 
@@ -112,14 +114,16 @@ def check_mixed(query: str, stream: list[tuple[str, Any, int]], sizes: list[int]
     tuples = [Tuple(copy.deepcopy(data), START + dt.timedelta(milliseconds=ms), seq, name)
               for seq, (name, data, ms) in enumerate(stream, 1)]
     start, k = 0, 0
+    ledger = Ledger()
     while start < len(tuples):
         chunk = tuples[start:start + sizes[k % len(sizes)]]
         want = [_observed(reference, t.input, t.data, t.ts, t.seq) for t in chunk]
         got = []
         for tup, entry in zip(chunk, light.process_mixed(chunk), strict=True):
-            got.append(batch_observed(_Answer(entry), tup.input, [tup])[0])
+            got.append(batch_observed(_Answer(entry), tup.input, [tup], ledger)[0])
         assert got == want, (query, [t.seq for t in chunk])
         start, k = start + len(chunk), k + 1
+    ledger.check()
     return taken[0]
 
 
