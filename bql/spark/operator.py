@@ -280,6 +280,10 @@ class Pipeline:
         node = self.stages[k].node
         direct = node == self.output_node and not self.consumers.get(node)  # rows go straight out
         rows, encode = self._rows, self.encode_out
+        # the texts of the previous answer's maps by identity: a kernel emits a map it holds again,
+        # unchanged (RSTREAM's unchanged groups: ``incremental.relation.emitted``), so its text is the same
+        known: dict[int, tuple[Any, str]] = {}
+        texts: dict[int, tuple[Any, str]] = {}
         for i, answer in enumerate(answers):
             if answer is None:
                 continue
@@ -287,14 +291,22 @@ class Pipeline:
             self._seq = seq = tup.seq
             kind = type(answer)
             if kind is dict or kind is list:
+                if kind is list:
+                    known, texts = texts, {}
                 for data in (answer,) if kind is dict else answer:
                     stat.sent += 1
                     if direct:  # ``_emit_data``'s output row inline, with the journal's time of the tuple
-                        try:
-                            text = encode(data)
-                        except Exception as exc:
-                            self._emit("dropped", node, 0, None, _error_text(exc), node, "output")
-                            continue
+                        hit = known.get(id(data)) if kind is list else None
+                        if hit is not None and hit[0] is data:
+                            text = hit[1]
+                        else:
+                            try:
+                                text = encode(data)
+                            except Exception as exc:
+                                self._emit("dropped", node, 0, None, _error_text(exc), node, "output")
+                                continue
+                        if kind is list:
+                            texts[id(data)] = (data, text)
                         rows.append(("out", node, seq, len(rows), stamps[i], text, None, node, None))
                     else:
                         self._deliver(node, Tuple(data, tup.ts, tup.seq, ""))

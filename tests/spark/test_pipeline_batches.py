@@ -167,6 +167,31 @@ def test_an_output_row_that_cannot_be_encoded_is_dropped_in_its_place(chain, fie
     assert all(r[6] == "TypeError: Integer exceeds 64-bit range" and r[8] == "output" for r in dropped)
 
 
+def test_a_map_emitted_again_is_encoded_once(monkeypatch):
+    """RSTREAM GROUP BY emits every group each tuple, an unchanged group as the map the previous tuple
+    emitted: the pipeline encodes that map once and writes its text again — the rows one by one give."""
+    calls = []
+
+    def encode(data):
+        calls.append(data)
+        return jf.encode_data(data)
+
+    rows = [(i, "src", 1000 * i, {"id": i, "k": i % 5, "price": i % 9}, False) for i in range(1, 41)]
+
+    def run():
+        p = Pipeline(CHAINS["grouped"])
+        p.encode_out = encode
+        return p.run([r[:3] + (dict(r[3]),) + r[4:] for r in rows])
+
+    batched = run()
+    encoded, calls[:] = len(calls), []
+    outs = [r for r in batched if r[0] == "out"]
+    monkeypatch.setattr(operator, "batch_entry_of", lambda proc: None)
+    assert batched == run()
+    assert len(calls) == len(outs) > 3 * 40  # one by one: every row encoded
+    assert encoded <= 2 * 40  # batched: the new and the moved group's maps of each tuple
+
+
 def test_a_join_takes_runs_of_both_its_inputs(monkeypatch):
     """A join whose inputs are read by it alone gets each run of them, interleaved, in one call."""
     calls = []
