@@ -44,6 +44,7 @@ from typing import Any
 
 from sbpy.bql.jsonio import to_json
 from sbpy.bql.runtime import gc_pause
+from sbpy.bql.runtime.incremental.relation import is_flat
 
 from . import journal_format as jf
 from .handoff import position
@@ -212,12 +213,23 @@ class DriverReadQuery:
 
 
 def output_dicts(rows: list[tuple]) -> list[dict[str, Any]]:
-    """The operator's row tuples as ``on_batch`` dicts (``data`` decoded), in emission order."""
+    """The operator's row tuples as ``on_batch`` dicts (``data`` decoded), in emission order. A text the
+    batch holds more than once as one object (a map the pipeline emitted again, its text reused:
+    ``Pipeline._flush``) is decoded once; each later row gets its own copy of that map when it holds no
+    map or array (``is_flat``: a ``dict.copy`` is then a copy), else decodes it again."""
     out = []
+    seen: dict[int, tuple[str, dict[str, Any]]] = {}
     for r in rows:
         d = dict(zip(OUTPUT_COLUMNS, r))
-        if d["data"] is not None:
-            d["data"] = jf.decode_data(d["data"])
+        text = d["data"]
+        if text is not None:
+            hit = seen.get(id(text))
+            if hit is not None and hit[0] is text:
+                d["data"] = hit[1].copy()
+            else:
+                data = d["data"] = jf.decode_data(text)
+                if type(data) is dict and is_flat(data):
+                    seen[id(text)] = (text, data.copy())
         out.append(d)
     return out
 

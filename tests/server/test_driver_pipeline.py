@@ -70,3 +70,23 @@ def test_a_new_query_starts_empty_and_a_torn_temp_file_is_ignored(tmp_path):
     d = DriverPipeline(STAGES, "t", context(), state)
     assert [r["s"] for r in outs(d.run_batch(0, BATCHES[0]))] == [1, 3]
     assert d.restores == 0 and d.snapshots() == [0]
+
+
+def test_output_dicts_decodes_a_repeated_text_once_and_gives_each_row_its_own_map(monkeypatch):
+    flat, nested = jf.encode_data({"k": 1, "n": 2.5}), jf.encode_data({"k": 2, "m": {"u": [1]}})
+    texts = [flat, nested, flat, nested, flat]
+    rows = [("out", "x", seq, seq, 0, text, None, "x", None) for seq, text in enumerate(texts)]
+    decoded = []
+    real = jf.decode_data
+
+    def counting(text):
+        decoded.append(text)
+        return real(text)
+
+    monkeypatch.setattr(jf, "decode_data", counting)
+    maps = [r["data"] for r in output_dicts(rows)]
+    assert maps == [real(r[5]) for r in rows]
+    assert len({id(m) for m in maps}) == 5  # every row its own map
+    assert decoded == [flat, nested, nested]  # the flat text once, the nested one for each of its rows
+    maps[0]["k"] = 9
+    assert maps[2] == {"k": 1, "n": 2.5}
