@@ -496,7 +496,7 @@ def contract_floor(n: int, rounds: int = 5) -> list[tuple[str, float, float]]:
 # ---------------------------------------------------------------- through Spark
 
 
-def through_spark(n: int, master: str) -> dict[str, float]:
+def through_spark(n: int, master: str, only: set[str] | None = None) -> dict[str, float]:
     import shutil
     import tempfile
 
@@ -517,7 +517,7 @@ def through_spark(n: int, master: str) -> dict[str, float]:
         for start in range(0, n, 10_000):
             journal.append("src", [(jf.ts_to_us(ts), d) for _, d, ts in items[start:start + 10_000]])
         for name, query, _, _ in CASES:
-            if name not in SPARK_CASES:
+            if name not in SPARK_CASES or (only is not None and name not in only):
                 continue
             count = [0]
 
@@ -566,7 +566,7 @@ def main() -> None:
     print(f"B3: per-tuple cost, {a.n:,} tuples per case ({clock}); {benchlib.load_note()}")
     only = {n for n, *_ in CASES if any(w and w in n for w in a.only.split(","))} if a.only else None
     res = in_process(a.n, only, rounds=max(1, a.rounds))
-    spark = through_spark(a.spark, a.master) if a.spark else {}
+    spark = through_spark(a.spark, a.master, only) if a.spark else {}
     rows = []
     for r in res:
         s = spark.get(r["name"])
