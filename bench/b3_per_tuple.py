@@ -502,6 +502,7 @@ def through_spark(n: int, master: str, only: set[str] | None = None) -> dict[str
 
     from sbpy.bql.plan import plan_query
     from sbpy.bql.spark import journal_format as jf
+    from sbpy.bql.spark.batch_rows import TupleBatch
     from sbpy.bql.spark.compile import query_spec_stages
     from sbpy.bql.spark.query import QuerySpec
     from sbpy.server.context import ServerContext
@@ -521,12 +522,16 @@ def through_spark(n: int, master: str, only: set[str] | None = None) -> dict[str
                 continue
             count = [0]
 
-            def on_batch(batch_id: int, rows: list[dict[str, Any]], count: list[int] = count) -> None:
-                count[0] += sum(1 for r in rows if r["kind"] == "out")
+            def on_batch(batch_id: int, rows: Any, count: list[int] = count) -> None:
+                if isinstance(rows, TupleBatch):  # a driver query's (out_rows="tuples"): its maps decoded
+                    count[0] += len(rows.outs)
+                else:
+                    count[0] += sum(1 for r in rows if r["kind"] == "out")
 
             plan = plan_query(["src"], [("q", query, ["src"])])  # as the server runs it
             spec = QuerySpec(f"b3.{len(out)}", tmp / "journal", ("src",), query_spec_stages(plan),
-                             tmp / f"ck{len(out)}", on_batch=on_batch, max_seqs=50_000, plan=plan)
+                             tmp / f"ck{len(out)}", on_batch=on_batch, max_seqs=50_000, plan=plan,
+                             out_rows="tuples")  # as the server hands a driver query's rows to a sink
             _, prog = benchlib.run_to_end(spark, spec)
             busy = sum(p["durationMs"].get("triggerExecution", 0) for p in prog) / 1000
             out[name] = busy / n * 1e6

@@ -244,6 +244,16 @@ class JournalWriter:
 
         ``batch`` = ``(query key, batch id)`` of the micro-batch that computed the items (a stream's own
         query): a batch already appended (replayed after a crash) is skipped."""
+        return self._append(node, items, batch, jf.encode_entry)
+
+    def append_encoded(self, node: str, items: Iterable[tuple[int, str]],
+                       batch: tuple[str, int] | None = None) -> int:
+        """``append`` of ``(ts_us, text)`` items whose data is already ``journal_format.encode_data``'s
+        text (a driver query's ``out`` rows: ``TupleBatch`` with ``encoded``), written as it is."""
+        return self._append(node, items, batch, jf.encode_entry_text)
+
+    def _append(self, node: str, items: Iterable[tuple[int, Any]], batch: tuple[str, int] | None,
+                encode: Any) -> int:
         with self._lock:
             last = self._batches.get(node)
             if batch is not None and last is not None and last[0] == batch[0] and int(last[1]) >= batch[1]:
@@ -254,7 +264,7 @@ class JournalWriter:
             lines = []
             for ts_us, data in items:
                 seq += 1
-                lines.append(jf.encode_entry(seq, ts_us, data))
+                lines.append(encode(seq, ts_us, data))
             if not lines:
                 return self._seq
             if batch is not None:

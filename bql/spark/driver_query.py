@@ -47,6 +47,7 @@ from sbpy.bql.runtime import gc_pause
 from sbpy.bql.runtime.incremental.relation import is_flat
 
 from . import journal_format as jf
+from .batch_rows import EncodedBatch, TupleBatch
 from .handoff import position
 from .journal_source import NAME as SOURCE_NAME
 from .operator import OUTPUT_COLUMNS, Pipeline, StageSpec
@@ -212,36 +213,57 @@ class DriverReadQuery:
         return getattr(self._query, name)
 
 
+_KIND, _TS, _DATA = (OUTPUT_COLUMNS.index(c) for c in ("kind", "ts", "data"))
+
+
 def output_dicts(rows: list[tuple]) -> list[dict[str, Any]]:
-    """The operator's row tuples as ``on_batch`` dicts (``data`` decoded), in emission order. A text the
-    batch holds more than once as one object (a map the pipeline emitted again, its text reused:
-    ``Pipeline._flush``) is decoded once; each later row gets its own copy of that map when it holds no
-    map or array (``is_flat``: a ``dict.copy`` is then a copy), else decodes it again."""
-    out = []
+    """The operator's row tuples as ``on_batch`` dicts (``data`` decoded: ``decoded_maps``), in emission
+    order."""
+    out = [dict(zip(OUTPUT_COLUMNS, r)) for r in rows]
+    texts = [d["data"] for d in out]
+    for d, data in zip(out, decoded_maps(texts)):
+        d["data"] = data
+    return out
+
+
+def tuple_batch(rows: list[tuple], encoded: bool = False) -> TupleBatch:
+    """The operator's row tuples as a ``TupleBatch``: each ``out`` row's ``(ts, data)`` (``data`` decoded by
+    ``decoded_maps``, or with ``encoded`` left as its tagged JSON text), every other row as ``output_dicts``
+    gives it."""
+    outs = [(r[_TS], r[_DATA]) for r in rows if r[_KIND] == "out"]
+    others = output_dicts([r for r in rows if r[_KIND] != "out"])
+    if not encoded:
+        outs = list(zip([ts for ts, _ in outs], decoded_maps([text for _, text in outs])))
+    return TupleBatch(outs, others, encoded)
+
+
+def decoded_maps(texts: list[str | None]) -> list[Any]:
+    """Each tagged-JSON text decoded (None stays None). A text the batch holds more than once as one object
+    (a map the pipeline emitted again, its text reused: ``Pipeline._flush``) is decoded once; each later
+    row gets its own copy of that map when it holds no map or array (``is_flat``: a ``dict.copy`` is then
+    a copy), else decodes it again."""
+    out: list[Any] = []
     seen: dict[int, tuple[str, dict[str, Any]]] = {}
-    for r in rows:
-        d = dict(zip(OUTPUT_COLUMNS, r))
-        text = d["data"]
-        if text is not None:
-            hit = seen.get(id(text))
-            if hit is not None and hit[0] is text:
-                d["data"] = hit[1].copy()
-            else:
-                data = d["data"] = jf.decode_data(text)
-                if type(data) is dict and is_flat(data):
-                    seen[id(text)] = (text, data.copy())
-        out.append(d)
+    for text in texts:
+        if text is None:
+            out.append(None)
+            continue
+        hit = seen.get(id(text))
+        if hit is not None and hit[0] is text:
+            out.append(hit[1].copy())
+            continue
+        data = jf.decode_data(text)
+        if type(data) is dict and is_flat(data):
+            seen[id(text)] = (text, data.copy())
+        out.append(data)
     return out
 
 
 def encoded_outputs(rows: list[tuple]) -> Any:
     """The operator's row tuples as an ``EncodedBatch``: the ``out`` rows' data (a pipeline encoding with
     ``jsonio.to_json``: the sink's JSON lines) as they are, every other row as ``output_dicts`` gives it."""
-    from .stateless_query import EncodedBatch
-
-    kind, data = OUTPUT_COLUMNS.index("kind"), OUTPUT_COLUMNS.index("data")
-    return EncodedBatch([r[data] for r in rows if r[kind] == "out"],
-                        output_dicts([r for r in rows if r[kind] != "out"]))
+    return EncodedBatch([r[_DATA] for r in rows if r[_KIND] == "out"],
+                        output_dicts([r for r in rows if r[_KIND] != "out"]))
 
 
 def start_driver_query(spark: Any, spec: QuerySpec, context: Any, read: str | None = None) -> QueryHandle:
@@ -279,7 +301,8 @@ def start_driver_query(spark: Any, spec: QuerySpec, context: Any, read: str | No
             if spec.on_batch is None:
                 outputs = None
             else:
-                outputs = encoded_outputs(out) if json_lines else output_dicts(out)
+                outputs = (encoded_outputs(out) if json_lines else output_dicts(out) if spec.out_rows == "dicts"
+                           else tuple_batch(out, spec.out_rows == "texts"))
         handle = holder.get("h")
         if handle is not None:
             handle.batches += 1

@@ -138,6 +138,11 @@ def encode_entry(seq: int, ts_us: int, data: Any) -> str:
     return f'{{"seq":{int(seq)},"ts":{int(ts_us)},"data":{encode_data(data)}}}'
 
 
+def encode_entry_text(seq: int, ts_us: int, text: str) -> str:
+    """``encode_entry`` of a tuple whose data is already ``encode_data``'s text."""
+    return f'{{"seq":{int(seq)},"ts":{int(ts_us)},"data":{text}}}'
+
+
 def encode_end(seq: int) -> str:
     """One journal line (no trailing newline) for an end marker: ``{"seq":N,"end":true}``."""
     return f'{{"seq":{int(seq)},"end":true}}'

@@ -125,7 +125,7 @@ class NativeCollector:
         rows.extend(self._fallback(fb, segs))
         rows.sort(key=lambda r: (r[2], r[3]))
         if json:
-            from .stateless_query import EncodedBatch
+            from .batch_rows import EncodedBatch
 
             lines = [r[5] for r in rows if r[0] == "out"]
             return EncodedBatch(lines, stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"]))
@@ -180,7 +180,7 @@ def _split_others(texts: list[str]) -> tuple[list[dict[str, Any]], list[dict[str
 def _lines_batch(lines: Any, stats: list[dict[str, Any]], others: list[dict[str, Any]]) -> Any:
     """A JSON sink's batch whose outputs are all native (``lines``, in arrival order): the ``stat`` rows,
     then the other rows by ``(seq, idx)``."""
-    from .stateless_query import EncodedBatch
+    from .batch_rows import EncodedBatch
 
     return EncodedBatch(lines, stats + _decoded(sorted(others, key=_order)))
 

@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from . import journal_format as jf
+from .batch_rows import EncodedBatch
 from .fast_chain import make_pipeline
 from .operator import Pipeline, StageSpec
 from .query import QueryHandle, QuerySpec, _collect, _ensure_listener, start_writer
-from .stateless_source import NAME as SOURCE_NAME, encode_chain, register as register_source
+from .stateless_source import NAME as SOURCE_NAME
+from .stateless_source import encode_chain
+from .stateless_source import register as register_source
 
 log = logging.getLogger("sbpy.spark")
 
@@ -96,15 +99,6 @@ def _native_planned(spec: QuerySpec) -> bool:
     from sbpy.bql.plan import Tier
 
     return spec.plan is not None and bool(spec.plan.stages) and all(s.tier is Tier.NATIVE for s in spec.plan.stages)
-
-
-class EncodedBatch:
-    """A micro-batch whose ``out`` rows are already the sink's JSON lines: ``lines`` (in arrival order)
-    and every other row (``stat``, ``dropped``, ``end``) as ``on_batch`` dicts, in order."""
-
-    def __init__(self, lines: list[str], others: list[dict[str, Any]]):
-        self.lines = lines
-        self.others = others
 
 
 def collect_encoded(batch_df: Any, _batch_id: int) -> EncodedBatch:

@@ -25,6 +25,7 @@ import threading
 from typing import Any
 
 from sbpy.bql.spark import journal_format as jf
+from sbpy.bql.spark.batch_rows import TupleBatch
 
 from ..journal_prune import maybe_prune
 from . import status as st
@@ -163,20 +164,26 @@ class Consumer:
             self.last_batch = int(batch_id)
             maybe_prune(self.topology)
             return
-        rows = _rows(rows)
-        outs = [r for r in rows if r["kind"] == "out"]
+        if isinstance(rows, TupleBatch):  # a driver query's: its ``out`` rows as (ts, data) pairs
+            outs, others, encoded = rows.outs, rows.others, rows.encoded
+        else:
+            others = _rows(rows)
+            outs, encoded = [(r["ts"], r["data"]) for r in others if r["kind"] == "out"], False
         topo = self.topology
         if self.kind == "sink":
-            tuples = [_decode(r["data"]) for r in outs]
+            tuples = [_decode(data) for _, data in outs]
             self.sink.write(self.target, tuples, (self.query_key, int(batch_id)))
         elif self.kind == "cursor":
-            for r in outs:
-                if not self.cursor.put(_decode(r["data"])):
+            for _, data in outs:
+                if not self.cursor.put(_decode(data)):
                     break
+        elif outs and encoded:  # the stream's tagged JSON as the pipeline encoded it
+            topo.journal.append_encoded(self.target, [(int(ts), text) for ts, text in outs],
+                                        batch=(self.query_key, int(batch_id)))
         elif outs:
-            topo.journal.append(self.target, [(int(r["ts"]), _decode(r["data"])) for r in outs],
+            topo.journal.append(self.target, [(int(ts), _decode(data)) for ts, data in outs],
                                 batch=(self.query_key, int(batch_id)))
-        self._others(rows)
+        self._others(others)
         self.last_batch = int(batch_id)
         maybe_prune(self.topology)
 

@@ -7,7 +7,7 @@ import datetime as _dt
 from sbpy.bql.parser import parse_one
 from sbpy.bql.runtime import ProcessorContext
 from sbpy.bql.spark import journal_format as jf
-from sbpy.bql.spark.driver_query import DriverPipeline, output_dicts
+from sbpy.bql.spark.driver_query import DriverPipeline, output_dicts, tuple_batch
 from sbpy.bql.spark.operator import StageSpec
 from sbpy.plugins import PluginRegistries
 from sbpy.plugins.examples import counter
@@ -90,3 +90,18 @@ def test_output_dicts_decodes_a_repeated_text_once_and_gives_each_row_its_own_ma
     assert decoded == [flat, nested, nested]  # the flat text once, the nested one for each of its rows
     maps[0]["k"] = 9
     assert maps[2] == {"k": 1, "n": 2.5}
+
+
+def test_tuple_batch_hands_out_rows_as_pairs_and_keeps_the_other_rows_in_order():
+    rows = [("out", "x", 1, 0, 10, jf.encode_data({"k": 1}), None, "x", None),
+            ("dropped", "x", 2, 0, 20, jf.encode_data({"k": "bad"}), "boom", "x", None),
+            ("out", "x", 3, 0, 30, jf.encode_data({"k": 3}), None, "x", None),
+            ("stat", "x", 4, 0, 40, jf.encode_data({"n": 2}), None, "x", None)]
+    dicts = output_dicts(rows)
+    decoded = tuple_batch(rows)
+    assert not decoded.encoded
+    assert decoded.outs == [(d["ts"], d["data"]) for d in dicts if d["kind"] == "out"]
+    assert decoded.others == [d for d in dicts if d["kind"] != "out"]
+    texts = tuple_batch(rows, encoded=True)
+    assert texts.encoded and texts.others == decoded.others
+    assert texts.outs == [(r[4], r[5]) for r in rows if r[0] == "out"]  # the pipeline's text as it is

@@ -46,3 +46,15 @@ def test_replay_of_the_batch_that_ended_the_node_is_skipped(tmp_path):
         w.append("x", [(2, {"a": 2})], batch=("x-q", 4))  # a later batch after the end is an error
     w.close()
     assert _datas(tmp_path, "x") == [{"a": 1}, None]  # the tuple, then the end marker
+
+
+def test_append_encoded_writes_what_append_writes(tmp_path):
+    items = [(1, {"a": 1, "b": [1.5, None]}), (2, {"s": "x\ny", "m": {"k": True}})]
+    plain, encoded = JournalWriter(tmp_path / "p"), JournalWriter(tmp_path / "e")
+    assert plain.append("x", items, batch=("x-q", 0)) == 2
+    assert encoded.append_encoded("x", [(ts, jf.encode_data(d)) for ts, d in items], batch=("x-q", 0)) == 2
+    assert encoded.append_encoded("x", [(9, jf.encode_data({"a": 9}))], batch=("x-q", 0)) == 2  # replayed
+    plain.close()
+    encoded.close()
+    assert jf.node_log_path(tmp_path / "e", "x").read_text() == jf.node_log_path(tmp_path / "p", "x").read_text()
+    assert _datas(tmp_path / "e", "x") == [d for _, d in items]
