@@ -29,9 +29,13 @@ a float as ``float(int)``):
 - against a string: only a ``str`` (``=``/``!=`` with anything else would be silently False in Python);
 - two fields: the statement generator's two cases (same type among int/float/str; both numbers as
   floats).
-- arithmetic (``+ - * / %``, unary ``-``): helper calls (``ADD`` ... ``NEG``) with the kernel's operator for
-  int and float operands, raising where ``stage_codegen.number`` returns FALLBACK (any other operand,
-  int64 overflow, a zero divisor); a comparison of numbers takes the two-field form's number cases.
+- arithmetic (``+ - * / %``, unary ``-``): the kernel's operator for int and float operands, raising where
+  ``stage_codegen.number`` returns FALLBACK (any other operand, int64 overflow, a zero divisor). ``+ - *``
+  and ``-x`` are written inline, dispatching on the operands' classes (a number literal's is known, so
+  only the other side's is read): a helper call per operator cost the B3 statement
+  ``price * 1.1 ... WHERE price + 1 < 8`` 2.8× the hand loop, inline 1.1×; ``/`` and ``%`` call their
+  helpers (``DIV``, ``MOD``). A comparison of numbers takes the two-field form's number cases, or against
+  a number literal ``_number_versus_literal`` (an int literal exact as a float compares as it is).
 
 ``tests/spark/test_batch_codegen.py`` holds the batch to the kernel row by row (hypothesis; the edge values
 of every comparison); ``tests/spark/test_pipeline_batches.py`` holds the host that feeds it.
@@ -201,6 +205,9 @@ class _ExprWriter:
 
     def compare(self, op: str, left: Any, right: Any) -> str:
         if is_arithmetic(left) or is_arithmetic(right):  # numbers: an int meets a float as float(int)
+            for lit, other, flipped in ((right, left, False), (left, right, True)):
+                if isinstance(lit, Literal) and type(lit.value) in (int, float) and not isinstance(other, Literal):
+                    return self._number_versus_literal(op, self.number(other), lit.value, flipped)
             a, b, ta = self.temp(), self.temp(), self.temp()
             return (f"({a} {op} {b} if ({ta} := ({a} := {self.number(left)}).__class__) is "
                     f"({b} := {self.number(right)}).__class__ else float({a}) {op} float({b}))")
@@ -218,18 +225,76 @@ class _ExprWriter:
         raise _Unsupported("comparison of other expressions")
 
     def number(self, e: Any) -> str:
-        """The value of a numeric expression (``stage_codegen.number``'s): an int or a float, or raises."""
+        """The value of a numeric expression (``stage_codegen.number``'s): an int or a float, or raises.
+        ``+ - *`` and ``-x`` are written inline, dispatching on their operands' classes (the helpers'
+        cases: ``_add`` ... ``_neg``); ``/`` and ``%`` call their helpers."""
         if isinstance(e, Literal):
             if type(e.value) is int or type(e.value) is float:
                 return self.const(e.value)
             raise _Unsupported(f"literal of type {type(e.value).__name__} in arithmetic")
-        if isinstance(e, FieldRef):
-            return f"NUM({self.field(e)})"
         if not is_arithmetic(e):
-            return f"NUM({self.leaf(e)})"
+            v = self.temp()
+            read = self.field(e) if isinstance(e, FieldRef) else self.leaf(e)
+            return f"({v} if ({v} := {read}).__class__ in NUMBERS else FALLBACK())"
         if type(e) is UnaryOp:
-            return f"NEG({self.number(e.operand)})"
-        return f"{_ARITHMETIC[e.op]}({self.number(e.left)}, {self.number(e.right)})"
+            a = self.temp()
+            return (f"(-{a} if ({a} := {self.operand(e.operand)}).__class__ is float or "
+                    f"({a}.__class__ is int and {a} != INT_MIN) else FALLBACK())")
+        if e.op not in "+-*":
+            return f"{_ARITHMETIC[e.op]}({self.operand(e.left)}, {self.operand(e.right)})"
+        return self._inline(e.op, e.left, e.right)
+
+    def operand(self, e: Any) -> str:
+        """An operand of arithmetic: a field's or closure leaf's value as it is (the operator checks its
+        class), else ``number``."""
+        if isinstance(e, FieldRef):
+            return self.field(e)
+        if not isinstance(e, Literal) and not is_arithmetic(e):
+            return self.leaf(e)
+        return self.number(e)
+
+    def _inline(self, op: str, left: Any, right: Any) -> str:
+        """``left op right`` for ``+ - *``: two ints as an int within int64 (else FALLBACK), two floats as
+        they are, an int and a float as floats, anything else FALLBACK. A number literal's class is known
+        here, so only the other side's is checked."""
+        r = self.temp()
+        ints = f"({r} if INT_MIN <= ({r} := {{x}} {op} {{y}}) <= INT_MAX else FALLBACK())"
+        for lit, other, flipped in ((right, left, False), (left, right, True)):
+            if not isinstance(lit, Literal) or isinstance(other, Literal) or type(lit.value) not in (int, float):
+                continue
+            v = self.temp()
+            c = self.const(lit.value)
+
+            def expr(x: str, y: str, flipped: bool = flipped) -> str:
+                return f"{y} {op} {x}" if flipped else f"{x} {op} {y}"
+
+            if type(lit.value) is int:
+                as_int = ints.format(x=c, y=v) if flipped else ints.format(x=v, y=c)
+                return (f"({as_int} if ({v} := {self.operand(other)}).__class__ is int else "
+                        f"{expr(v, self.const(float(lit.value)))} if {v}.__class__ is float else FALLBACK())")
+            return (f"({expr(v, c)} if ({v} := {self.operand(other)}).__class__ is float else "
+                    f"{expr(f'float({v})', c)} if {v}.__class__ is int else FALLBACK())")
+        a, b, ta, tb = self.temp(), self.temp(), self.temp(), self.temp()
+        num = f"({ta} is int or {ta} is float) and ({tb} is int or {tb} is float)"
+        return (f"(({ints.format(x=a, y=b)} if {ta} is int else {a} {op} {b} if {ta} is float else FALLBACK()) "
+                f"if ({ta} := ({a} := {self.operand(left)}).__class__) is "
+                f"({tb} := ({b} := {self.operand(right)}).__class__) "
+                f"else float({a}) {op} float({b}) if {num} else FALLBACK())")
+
+    def _number_versus_literal(self, op: str, number: str, c: Any, flipped: bool) -> str:
+        """A number (an int or a float) against a number literal: an int literal exact as a float meets
+        either as Python compares them (exactly, as BQL's float(int) does then); otherwise the same class
+        compares as it is and an int meets a float as float(int)."""
+        v, lit = self.temp(), self.const(c)
+
+        def expr(x: str, y: str) -> str:
+            return f"{y} {op} {x}" if flipped else f"{x} {op} {y}"
+
+        if type(c) is int and -_EXACT <= c <= _EXACT:
+            return f"({expr(number, lit)})"
+        cls = "int" if type(c) is int else "float"
+        return (f"({expr(v, lit)} if ({v} := {number}).__class__ is {cls} else "
+                f"{expr(f'float({v})', self.const(float(c)))})")
 
     def _bound(self, read: str) -> str:
         """A new variable for the value at ``read``, reused by the select list when every row reads it."""
@@ -290,6 +355,7 @@ def generate_batch(where: Any, projections: list[tuple[str, Any]], alias: str, l
     element = row if cond is None else f"({row} if {cond} else None)"
     source = f"def batch(tuples):\n    return [{element} for d in map(DATA, tuples)]\n"
     scope: dict[str, Any] = {"FALLBACK": _fallback, "NUMBERS": _NUMBERS, "ROW_ENV": row_env(alias),
+                             "INT_MIN": INT_MIN, "INT_MAX": INT_MAX,
                              "DATA": attrgetter("data"), **_HELPERS,
                              **w.consts}
     exec(compile(source, f"<batch stage {alias}>", "exec"), scope)  # noqa: S102 - generated from the AST
