@@ -31,6 +31,9 @@ SHAPES = [
     ("ISTREAM GROUP BY", "SELECT ISTREAM k, count(*) AS n FROM src [RANGE 50 TUPLES] GROUP BY k"),
     ("GROUP BY ... HAVING", ("SELECT RSTREAM k, count(*) AS n FROM src [RANGE 50 TUPLES] WHERE price < 8 "
                              "GROUP BY k HAVING count(*) > 2")),
+    ("keyed sums over [RANGE 5000 TUPLES]",
+     "SELECT RSTREAM k, count(*) AS n, sum(price) AS total FROM src [RANGE 5000 TUPLES] GROUP BY k"),
+    ("ISTREAM keyed avg over 5 s", "SELECT ISTREAM k, avg(price) AS a FROM src [RANGE 5 SECONDS] GROUP BY k"),
     ("filter with arithmetic", "SELECT RSTREAM id, price * 1.1 AS p FROM src [RANGE 1 TUPLES] WHERE price + 1 < 8"),
     ("ISTREAM with arithmetic", "SELECT ISTREAM id, price * 2 AS p2 FROM src [RANGE 50 TUPLES] WHERE price > 2"),
     ("ISTREAM with a function", "SELECT ISTREAM id, str(price) AS s FROM src [RANGE 50 TUPLES]"),

@@ -80,3 +80,16 @@ def test_aggregate_errors(text, rows):
 def test_compile_errors(text):
     with pytest.raises(BQLError):
         compile_aggregate(parse_expression(text), Scope(("s",)))
+
+
+def test_float_sums_add_left_to_right_as_sensorbee():
+    """Go adds float64s left to right; Python 3.12's ``sum`` of floats is compensated, so ``sum`` and
+    ``avg`` go through ``float_sum``, which must not be: 1e16 + 1.0 rounds back to 1e16."""
+    from sbpy.bql.functions.builtin_aggregate import float_sum, naive_float_sum
+
+    rows = [1e16, 1.0, -1e16, 1.0]
+    assert float_sum(rows) == naive_float_sum(rows) == 1.0  # compensated: 2.0
+    assert agg("sum(x)", xs(*rows)) == 1.0
+    assert agg("avg(x)", xs(*rows)) == 0.25
+    assert agg("sum(x)", xs(1e16, 1, -1e16)) == 0.0  # an int converted, then added in order
+    assert naive_float_sum([0.1] * 10) == 0.9999999999999999

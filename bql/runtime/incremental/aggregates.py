@@ -8,9 +8,12 @@ also raises the reference's error. Rows are identified by their relation positio
 rows are added in position order, so insertion-ordered dicts iterate in the reference's row order.
 
 - ``count``: the number of non-NULL values; ``count(*)`` just the number of rows (``CountAllState``).
-- ``sum``: exact int total; with a float present the reference's left-to-right float sum is recomputed
-  over the group's values (float addition is not invertible) — over the values as they are when all of
-  them are floats (``sum`` of floats and ``sum`` of their ``float()`` are the same additions).
+- ``sum``: exact int total; with a float present the reference's left-to-right float sum
+  (``0.0 + float(v1) + float(v2) ...``, ``builtin_aggregate.float_sum``) is kept as a *chain*: a row
+  joining the group at its end extends it by one addition, the same one the reference makes next; a
+  row leaving drops it (float addition is not invertible), and the next result recomputes it over the
+  group's values — so a group that only grows costs one addition a row, and one that also loses rows
+  one sum over its values per result.
 - ``avg``: as ``sum``; an all-int group whose absolute values add up to at most 2**53 needs no recompute
   (every partial float sum is then exact).
 - ``max`` / ``min``: a sorted list of ``(value, pos)``; among equal values an int wins, as in the
@@ -32,7 +35,7 @@ from typing import Any, Callable
 
 from ...ast import Wildcard
 from ...errors import BQLEvaluationError
-from ...functions.builtin_aggregate import SPECS, wrap_int64
+from ...functions.builtin_aggregate import SPECS, float_sum, wrap_int64
 
 _BUILTIN_IMPLS = {spec.impl: spec.name for spec in SPECS}
 _EXACT_FLOAT_INTS = 1 << 53
@@ -96,13 +99,31 @@ class CountAllState:
 
 
 class SumState:
-    __slots__ = ("values", "floats", "int_total", "abs_total")
+    __slots__ = ("values", "floats", "int_total", "abs_total", "chain")
 
     def __init__(self) -> None:
         self.values: dict[int, Any] = {}  # non-NULL values by row, in row order
         self.floats = 0
         self.int_total = 0
         self.abs_total = 0
+        self.chain: float | None = 0.0  # the values' left-to-right float sum, None when unknown
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        """Unpickle (a snapshot of an older version has no ``chain``)."""
+        for name, value in state[1].items():
+            setattr(self, name, value)
+        if "chain" not in state[1]:
+            self.chain = None
+
+    def _extend(self, v: Any) -> None:
+        """The chain after ``v`` joined the group at its end (None where the addition raises: an int
+        beyond a float's range, whose error the recompute raises)."""
+        chain = self.chain
+        if chain is not None:
+            try:
+                self.chain = chain + v
+            except OverflowError:
+                self.chain = None
 
     @staticmethod
     def accepts(v: Any) -> bool:
@@ -117,6 +138,7 @@ class SumState:
         else:
             self.int_total += v
             self.abs_total += abs(v)
+        self._extend(v)
 
     def offer(self, pos: int, v: Any) -> bool:
         t = type(v)
@@ -127,14 +149,16 @@ class SumState:
             self.values[pos] = v
             self.int_total += v
             self.abs_total += abs(v)
-        elif v is not None:
-            return False
+        else:
+            return v is None
+        self._extend(v)
         return True
 
     def remove(self, pos: int) -> None:
         v = self.values.pop(pos, None)
         if v is None:
             return
+        self.chain = None if self.values else 0.0
         if type(v) is float:
             self.floats -= 1
         else:
@@ -142,12 +166,18 @@ class SumState:
             self.abs_total -= abs(v)
 
     def _float_sum(self, name: str = "sum") -> float:
+        chain = self.chain
+        if chain is not None:
+            return chain
         if self.floats == len(self.values):
-            return sum(self.values.values())
-        try:
-            return sum(float(v) for v in self.values.values())
-        except OverflowError as err:  # an int beyond a float's range: the reference's error
-            raise BQLEvaluationError(f"aggregate '{name}' failed: {err}") from err
+            chain = float_sum(self.values.values(), 0.0)
+        else:
+            try:
+                chain = float_sum(map(float, self.values.values()), 0.0)
+            except OverflowError as err:  # an int beyond a float's range: the reference's error
+                raise BQLEvaluationError(f"aggregate '{name}' failed: {err}") from err
+        self.chain = chain
+        return chain
 
     def result(self) -> Any:
         if not self.values:

@@ -12,15 +12,16 @@ global group), a count window or a time window whose tuples arrive in timestamp 
 - the window as a deque of its rows' groups (None: WHERE was false), with their timestamps in a time
   window — its entries are the last arrivals, its rows the last rows, so their tuples, eids and
   positions follow from the batch and the next ones;
-- each group as a list ``[positions, key, key value, (values, ints, int total, abs total) per summed
-  field, current row]`` — its rows leave from its head, as the window's do;
+- each group as a list ``[positions, key, key value, (values, ints, int total, abs total, chain) per
+  summed field, current row]`` — its rows leave from its head, as the window's do;
 - RSTREAM: the output order as two lists (each shown group's first position, its output map), changed
   only where a group changed: the group whose first row left moves to its next row's place, a new
   group is last, a group HAVING rejects has no place; ISTREAM: each group's current row, compared with
   its new one when the group changes (``group_loops.changed_loop``).
 
 Each aggregate's value is computed by the formula of its state class (``aggregates.py``): ``wrap_int64``
-of the int total, the left-to-right float sum recomputed over the group's values when one is a float,
+of the int total, the left-to-right float sum kept as a chain (extended as rows join, recomputed over
+the group's values after one left) when one is a float,
 ``avg``'s exact int path up to 2**53 — the same value, the same type.
 
 The loop checks each tuple before it changes anything (its data a map, the key an ``int``/``str``, each
@@ -52,7 +53,7 @@ from ..stage_codegen import FALLBACK
 from ..windows import Entry
 from .aggregates import _EXACT_FLOAT_INTS, AvgState, CountAllState, CountState, SumState
 from .field_access import MISSING
-from .group_loops import Shape, aggregate_fields, changed_loop, rstream_loop, value_expr
+from .group_loops import SLOTS, Shape, aggregate_fields, chain_of, changed_loop, rstream_loop, value_expr
 from .relation import Row
 
 MIN_RUN = 32  # a run shorter than this many tuples (or than twice the window) keeps the general step
@@ -96,13 +97,14 @@ class LightBatch:
         window = proc.slots[0].window
         fields = list(needs)
         sums = [m for m, f in enumerate(fields) if needs[f]]
-        at = {m: 3 + 4 * i for i, m in enumerate(sums)}  # values, ints, int total, abs total in a group
+        at = {m: 3 + SLOTS * i for i, m in enumerate(sums)}  # a summed field's slots in a group
         index = {f: m for m, f in enumerate(fields)}
         values = [value_expr(factory, at.get(index[field[1]]) if field is not None else None)
                   for factory, field in aggregate_fields(proc.groups)]
         cells = [(label, j) for label, j, _, _ in proc.groups.output]
         shape = Shape(key_name, fields, needs, sums, at, values, cells)
         scope: dict[str, Any] = {"MISSING": MISSING, "WRAP": wrap_int64, "EXACT": _EXACT_FLOAT_INTS,
+                                 "CHAIN": chain_of,
                                  "deque": deque, "bisect_left": bisect_left,
                                  "PREDICATE": predicate, "FALLBACK": FALLBACK, "SPAN": window.span,
                                  "SIZE": window.size, "takewhile": takewhile,
@@ -190,11 +192,11 @@ class LightBatch:
             if not g:
                 g = groups[key] = [deque(), key, kv]
                 for _ in summed:
-                    g += [deque(), 0, 0, 0]
+                    g += [deque(), 0, 0, 0, 0.0]
                 g.append(None)  # its current row (set below)
             g[0].append(row.pos)
             for i, (v, t) in enumerate(summed):
-                _add(g, 3 + 4 * i, v, t)
+                _add(g, 3 + SLOTS * i, v, t)
             win.append((tup.ts, g) if timed else g)
             light_rows += 1
         if light_rows != len(relation.rows) or not all(groups.values()):
@@ -258,6 +260,7 @@ class LightBatch:
 
 def _add(g: list[Any], at: int, v: Any, t: type) -> None:
     g[at].append(v)
+    g[at + 4] += v  # the chain (ints within int64: no overflow)
     if t is not float:
         g[at + 1] += 1
         g[at + 2] += v

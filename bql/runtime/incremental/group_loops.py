@@ -4,15 +4,20 @@ map and group updates as source lines (``Shape``), and the loops built from them
 ``changed_loop`` (HAVING, ISTREAM: each step's changed groups evaluated once, their current rows kept on
 the groups).
 
-A light group is a list ``[positions, key, key value, (values, ints, int total, abs total) per summed
-field, current row]``; the current row (the last slot) is the group's row in the output relation, None
-when it has none (HAVING rejects it, or it is new).
+A light group is a list ``[positions, key, key value, (values, ints, int total, abs total, chain) per
+summed field, current row]``; the chain is the values' left-to-right float sum (``SumState``'s: a row
+joining extends it by one addition, a row leaving drops it to None and the next value that needs it
+recomputes it, ``chain_of``); the current row (the last slot) is the group's row in the output relation,
+None when it has none (HAVING rejects it, or it is new).
 """
 from __future__ import annotations
 
 from typing import Any
 
+from ...functions.builtin_aggregate import float_sum
 from .aggregates import CountAllState, CountState, SumState
+
+SLOTS = 5  # a summed field's slots in a light group: values, ints, int total, abs total, chain
 
 
 class Shape:
@@ -45,7 +50,8 @@ class Shape:
 
     def data(self, g: str, indent: str) -> list[str]:
         """Lines computing ``data``, the output map of light group ``g``."""
-        lines = [f"v{j} = {expr.replace('g[', g + '[')}" for j, expr in enumerate(self.values)]
+        lines = [f"v{j} = {expr.replace('g[', g + '[').replace('CHAIN(g,', f'CHAIN({g},')}"
+                 for j, expr in enumerate(self.values)]
         cells = ", ".join(f"{label!r}: {f'v{j}' if j >= 0 else g + '[2]'}" for label, j in self.cells)
         lines.append(f"data = {{{cells}}}")
         return [indent + line for line in lines]
@@ -55,8 +61,8 @@ class Shape:
         lines = [f"{g}[0].popleft()"]
         for m in self.sums:
             a = self.at[m]
-            lines += [f"v = {g}[{a}].popleft()", "if type(v) is not float:", f"    {g}[{a + 1}] -= 1",
-                      f"    {g}[{a + 2}] -= v", f"    {g}[{a + 3}] -= abs(v)"]
+            lines += [f"v = {g}[{a}].popleft()", f"{g}[{a + 4}] = None", "if type(v) is not float:",
+                      f"    {g}[{a + 1}] -= 1", f"    {g}[{a + 2}] -= v", f"    {g}[{a + 3}] -= abs(v)"]
         return [indent + line for line in lines]
 
     def push(self, indent: str) -> list[str]:
@@ -64,17 +70,18 @@ class Shape:
         lines = ["g[0].append(pos)"]
         for m in self.sums:
             a = self.at[m]
-            lines += [f"g[{a}].append(a{m})", f"if t{m} is not float:", f"    g[{a + 1}] += 1",
+            lines += [f"g[{a}].append(a{m})", f"if (cs := g[{a + 4}]) is not None:",
+                      f"    g[{a + 4}] = cs + a{m}", f"if t{m} is not float:", f"    g[{a + 1}] += 1",
                       f"    g[{a + 2}] += a{m}", f"    g[{a + 3}] += abs(a{m})"]
         return [indent + line for line in lines]
 
     def new_group(self) -> str:
-        return "[deque(), key, kv" + ", deque(), 0, 0, 0" * len(self.sums) + ", None]"
+        return "[deque(), key, kv" + ", deque(), 0, 0, 0, 0.0" * len(self.sums) + ", None]"
 
     @property
     def cur(self) -> int:
         """The index of a light group's current row."""
-        return 3 + 4 * len(self.sums)
+        return 3 + SLOTS * len(self.sums)
 
 
 def _head(shape: Shape, where: bool, timed: bool) -> list[str]:
@@ -233,9 +240,17 @@ def value_expr(factory: Any, at: int | None) -> str:
     if factory is CountAllState or factory is CountState:
         return "len(g[0])"
     assert at is not None
-    vals, ints, total, absolute = (f"g[{at + i}]" for i in range(4))
-    if factory is SumState:  # a sum of floats is a float
-        return (f"(sum({vals}) if not {ints} else WRAP({total}) if {ints} == len({vals}) "
-                f"else sum(map(float, {vals})))")
-    return (f"(sum({vals}) / len({vals}) if not {ints} else float({total}) / len({vals}) "
-            f"if {ints} == len({vals}) and {absolute} <= EXACT else sum(map(float, {vals})) / len({vals}))")
+    vals, ints, total, absolute, chain = (f"g[{at + i}]" for i in range(SLOTS))
+    floats = f"(cs if (cs := {chain}) is not None else CHAIN(g, {at}))"  # a sum of floats is a float
+    if factory is SumState:
+        return f"(WRAP({total}) if {ints} == len({vals}) else {floats})"
+    return (f"(float({total}) / len({vals}) if {ints} == len({vals}) and {absolute} <= EXACT "
+            f"else {floats} / len({vals}))")
+
+
+def chain_of(g: list[Any], at: int) -> float:
+    """The left-to-right float sum of light group ``g``'s values of the summed field at ``at``, kept as its
+    chain (``SumState._float_sum``'s: over the values as they are when all are floats)."""
+    vals = g[at]
+    chain = g[at + 4] = float_sum(vals, 0.0) if not g[at + 1] else float_sum(map(float, vals), 0.0)
+    return chain

@@ -21,8 +21,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from incremental_util import Ledger
+from sbpy.bql.functions.builtin_aggregate import naive_float_sum
 from sbpy.bql.runtime import ProcessorContext, build_processor
 from sbpy.bql.runtime.incremental import group_batch
+from sbpy.bql.runtime.incremental.aggregates import SumState
 from sbpy.bql.runtime.incremental.emitter import DeltaEmitter, KeyClass
 from sbpy.bql.runtime.processor import Tuple
 from sbpy.bql.runtime.testing import parse_select
@@ -135,6 +137,10 @@ def _plain(o: Any) -> Any:
     if dataclasses.is_dataclass(o):
         return (t.__name__, [(f.name, _plain(getattr(o, f.name))) for f in dataclasses.fields(o)])
     names = [n for c in t.__mro__ for n in getattr(c, "__slots__", ())] or list(vars(o))
+    if isinstance(o, SumState):  # its chain is a cache: a known one is the sum it stands for, and not compared
+        if o.chain is not None:
+            assert repr(o.chain) == repr(naive_float_sum(map(float, o.values.values()))), (o.chain, o.values)
+        names.remove("chain")
     return (t.__name__, [(n, _plain(getattr(o, n, None))) for n in names])
 
 
