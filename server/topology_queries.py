@@ -114,7 +114,8 @@ class TopologyQueries:
                     initial_state=consumer.initial_state, plan=plan)
         if json_lines:
             spec["out_format"] = "json"
-        elif self._starter is None and consumer.on_driver:  # no dict per row; a journal takes the text as it is
+        elif self._starter is None and plan.execution in (Execution.STATELESS, Execution.DRIVER):
+            # no dict per row; a journal takes the text as it is
             spec["out_rows"] = "texts" if consumer.kind == "journal" else "tuples"
         context = self.processor_context() if consumer.on_driver else None
         if self._starter is not None:

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sbpy.bql.runtime.incremental.relation import is_flat
+
+from . import journal_format as jf
+
 
 class EncodedBatch:
     """A micro-batch whose ``out`` rows are already the sink's JSON lines: ``lines`` (in arrival order)
@@ -25,3 +29,33 @@ class TupleBatch:
         self.outs = outs
         self.others = others
         self.encoded = encoded
+
+
+def pairs_batch(outs: list[tuple[int, Any]], others: list[dict[str, Any]], encoded: bool) -> TupleBatch:
+    """A ``TupleBatch`` of ``out`` rows ``(ts, tagged JSON text)``: the texts decoded (``decoded_maps``), or
+    with ``encoded`` kept as they are."""
+    if not encoded:
+        outs = list(zip([ts for ts, _ in outs], decoded_maps([text for _, text in outs])))
+    return TupleBatch(outs, others, encoded)
+
+
+def decoded_maps(texts: list[str | None]) -> list[Any]:
+    """Each tagged-JSON text decoded (None stays None). A text the batch holds more than once as one object
+    (a map the pipeline emitted again, its text reused: ``Pipeline._flush``) is decoded once; each later
+    row gets its own copy of that map when it holds no map or array (``is_flat``: a ``dict.copy`` is then
+    a copy), else decodes it again."""
+    out: list[Any] = []
+    seen: dict[int, tuple[str, dict[str, Any]]] = {}
+    for text in texts:
+        if text is None:
+            out.append(None)
+            continue
+        hit = seen.get(id(text))
+        if hit is not None and hit[0] is text:
+            out.append(hit[1].copy())
+            continue
+        data = jf.decode_data(text)
+        if type(data) is dict and is_flat(data):
+            seen[id(text)] = (text, data.copy())
+        out.append(data)
+    return out

@@ -44,10 +44,9 @@ from typing import Any
 
 from sbpy.bql.jsonio import to_json
 from sbpy.bql.runtime import gc_pause
-from sbpy.bql.runtime.incremental.relation import is_flat
 
 from . import journal_format as jf
-from .batch_rows import EncodedBatch, TupleBatch
+from .batch_rows import EncodedBatch, TupleBatch, decoded_maps, pairs_batch
 from .handoff import position
 from .journal_source import NAME as SOURCE_NAME
 from .operator import OUTPUT_COLUMNS, Pipeline, StageSpec
@@ -230,33 +229,8 @@ def tuple_batch(rows: list[tuple], encoded: bool = False) -> TupleBatch:
     """The operator's row tuples as a ``TupleBatch``: each ``out`` row's ``(ts, data)`` (``data`` decoded by
     ``decoded_maps``, or with ``encoded`` left as its tagged JSON text), every other row as ``output_dicts``
     gives it."""
-    outs = [(r[_TS], r[_DATA]) for r in rows if r[_KIND] == "out"]
-    others = output_dicts([r for r in rows if r[_KIND] != "out"])
-    if not encoded:
-        outs = list(zip([ts for ts, _ in outs], decoded_maps([text for _, text in outs])))
-    return TupleBatch(outs, others, encoded)
-
-
-def decoded_maps(texts: list[str | None]) -> list[Any]:
-    """Each tagged-JSON text decoded (None stays None). A text the batch holds more than once as one object
-    (a map the pipeline emitted again, its text reused: ``Pipeline._flush``) is decoded once; each later
-    row gets its own copy of that map when it holds no map or array (``is_flat``: a ``dict.copy`` is then
-    a copy), else decodes it again."""
-    out: list[Any] = []
-    seen: dict[int, tuple[str, dict[str, Any]]] = {}
-    for text in texts:
-        if text is None:
-            out.append(None)
-            continue
-        hit = seen.get(id(text))
-        if hit is not None and hit[0] is text:
-            out.append(hit[1].copy())
-            continue
-        data = jf.decode_data(text)
-        if type(data) is dict and is_flat(data):
-            seen[id(text)] = (text, data.copy())
-        out.append(data)
-    return out
+    return pairs_batch([(r[_TS], r[_DATA]) for r in rows if r[_KIND] == "out"],
+                       output_dicts([r for r in rows if r[_KIND] != "out"]), encoded)
 
 
 def encoded_outputs(rows: list[tuple]) -> Any:

@@ -51,7 +51,8 @@ SKIP_BASE = 1  # a skipped line's k is SKIP_BASE + the stages it passed (at leas
 
 
 class NativeCollector:
-    """Turns a packed micro-batch into the consumer's rows: ``EncodedBatch`` (JSON sinks) or ``on_batch``
+    """Turns a packed micro-batch into the consumer's rows: ``EncodedBatch`` (JSON sinks), ``TupleBatch``
+    (``QuerySpec.out_rows`` tuples / texts) or ``on_batch``
     dicts, in arrival order, with the ``stat`` rows of what the native tier decided first."""
 
     def __init__(self, spec: QuerySpec):
@@ -129,6 +130,12 @@ class NativeCollector:
 
             lines = [r[5] for r in rows if r[0] == "out"]
             return EncodedBatch(lines, stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"]))
+        if self.spec.out_rows != "dicts":  # ``QuerySpec.out_rows``: (ts, data) pairs, no dict per row
+            from .batch_rows import pairs_batch
+
+            return pairs_batch([(r[4], r[5]) for r in rows if r[0] == "out"],
+                               stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"]),
+                               self.spec.out_rows == "texts")
         return stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows])
 
     def _native_stats(self, full: int, depths: dict[int, int], segs: list[dict[str, Any]],

@@ -75,8 +75,9 @@ class QuerySpec:
     initial_state: bytes | None = None  # a pipeline snapshot handed over by re-planning (``handoff.py``)
     plan: Any = None  # the ``sbpy.bql.plan.QueryPlan`` it was compiled from (None: stages as given)
     out_format: str = "tagged"  # "json": a stateless or driver query encodes ``out`` rows as the sink's JSON lines
-    # how a driver query hands its rows to ``on_batch`` (not a JSON sink's): "dicts" (a dict per row),
-    # "tuples" (``batch_rows.TupleBatch``: ``out`` rows as (ts, map)), "texts" (the same, maps as tagged JSON)
+    # how a driver or stateless query hands its rows to ``on_batch`` (not a JSON sink's): "dicts" (a dict per
+    # row), "tuples" (``batch_rows.TupleBatch``: ``out`` rows as (ts, map)), "texts" (the same, maps as
+    # tagged JSON)
     out_rows: str = "dicts"
 
 

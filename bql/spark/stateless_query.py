@@ -19,11 +19,12 @@ There is no operator state: the Spark checkpoint holds only offsets.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import journal_format as jf
-from .batch_rows import EncodedBatch
+from .batch_rows import EncodedBatch, TupleBatch, pairs_batch
 from .fast_chain import make_pipeline
 from .operator import Pipeline, StageSpec
 from .query import QueryHandle, QuerySpec, _collect, _ensure_listener, start_writer
@@ -76,7 +77,7 @@ def start_stateless_query(spark: Any, spec: QuerySpec) -> QueryHandle:
     register_source(spark)
     checkpoint = Path(spec.checkpoint_dir)
     return start_writer(spark, spec, chain_reader(spark, spec, SOURCE_NAME, checkpoint).load(), checkpoint,
-                        None, 0, collect_encoded if spec.out_format == "json" else _collect)
+                        None, 0, collector(spec))
 
 
 def chain_reader(spark: Any, spec: QuerySpec, source: str, checkpoint: Path) -> Any:
@@ -101,18 +102,51 @@ def _native_planned(spec: QuerySpec) -> bool:
     return spec.plan is not None and bool(spec.plan.stages) and all(s.tier is Tier.NATIVE for s in spec.plan.stages)
 
 
-def collect_encoded(batch_df: Any, _batch_id: int) -> EncodedBatch:
-    """Sort the batch by ``(seq, idx)`` in Arrow and keep the ``out`` lines as text (no decode)."""
+def _sorted_parts(batch_df: Any) -> tuple[Any, list[dict[str, Any]]] | None:
+    """The batch sorted by ``(seq, idx)`` in Arrow: its ``out`` rows as a table, every other row as an
+    ``on_batch`` dict (``data`` decoded); None for an empty batch."""
     import pyarrow.compute as pc
 
     table = batch_df.toArrow()
     if table.num_rows == 0:
-        return EncodedBatch([], [])
+        return None
     table = table.take(pc.sort_indices(table, [("seq", "ascending"), ("idx", "ascending")]))
     is_out = pc.equal(table.column("kind"), "out")
-    lines = table.filter(is_out).column("data").to_pylist()
     others = table.filter(pc.invert(is_out)).to_pylist()
     for row in others:
         if row["data"] is not None:
             row["data"] = jf.decode_data(row["data"])
-    return EncodedBatch(lines, others)
+    return table.filter(is_out), others
+
+
+def collect_encoded(batch_df: Any, _batch_id: int) -> EncodedBatch:
+    """Sort the batch by ``(seq, idx)`` in Arrow and keep the ``out`` lines as text (no decode)."""
+    parts = _sorted_parts(batch_df)
+    if parts is None:
+        return EncodedBatch([], [])
+    return EncodedBatch(parts[0].column("data").to_pylist(), parts[1])
+
+
+def collect_tuples(encoded: bool) -> Callable[[Any, int], TupleBatch]:
+    """``collect`` for ``QuerySpec.out_rows`` ``tuples`` (``encoded`` False) or ``texts``: the batch sorted
+    in Arrow, its ``out`` rows as ``(ts, data)`` pairs read from two columns — ``data`` decoded, or left
+    as its tagged JSON text for a journal —, not a dict of every column per row decoded and sorted in
+    Python (``query._collect``)."""
+    def collect(batch_df: Any, _batch_id: int) -> TupleBatch:
+        parts = _sorted_parts(batch_df)
+        if parts is None:
+            return TupleBatch([], [], encoded)
+        outs, others = parts
+        return pairs_batch(list(zip(outs.column("ts").to_pylist(), outs.column("data").to_pylist())), others,
+                           encoded)
+
+    return collect
+
+
+def collector(spec: QuerySpec) -> Callable[[Any, int], Any]:
+    """How a micro-batch of the chain's output rows reaches ``spec.on_batch`` (see ``QuerySpec``)."""
+    if spec.out_format == "json":
+        return collect_encoded
+    if spec.out_rows == "dicts":
+        return _collect
+    return collect_tuples(spec.out_rows == "texts")

@@ -8,7 +8,7 @@ hosts (``stateless_query.run_rows``: exact by construction), and yields the pipe
 Arrow record batches in ``OUTPUT_SCHEMA``. Compared with ``sbpy_journal`` → ``mapInArrow`` it saves
 the journal rows' trip Python → JVM → Python (two Arrow conversions and a ``to_pylist`` per column).
 
-The driver restores arrival order by ``(seq, idx)`` exactly as before (``collect_encoded``/``_collect``).
+The driver restores arrival order by ``(seq, idx)`` exactly as before (``stateless_query.collector``).
 """
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import pytest
 
 from sbpy.bql.plan import Execution, plan_query
 from sbpy.bql.spark import journal_format as jf
+from sbpy.bql.spark.batch_rows import TupleBatch
 from sbpy.bql.spark.compile import query_spec_stages, start_planned
 from sbpy.bql.spark.operator import Pipeline
 from sbpy.bql.spark.query import QuerySpec
@@ -117,3 +118,44 @@ def test_stateless_plan_is_read_in_several_partitions(spark, tmp_path):
     assert [r["data"]["d"] for r in outs] == [i * 2 for i in range(30_000) if i % 10 < 8]
     stat_rows = [r for r in got if r["kind"] == "stat" and r["node"] == "s1"]
     assert len(stat_rows) >= 2, "expected one stat row per partition"
+
+
+@pytest.mark.parametrize("tier", ["native", "vectorized"])
+@pytest.mark.parametrize("out_rows", ["tuples", "texts"])
+def test_stateless_plan_hands_out_rows_as_pairs(spark, tmp_path, monkeypatch, out_rows, tier):
+    """``out_rows`` of a stateless plan on either tier (``stateless_query.collector``, ``NativeCollector``):
+    each batch a ``TupleBatch`` whose ``out`` rows are the sequential pipeline's ``(ts, data)`` in order —
+    decoded maps, or its tagged JSON text as it is —, every other row as the dict rows give it."""
+    from sbpy.bql.plan import Tier
+    from sbpy.bql.spark.native_udf import ENV, registered
+
+    if tier == "vectorized":
+        monkeypatch.setenv(ENV, "0")
+    chain = CHAINS["filter-project"]
+    plan = plan_query(["src"], chain)
+    assert plan.execution is Execution.STATELESS
+    assert {s.tier for s in plan.stages} == {Tier.NATIVE if tier == "native" else Tier.VECTORIZED}
+    assert tier == "vectorized" or registered(spark)
+    journal = TestJournal(tmp_path / "journal")
+    seqs = journal.append([("src", r) for r in ROWS[:6]])
+    seqs += journal.append([("src", r) for r in ROWS[6:]] + [("src", None)])
+    reference = _reference(chain, jf.read_entries(tmp_path / "journal", ["src"], 0, seqs[-1]))
+    batches = []
+    spec = QuerySpec(query_id=f"t.pairs.{out_rows}", journal_dir=tmp_path / "journal", inputs=("src",),
+                     stages=query_spec_stages(plan), checkpoint_dir=tmp_path / "ck", topology="t",
+                     on_batch=lambda batch_id, rows: batches.append(rows), plan=plan, max_seqs=4,
+                     out_rows=out_rows)
+    handle = start_planned(spark, spec)
+    try:
+        handle.process_all_available()
+        assert handle.error is None
+    finally:
+        handle.stop()
+    encoded = out_rows == "texts"
+    assert batches and all(isinstance(b, TupleBatch) and b.encoded is encoded for b in batches)
+    outs = [pair for b in batches for pair in b.outs]
+    want = [(r[4], r[5] if encoded else jf.decode_data(r[5])) for r in reference if r[0] == "out"]
+    assert outs == want and want
+    others = [row for b in batches for row in b.others]
+    assert _summary(others) == [row for row in _summary(reference) if row[0] != "out"]
+    assert any(row["kind"] == "end" for row in others)

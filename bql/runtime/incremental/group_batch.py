@@ -47,13 +47,13 @@ from typing import Any
 from ...ast import Between, BinaryOp, FunctionCall, InList, IsNull, Literal, UnaryOp
 from ...eval import Env
 from ...eval.analysis import is_aggregate_call
-from ...functions.builtin_aggregate import wrap_int64
+from ...functions.builtin_aggregate import float_sum, wrap_int64
 from ...values import INT_MAX, INT_MIN
 from ..stage_codegen import FALLBACK
 from ..windows import Entry
 from .aggregates import _EXACT_FLOAT_INTS, AvgState, CountAllState, CountState, SumState
 from .field_access import MISSING
-from .group_loops import SLOTS, Shape, aggregate_fields, chain_of, changed_loop, rstream_loop, value_expr
+from .group_loops import SLOTS, Shape, aggregate_fields, changed_loop, rstream_loop, value_lines
 from .relation import Row
 
 MIN_RUN = 32  # a run shorter than this many tuples (or than twice the window) keeps the general step
@@ -99,12 +99,12 @@ class LightBatch:
         sums = [m for m, f in enumerate(fields) if needs[f]]
         at = {m: 3 + SLOTS * i for i, m in enumerate(sums)}  # a summed field's slots in a group
         index = {f: m for m, f in enumerate(fields)}
-        values = [value_expr(factory, at.get(index[field[1]]) if field is not None else None)
+        values = [value_lines(factory, at.get(index[field[1]]) if field is not None else None)
                   for factory, field in aggregate_fields(proc.groups)]
         cells = [(label, j) for label, j, _, _ in proc.groups.output]
         shape = Shape(key_name, fields, needs, sums, at, values, cells)
         scope: dict[str, Any] = {"MISSING": MISSING, "WRAP": wrap_int64, "EXACT": _EXACT_FLOAT_INTS,
-                                 "CHAIN": chain_of,
+                                 "FSUM": float_sum,
                                  "deque": deque, "bisect_left": bisect_left,
                                  "PREDICATE": predicate, "FALLBACK": FALLBACK, "SPAN": window.span,
                                  "SIZE": window.size, "takewhile": takewhile,
