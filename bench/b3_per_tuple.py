@@ -528,7 +528,8 @@ def through_spark(n: int, master: str, only: set[str] | None = None) -> dict[str
                 else:
                     count[0] += sum(1 for r in rows if r["kind"] == "out")
 
-            plan = plan_query(["src"], [("q", query, ["src"])])  # as the server runs it
+            # as the server runs it: the journal holds a Python source's tuples, not file lines
+            plan = plan_query(["src"], [("q", query, ["src"])], line_inputs=())
             spec = QuerySpec(f"b3.{len(out)}", tmp / "journal", ("src",), query_spec_stages(plan),
                              tmp / f"ck{len(out)}", on_batch=on_batch, max_seqs=50_000, plan=plan,
                              out_rows="tuples")  # as the server hands a driver query's rows to a sink

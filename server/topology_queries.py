@@ -46,7 +46,9 @@ class TopologyQueries:
         """The physical plan of ``chain`` (``sbpy.bql.plan``): its stages analyzed once, its execution."""
         from sbpy.bql.plan import plan_query
 
-        return plan_query(chain.inputs, chain.stages, self.processor_context(), self.plugins.stateful_calls)
+        lines = [name for name in chain.inputs if name in self.sources and self.sources[name].journals_lines]
+        return plan_query(chain.inputs, chain.stages, self.processor_context(), self.plugins.stateful_calls,
+                          line_inputs=lines)
 
     def explain(self, parsed: ParsedStatement) -> dict[str, Any]:
         """``EXPLAIN``: the plan a SELECT (as an ad-hoc query) or a CREATE STREAM (read by one sink) would

@@ -26,7 +26,7 @@ import dataclasses
 import datetime as _dt
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from .nodes import SMALL_STATE_TUPLES, Execution, QueryPlan, StagePlan, Tier, Where, holds_tuples
@@ -174,8 +174,10 @@ def _implementation(proc: Any) -> str:
     return ""
 
 
-def native_verdict(inputs: Sequence[str], stages: Sequence[StagePlan], context: Any = None) -> str:
-    """"" if the memoryless chain compiles to the native tier (``bql/spark/native_stage``), else why not."""
+def native_verdict(inputs: Sequence[str], stages: Sequence[StagePlan], context: Any = None,
+                   line_inputs: Collection[str] | None = None) -> str:
+    """"" if the memoryless chain compiles to the native tier (``bql/spark/native_stage``), else why not.
+    ``line_inputs``: the inputs whose journals hold file lines (None: not known, any may)."""
     from sbpy.bql.spark.native_stage import Unsupported, compile_stages
     from sbpy.bql.spark.native_udf import status
 
@@ -190,6 +192,10 @@ def native_verdict(inputs: Sequence[str], stages: Sequence[StagePlan], context: 
         compile_stages([(s.node, s.statement) for s in stages], context)
     except Unsupported as e:
         return str(e)
+    if line_inputs is not None and inputs[0] not in line_inputs:
+        # the native tier's gain is Spark reading file lines; Python rows would cross to the JVM and back
+        return (f"input '{inputs[0]}' journals tuples, not file lines (the native tier reads file lines; "
+                "tuples would cross the JVM as one JSON text each)")
     ok, why = status()
     return "" if ok else f"the native function is not available: {why}"
 
@@ -399,12 +405,14 @@ def forced_execution() -> Execution | None:
 
 def plan_query(inputs: Sequence[str], stages: Sequence[StageText], context: Any = None,
                stateful_calls: Callable[[Any], list[str]] | None = None,
-               force: Execution | None = None) -> QueryPlan:
+               force: Execution | None = None, line_inputs: Collection[str] | None = None) -> QueryPlan:
     """Plan a consumer's chain. ``context``: the topology's ``ProcessorContext`` (its functions and
-    UDSFs); ``stateful_calls(statement)``: the calls of a statement that reach the topology's states."""
+    UDSFs); ``stateful_calls(statement)``: the calls of a statement that reach the topology's states;
+    ``line_inputs``: the inputs whose journals hold file lines (``native_verdict``; None: not known)."""
     described = [describe_stage(n, t, i, context, stateful_calls) for n, t, i in stages]
     keyed_node = keyed_stage(described, inputs)
     execution, reason, tick_ms = choose_execution(inputs, described, keyed_node, force or forced_execution())
-    native_why = native_verdict(inputs, described, context) if execution is Execution.STATELESS else ""
+    native_why = (native_verdict(inputs, described, context, line_inputs) if execution is Execution.STATELESS
+                  else "")
     return QueryPlan(tuple(inputs), _place(described, execution, keyed_node, native_why), execution, reason,
                      tick_ms)

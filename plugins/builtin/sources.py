@@ -137,6 +137,11 @@ class FileSource:
     def status(self) -> dict[str, Any] | None:
         return {"waiting_for_rewind": self.waiting_for_rewind} if self.rewindable else None
 
+    def journals_lines(self) -> bool:
+        """Whether its journal holds file lines Spark reads itself (segments without a timestamp field,
+        ``run``): what the native tier reads (``sbpy.bql.plan.native_verdict``)."""
+        return not (self.interval > 0 or self.rewindable) and self.ts_path is None
+
     def _lines(self, ctx: Any) -> Any:
         """``(line number, data or None, error or None)`` of each non-blank line (per-tuple path)."""
         try:

@@ -213,6 +213,14 @@ class SourceNode:
     def rewindable(self) -> bool:
         return bool(getattr(self.impl, "rewindable", False))
 
+    @property
+    def journals_lines(self) -> bool:
+        """Whether its journal holds file lines (the built-in ``file`` source read in segments), which the
+        native tier reads; every other source journals tuples."""
+        from sbpy.plugins.builtin.sources import FileSource
+
+        return isinstance(self.impl, FileSource) and self.impl.journals_lines()
+
     def start(self) -> None:
         self._thread.start()
 

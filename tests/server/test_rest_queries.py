@@ -207,13 +207,9 @@ def test_explain_answers_the_plan_and_creates_nothing(c):
     r = post(c, "t", "EXPLAIN SELECT RSTREAM id FROM src [RANGE 1 TUPLES] WHERE id > 1;")
     plan = r.json()["plan"]
     assert r.status_code == 200 and plan["execution"] == "stateless"
-    from sbpy.bql.spark.native_udf import status
-
-    if status()[0]:  # a JDK with javac: the native tier (else: vectorized, and why)
-        assert plan["stages"][0]["tier"] == "native-jvm" and plan["stages"][0]["node"] == "(select)"
-        assert plan["stages"][0]["runs_on"] == "JVM" and "compiles to Spark" in plan["stages"][0]["tier_why"]
-    else:
-        assert plan["stages"][0]["tier"] == "vectorized-python" and status()[1] in plan["stages"][0]["tier_why"]
+    # a source that journals tuples, not file lines: the vectorized tier, and why (file lines: the next test)
+    assert plan["stages"][0]["tier"] == "vectorized-python" and plan["stages"][0]["node"] == "(select)"
+    assert "input 'src' journals tuples, not file lines" in plan["stages"][0]["tier_why"]
     assert plan["text"].startswith("execution: stateless")
     r = post(c, "t", "EXPLAIN SELECT RSTREAM sin(id) AS d FROM src [RANGE 1 TUPLES];")  # a function: Python
     stage = r.json()["plan"]["stages"][0]
@@ -223,3 +219,27 @@ def test_explain_answers_the_plan_and_creates_nothing(c):
     assert c.get("/topologies/t/streams").json()["streams"] == []  # nothing was created
     r = post(c, "t", "EXPLAIN SELECT RSTREAM id FROM nowhere [RANGE 1 TUPLES];")
     assert r.status_code == 400 and "'nowhere' was not found" in r.json()["error"]["meta"]["error"]
+
+
+def test_explain_native_tier_only_over_file_lines(server_factory, tmp_path):
+    """The native tier reads file lines: a ``file`` source read in segments gets it, one paced by an
+    ``interval`` (which journals one tuple at a time) does not, and EXPLAIN says why."""
+    from rest_util import local_server
+
+    from sbpy.bql.spark.native_udf import status
+
+    (tmp_path / "in.jsonl").write_text("")
+    with local_server(server_factory, tmp_path) as (_, c):
+        r = post(c, "t", f'CREATE PAUSED SOURCE f TYPE file WITH path = "{tmp_path / "in.jsonl"}";')
+        assert r.status_code == 200, r.text
+        plan = post(c, "t", "EXPLAIN SELECT RSTREAM id FROM f [RANGE 1 TUPLES] WHERE id > 1;").json()["plan"]
+        if status()[0]:  # a JDK with javac: the native tier (else: vectorized, and why)
+            assert plan["stages"][0]["tier"] == "native-jvm" and plan["stages"][0]["node"] == "(select)"
+            assert plan["stages"][0]["runs_on"] == "JVM" and "compiles to Spark" in plan["stages"][0]["tier_why"]
+        else:
+            assert plan["stages"][0]["tier"] == "vectorized-python" and status()[1] in plan["stages"][0]["tier_why"]
+        ticked = f'CREATE PAUSED SOURCE g TYPE file WITH path = "{tmp_path / "in.jsonl"}", interval = 0.5;'
+        assert post(c, "t", ticked).status_code == 200
+        plan = post(c, "t", "EXPLAIN SELECT RSTREAM id FROM g [RANGE 1 TUPLES] WHERE id > 1;").json()["plan"]
+        assert plan["stages"][0]["tier"] == "vectorized-python"
+        assert "input 'g' journals tuples, not file lines" in plan["stages"][0]["tier_why"]

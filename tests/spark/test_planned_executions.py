@@ -60,6 +60,20 @@ def _summary(rows):
     return out
 
 
+def _run_to_end(spark, plan, tmp_path, query_id, on_batch, **options):
+    """Start ``plan`` over ``tmp_path``'s journal (checkpoint ``tmp_path/ck``), process everything
+    available, stop: the query must not have failed."""
+    spec = QuerySpec(query_id=query_id, journal_dir=tmp_path / "journal", inputs=("src",),
+                     stages=query_spec_stages(plan), checkpoint_dir=tmp_path / "ck", topology="t",
+                     on_batch=on_batch, plan=plan, **options)
+    handle = start_planned(spark, spec)
+    try:
+        handle.process_all_available()
+        assert handle.error is None
+    finally:
+        handle.stop()
+
+
 def _executions(chain):
     plan = plan_query(["src"], chain)
     allowed = {plan.execution}
@@ -83,15 +97,7 @@ def test_execution_equals_sequential_kernel(spark, tmp_path, name, execution):
     plan = plan_query(["src"], chain, force=execution)
     assert plan.execution is execution
     got = []
-    spec = QuerySpec(query_id=f"t.{name}", journal_dir=tmp_path / "journal", inputs=("src",),
-                     stages=query_spec_stages(plan), checkpoint_dir=tmp_path / "ck", topology="t",
-                     on_batch=lambda batch_id, rows: got.extend(rows), plan=plan, max_seqs=4)
-    handle = start_planned(spark, spec)
-    try:
-        handle.process_all_available()
-        assert handle.error is None
-    finally:
-        handle.stop()
+    _run_to_end(spark, plan, tmp_path, f"t.{name}", lambda batch_id, rows: got.extend(rows), max_seqs=4)
     assert _summary(got) == expected
     assert any(k == "out" for k, *_ in expected) and any(k == "end" for k, *_ in expected)
     received = sum(n for r in got if r["kind"] == "stat" for n in r["data"]["received"].values())
@@ -141,16 +147,8 @@ def test_stateless_plan_hands_out_rows_as_pairs(spark, tmp_path, monkeypatch, ou
     seqs += journal.append([("src", r) for r in ROWS[6:]] + [("src", None)])
     reference = _reference(chain, jf.read_entries(tmp_path / "journal", ["src"], 0, seqs[-1]))
     batches = []
-    spec = QuerySpec(query_id=f"t.pairs.{out_rows}", journal_dir=tmp_path / "journal", inputs=("src",),
-                     stages=query_spec_stages(plan), checkpoint_dir=tmp_path / "ck", topology="t",
-                     on_batch=lambda batch_id, rows: batches.append(rows), plan=plan, max_seqs=4,
-                     out_rows=out_rows)
-    handle = start_planned(spark, spec)
-    try:
-        handle.process_all_available()
-        assert handle.error is None
-    finally:
-        handle.stop()
+    _run_to_end(spark, plan, tmp_path, f"t.pairs.{out_rows}", lambda batch_id, rows: batches.append(rows),
+                max_seqs=4, out_rows=out_rows)
     encoded = out_rows == "texts"
     assert batches and all(isinstance(b, TupleBatch) and b.encoded is encoded for b in batches)
     outs = [pair for b in batches for pair in b.outs]
@@ -159,3 +157,31 @@ def test_stateless_plan_hands_out_rows_as_pairs(spark, tmp_path, monkeypatch, ou
     others = [row for b in batches for row in b.others]
     assert _summary(others) == [row for row in _summary(reference) if row[0] != "out"]
     assert any(row["kind"] == "end" for row in others)
+
+
+def test_stateless_checkpoint_resumes_on_the_other_tier(spark, tmp_path, monkeypatch):
+    """A stateless query's checkpoint holds offsets only, so a restart that plans the other tier (the
+    planner now keeps tuple journals off the native tier; ``SBPY_NATIVE`` may change) resumes where the
+    first run stopped: every output once, in order."""
+    from sbpy.bql.plan import Tier
+    from sbpy.bql.spark.native_udf import ENV, registered
+
+    if not registered(spark):
+        pytest.skip("the session has no native function: there is no other tier to switch from")
+    chain = CHAINS["filter-project"]
+    journal = TestJournal(tmp_path / "journal")
+    journal.append([("src", {"id": i, "price": i % 10, "note": i}) for i in range(40)])
+    got = []
+
+    def run(tier):
+        monkeypatch.setenv(ENV, "1" if tier is Tier.NATIVE else "0")
+        plan = plan_query(["src"], chain)
+        assert {s.tier for s in plan.stages} == {tier}
+        _run_to_end(spark, plan, tmp_path, "t.switch",
+                    lambda batch_id, rows: got.extend(r for r in rows if r["kind"] == "out"), max_seqs=16)
+
+    run(Tier.NATIVE)
+    assert [r["data"]["d"] for r in got] == [i * 2 for i in range(40) if i % 10 < 8]
+    journal.append([("src", {"id": i, "price": i % 10, "note": i}) for i in range(40, 80)])
+    run(Tier.VECTORIZED)
+    assert [r["data"]["d"] for r in got] == [i * 2 for i in range(80) if i % 10 < 8]
