@@ -31,12 +31,10 @@ class TupleBatch:
         self.encoded = encoded
 
 
-def pairs_batch(outs: list[tuple[int, Any]], others: list[dict[str, Any]], encoded: bool) -> TupleBatch:
-    """A ``TupleBatch`` of ``out`` rows ``(ts, tagged JSON text)``: the texts decoded (``decoded_maps``), or
-    with ``encoded`` kept as they are."""
-    if not encoded:
-        outs = list(zip([ts for ts, _ in outs], decoded_maps([text for _, text in outs])))
-    return TupleBatch(outs, others, encoded)
+def pairs_batch(stamps: list[int], texts: list[str], others: list[dict[str, Any]], encoded: bool) -> TupleBatch:
+    """A ``TupleBatch`` of the ``out`` rows whose times are ``stamps`` and tagged JSON ``texts``: the texts
+    decoded (``decoded_maps``), or with ``encoded`` kept as they are."""
+    return TupleBatch(list(zip(stamps, texts if encoded else decoded_maps(texts))), others, encoded)
 
 
 def decoded_maps(texts: list[str | None]) -> list[Any]:

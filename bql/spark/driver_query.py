@@ -229,7 +229,8 @@ def tuple_batch(rows: list[tuple], encoded: bool = False) -> TupleBatch:
     """The operator's row tuples as a ``TupleBatch``: each ``out`` row's ``(ts, data)`` (``data`` decoded by
     ``decoded_maps``, or with ``encoded`` left as its tagged JSON text), every other row as ``output_dicts``
     gives it."""
-    return pairs_batch([(r[_TS], r[_DATA]) for r in rows if r[_KIND] == "out"],
+    outs = [r for r in rows if r[_KIND] == "out"]
+    return pairs_batch([r[_TS] for r in outs], [r[_DATA] for r in outs],
                        output_dicts([r for r in rows if r[_KIND] != "out"]), encoded)
 
 

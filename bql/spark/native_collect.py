@@ -133,7 +133,8 @@ class NativeCollector:
         if self.spec.out_rows != "dicts":  # ``QuerySpec.out_rows``: (ts, data) pairs, no dict per row
             from .batch_rows import pairs_batch
 
-            return pairs_batch([(r[4], r[5]) for r in rows if r[0] == "out"],
+            outs = [r for r in rows if r[0] == "out"]
+            return pairs_batch([r[4] for r in outs], [r[5] for r in outs],
                                stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"]),
                                self.spec.out_rows == "texts")
         return stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows])

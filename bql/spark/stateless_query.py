@@ -137,8 +137,7 @@ def collect_tuples(encoded: bool) -> Callable[[Any, int], TupleBatch]:
         if parts is None:
             return TupleBatch([], [], encoded)
         outs, others = parts
-        return pairs_batch(list(zip(outs.column("ts").to_pylist(), outs.column("data").to_pylist())), others,
-                           encoded)
+        return pairs_batch(outs.column("ts").to_pylist(), outs.column("data").to_pylist(), others, encoded)
 
     return collect
 
