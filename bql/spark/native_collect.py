@@ -125,19 +125,16 @@ class NativeCollector:
         rows = _native_rows(outs, segs, self.nodes[-1]) + [tuple(r[c] for c in OUTPUT_COLUMNS) for r in others]
         rows.extend(self._fallback(fb, segs))
         rows.sort(key=lambda r: (r[2], r[3]))
+        if not json and self.spec.out_rows == "dicts":
+            return stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows])
+        from .batch_rows import EncodedBatch, pairs_batch
+
+        # the out rows apart: a JSON sink's lines, or ``QuerySpec.out_rows``' (ts, data) pairs
+        outs = [r for r in rows if r[0] == "out"]
+        others = stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"])
         if json:
-            from .batch_rows import EncodedBatch
-
-            lines = [r[5] for r in rows if r[0] == "out"]
-            return EncodedBatch(lines, stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"]))
-        if self.spec.out_rows != "dicts":  # ``QuerySpec.out_rows``: (ts, data) pairs, no dict per row
-            from .batch_rows import pairs_batch
-
-            outs = [r for r in rows if r[0] == "out"]
-            return pairs_batch([r[4] for r in outs], [r[5] for r in outs],
-                               stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"]),
-                               self.spec.out_rows == "texts")
-        return stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows])
+            return EncodedBatch([r[5] for r in outs], others)
+        return pairs_batch([r[4] for r in outs], [r[5] for r in outs], others, self.spec.out_rows == "texts")
 
     def _native_stats(self, full: int, depths: dict[int, int], segs: list[dict[str, Any]],
                       refused: int) -> list[dict[str, Any]]:

@@ -247,5 +247,3 @@ def value_lines(factory: Any, at: int | None) -> list[str]:
         return [f"if {ints} == len({vals}):", f"    {{v}} = WRAP({total})", "else:", *floats]
     return [f"if {ints} == len({vals}) and {absolute} <= EXACT:", f"    {{v}} = float({total}) / len({vals})",
             "else:", *floats, f"    {{v}} = {{v}} / len({vals})"]
-
-
