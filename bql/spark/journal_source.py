@@ -44,6 +44,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from pyspark.sql.types import StructType
 
+from sbpy.bql.runtime import gc_pause
+
 from . import journal_format as jf
 
 NAME = "sbpy_journal"
@@ -119,8 +121,9 @@ class JournalStreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         if partition.whole:  # type: ignore[attr-defined]
             return iter([(partition.upto, RANGE_INPUT, partition.after, None, False, None)])  # type: ignore[attr-defined]
-        rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto)  # type: ignore[attr-defined]
-        return arrow_batches(rows)
+        with gc_pause.paused():  # the read's rows are acyclic (``gc_pause``)
+            rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto)  # type: ignore[attr-defined]
+            return iter(list(arrow_batches(rows)))
 
     def commit(self, end: dict) -> None:
         pass

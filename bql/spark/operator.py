@@ -38,7 +38,7 @@ from sbpy.bql.runtime.processor import StepResult, Tuple, batch_entry_of, mixed_
 
 from . import journal_format as jf
 from .buffers import Buffer, overflow, stage_buffers
-from .journal_values import Timestamps
+from .journal_values import JournalTuple, Timestamps
 
 OUTPUT_SCHEMA = ("kind string, node string, seq long, idx long, ts long, data string, error string, "
                  "input string, event string")
@@ -148,6 +148,9 @@ class Pipeline:
         self.encode_out: Callable[[Any], str] = jf.encode_data  # ``out`` rows' data (tagged JSON by default)
         self._seq = 0
         self._times = Timestamps()  # journal times as datetimes (a file segment's lines share one)
+        # journal tuples made as ``JournalTuple`` (their datetime made when a stage reads it): for hosts
+        # whose stages rarely read it (``stateless_query.chain_pipeline``)
+        self.lazy_times = False
 
     # ------------------------------------------------------------ state
 
@@ -191,6 +194,7 @@ class Pipeline:
         sole = {} if self._refused or self.output_node is None else {
             name: ks[0] for name, ks in self.consumers.items() if len(ks) == 1 and name != self.output_node}
         ended, stats, processors, times = self.ended, self._stats, self.processors, self._times
+        lazy = self.lazy_times
         # a sole reader with a batch entry (``Processor.batch_entry``) takes each run of its input's tuples
         # in one call (``_flush``)
         batched = {k: entry for k in set(sole.values())
@@ -215,7 +219,8 @@ class Pipeline:
                             self._flush_run(batched, mixed, run_k, run_name, run, run_us)
                             run, run_us = [], []
                         run_k, run_name = k, name
-                        run.append(Tuple(data, times.get(ts_us), seq, name))
+                        run.append(JournalTuple(data, ts_us, seq, name) if lazy else
+                                   Tuple(data, times.get(ts_us), seq, name))
                         run_us.append(ts_us)
                         continue
             if run:
@@ -242,7 +247,7 @@ class Pipeline:
                 stat = self._stat(k)
             received = stat.received
             received[name] = received.get(name, 0) + 1
-            tup = Tuple(data, times.get(ts_us), seq, name)
+            tup = JournalTuple(data, ts_us, seq, name) if lazy else Tuple(data, times.get(ts_us), seq, name)
             try:  # ``_step`` inline: most steps of a stateful stage emit and drop nothing
                 result: StepResult = processors[k].process(tup)
             except Exception as exc:
@@ -319,7 +324,9 @@ class Pipeline:
 
     def _deliver_data(self, name: str, data: Any, ts_us: int, seq: int) -> None:
         """A decoded journal tuple of input ``name`` enters the chain."""
-        self._deliver(name, Tuple(data, self._times.get(ts_us), seq, name), True)
+        tup = (JournalTuple(data, ts_us, seq, name) if self.lazy_times else
+               Tuple(data, self._times.get(ts_us), seq, name))
+        self._deliver(name, tup, True)
 
     def _overflow(self, rows: list[tuple]) -> dict[int, dict[int, Buffer]]:
         by_input: dict[str, list[int]] = {}

@@ -28,6 +28,8 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+from sbpy.bql.runtime import gc_pause
+
 from . import journal_format as jf
 from .journal_source import READ_BATCH, JournalStreamReader, arrow_schema_of, pickled_option, unpickled_option
 
@@ -63,7 +65,8 @@ class RoutedStreamReader(JournalStreamReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from . import keyed_query
 
-        rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto)  # type: ignore[attr-defined]
+        with gc_pause.paused():  # the read's rows are acyclic (``gc_pause``)
+            rows = jf.read_entries(self.dir, self.inputs, partition.after, partition.upto)  # type: ignore[attr-defined]
         query_id, plan, topology, buckets = unpickled_option(self.keyed)
         schema = arrow_schema(self.mode)
         for start in range(0, len(rows), READ_BATCH):

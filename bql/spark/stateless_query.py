@@ -50,6 +50,7 @@ def chain_pipeline(query_id: str, stages: list[StageSpec], topology: str, out_fo
             from sbpy.bql.jsonio import to_json
 
             pipeline.encode_out = to_json
+        pipeline.lazy_times = True  # memoryless stages: a tuple's datetime is made only where read
     pipeline.ended_inputs = [set() for _ in pipeline.stages]
     pipeline.ended, pipeline.ended_sources = set(), set()
     return pipeline

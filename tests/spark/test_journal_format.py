@@ -194,3 +194,25 @@ def test_read_far_after_the_remembered_offset_bisects(tmp_path, monkeypatch):
     assert len(spans) < 100  # line by line from seq 100 it was 1,800
     assert [r[0] for r in jf.read_entries(j, ["a"], 1910, 1920)] == list(range(1911, 1921))
     assert [r[0] for r in jf.read_entries(j, ["a"], 50, 60)] == list(range(51, 61))  # behind: from the start
+
+
+def test_a_journal_tuple_makes_its_time_when_read_and_equals_the_plain_tuple():
+    """``JournalTuple``: ``ts`` made from the journal's µs on first read (then kept), settable, equal to a
+    ``Tuple`` with the same fields either way round, and pickled/copied as that ``Tuple``."""
+    import copy
+    import pickle
+
+    from sbpy.bql.runtime.processor import Tuple
+    from sbpy.bql.spark.journal_values import JournalTuple
+
+    us = 1_700_000_000_123_456
+    lazy = JournalTuple({"a": 1}, us, 7, "src")
+    plain = Tuple({"a": 1}, jf.us_to_ts(us), 7, "src")
+    assert lazy.ts == jf.us_to_ts(us) and lazy.ts is lazy.ts
+    assert lazy == plain and plain == lazy
+    assert lazy != Tuple({"a": 1}, jf.us_to_ts(us + 1), 7, "src")
+    assert JournalTuple({"a": 1}, us, 8, "src") != plain and JournalTuple({"a": 2}, us, 7, "src") != plain
+    for back in (pickle.loads(pickle.dumps(lazy)), copy.copy(lazy)):
+        assert type(back) is Tuple and back == plain
+    lazy.ts = jf.us_to_ts(5)
+    assert lazy.ts == jf.us_to_ts(5) and lazy != plain

@@ -31,6 +31,8 @@ CHAINS = {
     "filter of each input": [StageSpec("f", FILTER, ("src",)),
                              StageSpec("h", "SELECT RSTREAM id FROM other [RANGE 1 TUPLES] WHERE id > 1",
                                        ("other",))],
+    "filter reading ts()": [StageSpec("t", "SELECT RSTREAM id, ts() AS at FROM src [RANGE 1 TUPLES] WHERE price < 8",
+                                      ("src",))],
     "istream": [StageSpec("i", "SELECT ISTREAM id, price FROM src [RANGE 2 TUPLES] WHERE price < 8", ("src",))],
     "dstream": [StageSpec("d", "SELECT DSTREAM id FROM src [RANGE 2 SECONDS]", ("src",))],
     "limit (no batch entry)": [StageSpec("l", "SELECT ISTREAM id FROM src [RANGE 2 TUPLES] LIMIT 3", ("src",))],
@@ -89,11 +91,13 @@ def journal(draw) -> list[list[tuple]]:
     return batches
 
 
-def _run(stages: list[StageSpec], batches: list[list[tuple]]) -> list[list[tuple]]:
-    """Each batch's output rows; the state goes from one batch to the next through a snapshot."""
+def _run(stages: list[StageSpec], batches: list[list[tuple]], lazy: bool = False) -> list[list[tuple]]:
+    """Each batch's output rows; the state goes from one batch to the next through a snapshot. ``lazy``:
+    the pipeline's tuples make their datetimes when read (``Pipeline.lazy_times``)."""
     out, state = [], None
     for rows in batches:
         p = Pipeline(stages)
+        p.lazy_times = lazy
         if state is not None:
             p.restore(state)
         # a decoded map is the pipeline's own (a kernel may keep it): each run gets a fresh copy
@@ -124,6 +128,16 @@ def test_batched_runs_give_the_rows_of_tuple_by_tuple(chain, batches, monkeypatc
         m.setattr(operator, "batch_entry_of", lambda proc: None)
         one_by_one = _run(stages, batches)
     assert _canonical(batched) == _canonical(one_by_one)
+
+
+@pytest.mark.parametrize("chain", list(CHAINS))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches=journal())
+def test_tuples_timed_when_read_give_the_same_rows(chain, batches):
+    """A pipeline whose journal tuples make their datetime only when a stage reads it (``JournalTuple``,
+    ``Pipeline.lazy_times``: the stateless reader's) gives the rows, drops and snapshots of one that makes
+    every datetime up front — stages reading ``ts()`` and time windows included."""
+    assert _canonical(_run(CHAINS[chain], batches, lazy=True)) == _canonical(_run(CHAINS[chain], batches))
 
 
 @pytest.mark.parametrize("chain", ["grouped", "join of count windows (mixed runs)"])
