@@ -31,10 +31,19 @@ class TupleBatch:
         self.encoded = encoded
 
 
-def pairs_batch(stamps: list[int], texts: list[str], others: list[dict[str, Any]], encoded: bool) -> TupleBatch:
+def pairs_batch(stamps: list[int], texts: list[str], others: list[dict[str, Any]], encoded: bool,
+                shared: bool = True) -> TupleBatch:
     """A ``TupleBatch`` of the ``out`` rows whose times are ``stamps`` and tagged JSON ``texts``: the texts
-    decoded (``decoded_maps``), or with ``encoded`` kept as they are."""
-    return TupleBatch(list(zip(stamps, texts if encoded else decoded_maps(texts))), others, encoded)
+    decoded (``decoded_maps``; ``shared`` False: texts read back through Arrow, each its own object, decoded
+    each without looking for a text held twice — ~1.3 µs a row less), or with ``encoded`` kept as they
+    are."""
+    if encoded:
+        return TupleBatch(list(zip(stamps, texts)), others, True)
+    if shared:
+        return TupleBatch(list(zip(stamps, decoded_maps(texts))), others, False)
+    decode = jf.decode_data
+    return TupleBatch([(ts, None if text is None else decode(text)) for ts, text in zip(stamps, texts)],
+                      others, False)
 
 
 def decoded_maps(texts: list[str | None]) -> list[Any]:

@@ -134,7 +134,8 @@ class NativeCollector:
         others = stats + _decoded([dict(zip(OUTPUT_COLUMNS, r)) for r in rows if r[0] != "out"])
         if json:
             return EncodedBatch([r[5] for r in outs], others)
-        return pairs_batch([r[4] for r in outs], [r[5] for r in outs], others, self.spec.out_rows == "texts")
+        return pairs_batch([r[4] for r in outs], [r[5] for r in outs], others, self.spec.out_rows == "texts",
+                           shared=False)  # read through Arrow (a row's text its own object)
 
     def _native_stats(self, full: int, depths: dict[int, int], segs: list[dict[str, Any]],
                       refused: int) -> list[dict[str, Any]]:

@@ -148,3 +148,51 @@ def test_a_keyed_operator_call_runs_with_the_collector_paused(monkeypatch):
     rows = [(2, "s", 0, "{}", False, None), (1, "s", 0, "{}", False, None)]
     assert kq.route_rows("q", None, "", 2, rows) == "result"
     assert seen == [False] * 5 and gc.isenabled() and gc_pause.depth() == 0
+
+
+class _ArrowBatch:
+    """A micro-batch DataFrame as the stateless collector reads it: only ``toArrow``."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def toArrow(self):  # noqa: N802 - pyspark's name
+        import pyarrow as pa
+
+        from sbpy.bql.spark.operator import OUTPUT_SCHEMA
+
+        names = [c.split()[0] for c in OUTPUT_SCHEMA.split(", ")]
+        types = {"string": pa.string(), "long": pa.int64()}
+        schema = pa.schema([(n, types[c.split()[1]]) for n, c in zip(names, OUTPUT_SCHEMA.split(", "))])
+        return pa.Table.from_pylist([dict(zip(names, r)) for r in self.rows], schema=schema)
+
+
+@pytest.mark.parametrize("encoded", [False, True])
+def test_the_stateless_collector_decodes_in_order_with_the_collector_paused(monkeypatch, encoded):
+    """``stateless_query.collect_tuples``: the batch's rows in ``(seq, idx)`` order, each ``out`` text
+    decoded on its own (``pairs_batch(shared=False)``: two equal texts give two maps, equal to what the
+    shared decode gives) or kept as text, the other rows decoded — all with the collector paused."""
+    from sbpy.bql.spark import batch_rows
+    from sbpy.bql.spark import journal_format as jf
+    from sbpy.bql.spark.stateless_query import collect_tuples
+
+    texts = [jf.encode_data({"a": i % 2, "t": jf.us_to_ts(i), "$k": [i]}) for i in range(6)]
+    rows = [("out", "f", seq, 0, 100 + seq, texts[seq], None, "src", None) for seq in (5, 1, 3, 0, 4, 2)]
+    rows.append(("dropped", "f", 2, 1, 0, jf.encode_data({"x": 1}), "bad", "src", None))
+    want = texts if encoded else batch_rows.decoded_maps(texts)
+    seen: list[bool] = []
+    decode = jf.decode_data
+
+    def recording(text):
+        seen.append(gc.isenabled())
+        return decode(text)
+
+    monkeypatch.setattr(jf, "decode_data", recording)
+    batch = collect_tuples(encoded)(_ArrowBatch(rows), 0)
+    assert gc.isenabled() and gc_pause.depth() == 0
+    assert [ts for ts, _ in batch.outs] == [100 + s for s in range(6)]
+    assert [d for _, d in batch.outs] == want
+    assert [(r["kind"], r["seq"], r["data"]) for r in batch.others] == [("dropped", 2, {"x": 1})]
+    assert seen and not any(seen)
+    if not encoded:
+        assert batch.outs[0][1] is not batch.outs[2][1]
