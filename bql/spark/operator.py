@@ -285,33 +285,43 @@ class Pipeline:
         node = self.stages[k].node
         direct = node == self.output_node and not self.consumers.get(node)  # rows go straight out
         rows, encode = self._rows, self.encode_out
-        # the texts of the previous answer's maps by identity: a kernel emits a map it holds again,
-        # unchanged (RSTREAM's unchanged groups: ``incremental.relation.emitted``), so its text is the same
-        known: dict[int, tuple[Any, str]] = {}
-        texts: dict[int, tuple[Any, str]] = {}
+        # the texts of list answers' maps by identity: a kernel emits a map it holds again, unchanged
+        # (RSTREAM's unchanged groups: ``incremental.relation.emitted`` — a flat map it holds is never
+        # changed, a changed row is a new map), so its text is the same. The cache holds each map, so an
+        # id stays its map's; it is let go when it holds more maps than a few answers emit.
+        cache: dict[int, tuple[Any, str]] = {}
         for i, answer in enumerate(answers):
             if answer is None:
                 continue
             tup = tuples[i]
             self._seq = seq = tup.seq
             kind = type(answer)
-            if kind is dict or kind is list:
-                if kind is list:
-                    known, texts = texts, {}
+            if kind is list and direct:  # ``_emit_data``'s output rows inline, with the tuple's journal time
+                stat.sent += len(answer)
+                at = stamps[i]
+                if len(cache) > 4 * len(answer) + 64:
+                    cache = {}
+                for data in answer:
+                    hit = cache.get(id(data))
+                    if hit is not None and hit[0] is data:
+                        text = hit[1]
+                    else:
+                        try:
+                            text = encode(data)
+                        except Exception as exc:
+                            self._emit("dropped", node, 0, None, _error_text(exc), node, "output")
+                            continue
+                        cache[id(data)] = (data, text)
+                    rows.append(("out", node, seq, len(rows), at, text, None, node, None))
+            elif kind is dict or kind is list:
                 for data in (answer,) if kind is dict else answer:
                     stat.sent += 1
-                    if direct:  # ``_emit_data``'s output row inline, with the journal's time of the tuple
-                        hit = known.get(id(data)) if kind is list else None
-                        if hit is not None and hit[0] is data:
-                            text = hit[1]
-                        else:
-                            try:
-                                text = encode(data)
-                            except Exception as exc:
-                                self._emit("dropped", node, 0, None, _error_text(exc), node, "output")
-                                continue
-                        if kind is list:
-                            texts[id(data)] = (data, text)
+                    if direct:
+                        try:
+                            text = encode(data)
+                        except Exception as exc:
+                            self._emit("dropped", node, 0, None, _error_text(exc), node, "output")
+                            continue
                         rows.append(("out", node, seq, len(rows), stamps[i], text, None, node, None))
                     else:
                         self._deliver(node, Tuple(data, tup.ts, tup.seq, ""))

@@ -143,8 +143,8 @@ def collect_tuples(encoded: bool) -> Callable[[Any, int], TupleBatch]:
             return TupleBatch([], [], encoded)
         outs, others = parts
         with gc_pause.paused():  # the batch's maps are acyclic: ~2 µs a row otherwise (``gc_pause``)
-            return pairs_batch(outs.column("ts").to_pylist(), outs.column("data").to_pylist(), others, encoded,
-                               shared=False)  # texts read through Arrow: each its own object
+            stamps, texts = outs.column("ts").to_pylist(), outs.column("data").to_pylist()
+            return pairs_batch(stamps, texts, others, encoded, shared=False)  # through Arrow: each its own
 
     return collect
 

@@ -255,3 +255,30 @@ def test_the_sole_reader_takes_its_tuples_as_one_batch(monkeypatch):
     assert kinds.count("out") == 800 and kinds.count("dropped") == 1
     assert [r[2] for r in out if r[0] == "dropped"] == [1001]
     assert out[400][0] == "dropped"  # after the 400 rows of the first 500 tuples that passed
+
+
+def test_a_map_emitted_again_after_others_keeps_its_text(monkeypatch):
+    """A map emitted again answers later, not only by the next tuple, is written with the text it was given
+    (encoded once); past a few answers' worth of held maps the pipeline lets them go — a map emitted after
+    that is encoded again — and the rows are the same either way."""
+    pool = [{"g": i} for i in range(300)]
+    schedule = [[0, 1], [2], [0, 3], [1]] + [[i] for i in range(4, 280)] + [[0, 279]]
+
+    def entry(name, tuples):
+        return [[pool[i] for i in schedule[t.seq - 1]] for t in tuples]
+
+    calls = []
+
+    def encode(data):
+        calls.append(data["g"])
+        return jf.encode_data(data)
+
+    monkeypatch.setattr(operator, "batch_entry_of", lambda proc: entry)
+    p = Pipeline(CHAINS["grouped"])
+    p.encode_out = encode
+    rows = p.run([(i, "src", 1000 * i, {"id": i}, False) for i in range(1, len(schedule) + 1)])
+    outs = [(r[2], jf.decode_data(r[5])["g"]) for r in rows if r[0] == "out"]
+    assert outs == [(seq, g) for seq, gs in enumerate(schedule, 1) for g in gs]
+    assert calls.count(0) == 2 and calls.count(1) == 1 and calls.count(279) == 1  # 0 let go, 1 kept
+    zero = [r[5] for r in rows if r[0] == "out" and r[2] in (1, 3) and jf.decode_data(r[5])["g"] == 0]
+    assert len(zero) == 2 and zero[0] is zero[1]  # map 0's text written again: the same str object

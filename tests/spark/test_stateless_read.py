@@ -15,11 +15,12 @@ from sbpy.bql.spark.operator import Pipeline, StageSpec
 from sbpy.bql.spark.stateless_source import StatelessStreamReader, encode_chain
 from sbpy.bql.spark.testing import TestJournal
 
+FILTER = "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8"
 CHAINS = {
-    "filter": [StageSpec("f", "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8", ("src",))],
-    "ts() and a cast": [StageSpec("f", "SELECT RSTREAM id, ts() AS at, price::string AS p FROM src [RANGE 1 TUPLES] "
-                                       "WHERE price < 8", ("src",))],
-    "two stages": [StageSpec("f", "SELECT RSTREAM id, price FROM src [RANGE 1 TUPLES] WHERE price < 8", ("src",)),
+    "filter": [StageSpec("f", FILTER, ("src",))],
+    "ts() and a cast": [StageSpec("f", "SELECT RSTREAM id, ts() AS at, price::string AS p "
+                                       "FROM src [RANGE 1 TUPLES] WHERE price < 8", ("src",))],
+    "two stages": [StageSpec("f", FILTER, ("src",)),
                    StageSpec("g", "SELECT RSTREAM id, ts() AS at FROM f [RANGE 1 TUPLES] WHERE id % 2 = 0",
                              ("f",))],
 }
