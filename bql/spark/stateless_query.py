@@ -128,8 +128,7 @@ def collect_encoded(batch_df: Any, _batch_id: int) -> EncodedBatch:
     parts = _sorted_parts(batch_df)
     if parts is None:
         return EncodedBatch([], [])
-    with gc_pause.paused():  # the rows are acyclic (``gc_pause``)
-        return EncodedBatch(parts[0].column("data").to_pylist(), parts[1])
+    return EncodedBatch(parts[0].column("data").to_pylist(), parts[1])  # strs: nothing for the collector
 
 
 def collect_tuples(encoded: bool) -> Callable[[Any, int], TupleBatch]:

@@ -31,8 +31,8 @@ CHAINS = {
     "filter of each input": [StageSpec("f", FILTER, ("src",)),
                              StageSpec("h", "SELECT RSTREAM id FROM other [RANGE 1 TUPLES] WHERE id > 1",
                                        ("other",))],
-    "filter reading ts()": [StageSpec("t", "SELECT RSTREAM id, ts() AS at FROM src [RANGE 1 TUPLES] WHERE price < 8",
-                                      ("src",))],
+    "filter reading ts()": [StageSpec("t", "SELECT RSTREAM id, ts() AS at FROM src [RANGE 1 TUPLES] "
+                                           "WHERE price < 8", ("src",))],
     "istream": [StageSpec("i", "SELECT ISTREAM id, price FROM src [RANGE 2 TUPLES] WHERE price < 8", ("src",))],
     "dstream": [StageSpec("d", "SELECT DSTREAM id FROM src [RANGE 2 SECONDS]", ("src",))],
     "limit (no batch entry)": [StageSpec("l", "SELECT ISTREAM id FROM src [RANGE 2 TUPLES] LIMIT 3", ("src",))],
